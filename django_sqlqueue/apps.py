@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class SQLQueueConfig(AppConfig):
+    """The app: registers system checks once Django is ready, nothing at import."""
+
+    name = "django_sqlqueue"
+    verbose_name = "SQL queue"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django_sqlqueue import checks
+
+        checks.register()

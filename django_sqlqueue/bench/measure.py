@@ -1,0 +1,78 @@
+"""django-sqlqueue's side of the benchmark: the same work through the app."""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.db.models import Max, Min
+
+from django_sqlqueue.models import Job, JobStatus, Worker
+from django_sqlqueue.tasks import noop
+
+
+def enqueue_one_by_one(queue: str, count: int) -> float:
+    """Jobs per second through ``Job.objects.enqueue``, each in its own transaction."""
+    began = time.perf_counter()
+    for _ in range(count):
+        Job.objects.enqueue(noop, queue=queue)
+    return count / (time.perf_counter() - began)
+
+
+def enqueue_many(queue: str, count: int) -> float:
+    """Jobs per second through ``Job.objects.enqueue_many``."""
+    began = time.perf_counter()
+    Job.objects.enqueue_many(Job.objects.build(noop, queue=queue) for _ in range(count))
+    return count / (time.perf_counter() - began)
+
+
+def runworkers(*options: str) -> subprocess.Popen[bytes]:
+    """``manage.py runworkers`` as a child process of this one, on the same settings."""
+    manage = Path(sys.argv[0]).resolve()
+    command = [sys.executable, str(manage), "runworkers", "-v", "0", *options]
+    return subprocess.Popen(command, env=os.environ.copy(), stdout=subprocess.DEVNULL)
+
+
+def drain(queue: str, count: int, processes: int, batch_size: int) -> float:
+    """Jobs per second of ``runworkers --burst`` over ``count`` ready jobs: from the first
+    claim to the last outcome, by the database's clock (process start-up excluded)."""
+    supervisor = runworkers(
+        "--burst", "--queues", queue, "--processes", str(processes), "--batch-size", str(batch_size)
+    )
+    if supervisor.wait(timeout=3600):
+        raise RuntimeError(f"runworkers exited with status {supervisor.returncode}")
+    jobs = Job.objects.filter(queue=queue)
+    left = jobs.exclude(status=JobStatus.SUCCESSFUL).count()
+    if left:
+        raise RuntimeError(f"runworkers --burst left {left} jobs unfinished")
+    span = jobs.aggregate(first=Min("started_at"), last=Max("finished_at"))
+    return float(count / max((span["last"] - span["first"]).total_seconds(), 1e-3))
+
+
+def latency(queue: str, samples: int, processes: int, spacing: float) -> dict[str, float]:
+    """Milliseconds from an enqueue's commit to its job's start, with idle workers waiting."""
+    supervisor = runworkers("--queues", queue, "--processes", str(processes))
+    try:
+        deadline = time.monotonic() + 60
+        while Worker.objects.filter(queues=[queue]).count() < processes:
+            if time.monotonic() > deadline or supervisor.poll() is not None:
+                raise RuntimeError("the workers did not start")
+            time.sleep(0.1)
+        time.sleep(1.0)  # let them go idle
+        for _ in range(samples):
+            Job.objects.enqueue(noop, queue=queue)
+            time.sleep(spacing)
+        while Job.objects.filter(queue=queue).exclude(status=JobStatus.SUCCESSFUL).exists():
+            time.sleep(0.1)
+    finally:
+        supervisor.send_signal(signal.SIGTERM)
+        supervisor.wait(timeout=60)
+    times = Job.objects.filter(queue=queue, started_at__isnull=False).values_list("enqueued_at", "started_at")
+    waits = sorted((started - enqueued).total_seconds() * 1000 for enqueued, started in times if started)
+    percentiles = statistics.quantiles(waits, n=100, method="inclusive")
+    return {"p50": percentiles[49], "p95": percentiles[94], "p99": percentiles[98]}

@@ -1,0 +1,68 @@
+"""Claiming a batch of ready jobs: short transactions, rows locked by primary key,
+no worker waiting on another's locks."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connections
+from django.db.models import F
+
+from django_sqlqueue.dbclock import DatabaseNow
+from django_sqlqueue.status import JobStatus
+from django_sqlqueue.transient import atomic_with_retries
+from django_sqlqueue.vendors import CLAIM_PROBLEM_HINTS, claim_problem
+
+if TYPE_CHECKING:
+    from django_sqlqueue.models import Job
+    from django_sqlqueue.query import JobQuerySet
+
+
+class ClaimedJobs(list["Job"]):
+    """The jobs one claim took, in claim order.
+
+    ``lost`` counts candidates another worker locked first (MySQL/MariaDB, where
+    candidates are read before they are locked): when it stays above zero there are
+    more workers than work. PostgreSQL's ``SKIP LOCKED ... LIMIT`` hands each claimer
+    rows nobody holds, and SQLite claims one writer at a time, so it is 0 there."""
+
+    def __init__(self, jobs: list[Job], lost: int) -> None:
+        super().__init__(jobs)
+        self.lost = lost
+
+
+def claim(candidates: JobQuerySet, *, worker_id: str, limit: int) -> ClaimedJobs:
+    """Claim the first ``limit`` of ``candidates`` (ordered, unsliced) for ``worker_id``."""
+    connection = connections[candidates.db]
+    if problem := claim_problem(connection):
+        raise ImproperlyConfigured(f"{problem}. {CLAIM_PROBLEM_HINTS[connection.vendor]}")
+    return atomic_with_retries(candidates.db, lambda: _claim_in_transaction(candidates, worker_id, limit))
+
+
+def _claim_in_transaction(candidates: JobQuerySet, worker_id: str, limit: int) -> ClaimedJobs:
+    # Each locked row also brings the database's time, which becomes the attempt's start.
+    locking = candidates.select_for_update(skip_locked=True).annotate(claim_time=DatabaseNow())
+    if connections[candidates.db].vendor == "mysql":
+        # Read the candidates without locks, then lock just those rows by primary key,
+        # checking again that they are still ready: InnoDB would otherwise lock every
+        # index record the ordered scan passes over.
+        ids = list(candidates.values_list("pk", flat=True)[:limit])
+        position = {pk: index for index, pk in enumerate(ids)}
+        jobs = sorted(locking.filter(pk__in=ids).order_by(), key=lambda job: position[job.pk])
+        lost = len(ids) - len(jobs)
+    else:
+        jobs = list(locking[:limit])
+        lost = 0
+    if jobs:
+        started_at = jobs[0].claim_time  # type: ignore[attr-defined]
+        candidates.model._base_manager.using(candidates.db).filter(pk__in=[job.pk for job in jobs]).update(
+            status=JobStatus.RUNNING, worker=worker_id, started_at=started_at, attempts=F("attempts") + 1
+        )
+        for job in jobs:
+            del job.claim_time  # type: ignore[attr-defined]
+            job.status = JobStatus.RUNNING
+            job.worker = worker_id
+            job.started_at = started_at
+            job.attempts += 1
+    return ClaimedJobs(jobs, lost)

@@ -1,0 +1,23 @@
+"""Exceptions raised at the queue's boundaries."""
+
+from __future__ import annotations
+
+
+class SQLQueueError(Exception):
+    """Base class of every error django-sqlqueue raises on purpose."""
+
+
+class UnknownTaskError(SQLQueueError, LookupError):
+    """A task name or function that was never registered with ``@job``."""
+
+
+class InvalidJobError(SQLQueueError, ValueError):
+    """A job that cannot be enqueued as given: nothing was written."""
+
+
+class JobTimeout(SQLQueueError):
+    """Recorded on an attempt that ran past its timeout: its worker process was stopped."""
+
+
+class WorkerLost(SQLQueueError):
+    """Recorded on an attempt whose worker died or vanished before it finished."""

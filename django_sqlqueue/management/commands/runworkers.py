@@ -1,0 +1,114 @@
+"""``manage.py runworkers``: parse and check the options, then hand over to the supervisor."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections, router
+from django.db.migrations.executor import MigrationExecutor
+
+from django_sqlqueue.conf import check_queue_name, conf
+from django_sqlqueue.supervisor import Options, Supervisor
+
+_LOG_LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1")
+    return value
+
+
+def queue_list(text: str) -> list[str]:
+    queues = [name.strip() for name in text.split(",")]
+    for name in queues:
+        if problem := check_queue_name(name):
+            raise argparse.ArgumentTypeError(problem)
+    return queues
+
+
+def unapplied_migrations() -> list[str]:
+    """The app's migrations not applied to the database that holds the jobs."""
+    from django_sqlqueue.models import Job
+
+    executor = MigrationExecutor(connections[router.db_for_write(Job)])
+    targets = [key for key in executor.loader.graph.leaf_nodes() if key[0] == Job._meta.app_label]
+    return [migration.name for migration, _ in executor.migration_plan(targets)]
+
+
+class Command(BaseCommand):
+    help = "Run jobs from the queue table: a supervisor and its worker processes."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--queues", type=queue_list, default=None, help="Comma-separated queues to run (default: all)."
+        )
+        parser.add_argument(
+            "--processes",
+            type=positive_int,
+            default=os.cpu_count() or 1,
+            help="Worker processes (default: one per CPU).",
+        )
+        parser.add_argument("--threads", type=positive_int, default=1, help="Threads per process (default 1).")
+        parser.add_argument(
+            "--batch-size",
+            type=positive_int,
+            default=None,
+            help="Most jobs one claim takes (default: SQLQUEUE_BATCH_SIZE).",
+        )
+        parser.add_argument("--burst", action="store_true", help="Run what is ready now, then exit 0.")
+        parser.add_argument("--max-jobs", type=positive_int, default=None, help="Exit after this many jobs.")
+        parser.add_argument("--name", default="", help="A prefix for the worker names, e.g. the deployment.")
+
+    def handle(
+        self,
+        *,
+        queues: list[str] | None,
+        processes: int,
+        threads: int,
+        batch_size: int | None,
+        burst: bool,
+        max_jobs: int | None,
+        name: str,
+        verbosity: int,
+        **options: Any,
+    ) -> None:
+        allowed = conf.SQLQUEUE_QUEUES
+        if queues and allowed is not None and (unknown := sorted(set(queues) - allowed)):
+            raise CommandError(f"--queues names {unknown}, not in SQLQUEUE_QUEUES {sorted(allowed)}.")
+        if unapplied := unapplied_migrations():
+            raise CommandError(
+                f"The queue's tables are not up to date ({', '.join(unapplied)}): run manage.py migrate."
+            )
+        level = _LOG_LEVELS.get(verbosity, logging.DEBUG)
+        logging.getLogger("django_sqlqueue").setLevel(level)
+        supervisor = Supervisor(
+            Options(
+                queues=queues,
+                processes=processes,
+                threads=threads,
+                batch_size=batch_size or conf.SQLQUEUE_BATCH_SIZE,
+                burst=burst,
+                max_jobs=max_jobs,
+                name_prefix=name,
+                log_level=level,
+            ),
+            write=self._write,
+            progress_bar=burst and self.stdout.isatty(),
+        )
+        if code := supervisor.run():
+            raise CommandError("Exited at once on a second signal; the jobs it held will be rescued.", returncode=code)
+
+    def _write(self, text: str, ending: str = "\n") -> None:
+        self.stdout.write(text, ending=ending)
+        self.stdout.flush()
+        sys.stdout.flush()

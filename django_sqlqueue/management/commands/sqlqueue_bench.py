@@ -1,0 +1,112 @@
+"""``manage.py sqlqueue_bench``: measure this database's ceiling and the queue beside it."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections, router
+
+from django_sqlqueue.bench import ceiling, measure
+from django_sqlqueue.management.commands.runworkers import positive_int, unapplied_migrations
+from django_sqlqueue.models import Job
+
+
+class Command(BaseCommand):
+    help = (
+        "Measure the queue on the configured database beside raw SQL doing the same work. "
+        "It writes to the jobs table on queues named sqlqueue-bench-*, and removes them after."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--jobs", type=positive_int, default=20_000, help="Jobs to drain (default 20000).")
+        parser.add_argument("--processes", type=positive_int, default=2, help="Worker processes (default 2).")
+        parser.add_argument("--batch-size", type=positive_int, default=100, help="Claim batch size (default 100).")
+        parser.add_argument(
+            "--backlog", type=int, default=0, help="Also drain beside N other ready and N finished jobs."
+        )
+        parser.add_argument("--latency-samples", type=positive_int, default=40, help="Enqueues timed (default 40).")
+        parser.add_argument("--json", action="store_true", dest="as_json", help="Print the figures as JSON.")
+
+    def handle(
+        self,
+        *,
+        jobs: int,
+        processes: int,
+        batch_size: int,
+        backlog: int,
+        latency_samples: int,
+        as_json: bool,
+        **options: Any,
+    ) -> None:
+        if unapplied := unapplied_migrations():
+            raise CommandError(f"The queue's tables are not up to date ({', '.join(unapplied)}): run migrate.")
+        connection = connections[router.db_for_write(Job)]
+        raw = ceiling.RawDatabase.of(connection, connection.ops.quote_name(Job._meta.db_table))
+        prefix = f"sqlqueue-bench-{secrets.token_hex(3)}"
+        singles = max(1, min(jobs // 10, 2000))
+        figures: dict[str, Any] = {
+            "database": f"{connection.vendor} {connection.display_name}",
+            "jobs": jobs,
+            "processes": processes,
+            "batch_size": batch_size,
+        }
+        try:
+            figures["insert_one"] = {
+                "app": measure.enqueue_one_by_one(f"{prefix}-one", singles),
+                "ceiling": ceiling.insert_one_per_transaction(raw, f"{prefix}-one-raw", singles),
+            }
+            figures["insert_many"] = {
+                "app": measure.enqueue_many(f"{prefix}-drain", jobs),
+                "ceiling": ceiling.insert_many_per_statement(raw, f"{prefix}-raw", jobs),
+            }
+            figures["drain"] = {
+                "app": measure.drain(f"{prefix}-drain", jobs, processes, batch_size),
+                "ceiling": ceiling.drain(raw, f"{prefix}-raw", jobs, processes, batch_size),
+            }
+            if backlog:
+                ceiling.insert_many_per_statement(raw, f"{prefix}-backlog", backlog)
+                ceiling.insert_many_per_statement(raw, f"{prefix}-finished", backlog)
+                Job.objects.filter(queue=f"{prefix}-finished").update(status="SUCCESSFUL")
+                measure.enqueue_many(f"{prefix}-drain2", jobs)
+                figures["drain_with_backlog"] = {
+                    "app": measure.drain(f"{prefix}-drain2", jobs, processes, batch_size),
+                    "ceiling": figures["drain"]["app"],
+                    "backlog": backlog,
+                }
+            figures["latency_ms"] = measure.latency(f"{prefix}-latency", latency_samples, processes, spacing=0.15)
+        finally:
+            Job.objects.filter(queue__startswith=prefix).delete()
+        if as_json:
+            self.stdout.write(json.dumps(figures, indent=2))
+        else:
+            self._table(figures)
+
+    def _table(self, figures: dict[str, Any]) -> None:
+        self.stdout.write(
+            f"django-sqlqueue benchmark: {figures['database']}, {figures['jobs']} jobs, "
+            f"{figures['processes']} processes, batches of {figures['batch_size']}"
+        )
+        self.stdout.write(f"{'':34}{'jobs/s':>10}{'ceiling/s':>12}{'of ceiling':>12}")
+        rows = [
+            ("enqueue, one per transaction", "insert_one"),
+            ("enqueue_many", "insert_many"),
+            ("drain: runworkers --burst", "drain"),
+            ("drain beside the backlog", "drain_with_backlog"),
+        ]
+        for label, key in rows:
+            if key in figures:
+                app, top = figures[key]["app"], figures[key]["ceiling"]
+                self.stdout.write(f"{label:34}{app:>10,.0f}{top:>12,.0f}{app / top:>12.0%}")
+        if "drain_with_backlog" in figures:
+            self.stdout.write(
+                f"  (backlog: {figures['drain_with_backlog']['backlog']:,} ready + as many finished jobs; "
+                "its ceiling is the drain on the emptier table)"
+            )
+        latency = figures["latency_ms"]
+        self.stdout.write(
+            f"latency, enqueue commit to start: p50 {latency['p50']:.1f} ms, "
+            f"p95 {latency['p95']:.1f} ms, p99 {latency['p99']:.1f} ms"
+        )

@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import datetime
+
+from django.db import models
+
+from django_sqlqueue.conf import QUEUE_NAME_MAX_LENGTH, conf
+from django_sqlqueue.dbclock import DatabaseNow
+from django_sqlqueue.indexes import StatusIndex
+from django_sqlqueue.query import JobManager
+from django_sqlqueue.registry import TASK_NAME_MAX_LENGTH
+from django_sqlqueue.status import JobStatus
+from django_sqlqueue.validation import MAX_PRIORITY, MIN_PRIORITY
+
+__all__ = ["Job", "JobStatus", "Worker"]
+
+
+class Job(models.Model):
+    """One call of a registered task, from enqueue to its final outcome.
+
+    A job leaves the queue only by succeeding, by spending its attempts (``FAILED``,
+    kept for triage) or by being cancelled. Times are written with the database's
+    clock, never a worker's."""
+
+    id = models.BigAutoField(primary_key=True)
+    queue = models.CharField(max_length=QUEUE_NAME_MAX_LENGTH)
+    task = models.CharField(max_length=TASK_NAME_MAX_LENGTH, help_text="The registered name of the task.")
+    args = models.JSONField(default=list, blank=True)
+    kwargs = models.JSONField(default=dict, blank=True)
+    priority = models.SmallIntegerField(default=0, help_text="Higher runs first.")
+    status = models.CharField(
+        max_length=max(len(value) for value in JobStatus.values),
+        choices=JobStatus.choices,
+        default=JobStatus.READY,
+    )
+    run_at = models.DateTimeField(db_default=DatabaseNow(), help_text="Not claimed before this time.")
+    attempts = models.PositiveIntegerField(default=0, help_text="Attempts started so far, counted at claim.")
+    max_attempts = models.PositiveIntegerField()
+    timeout = models.FloatField(null=True, blank=True, help_text="Seconds an attempt may run; empty for no limit.")
+    enqueued_at = models.DateTimeField(db_default=DatabaseNow())
+    started_at = models.DateTimeField(null=True, blank=True, help_text="When the latest attempt was claimed.")
+    finished_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=255, blank=True, help_text="The worker that holds or last held the job.")
+    errors = models.JSONField(default=list, blank=True, help_text="Every failed attempt's exception and traceback.")
+    result = models.JSONField(null=True, blank=True)
+
+    objects = JobManager()
+
+    class Meta:
+        indexes = [
+            # The claim: ready jobs in claim order, on all queues or on some.
+            StatusIndex(status=JobStatus.READY, fields=["-priority", "run_at", "id"], name="sqlqueue_job_ready"),
+            StatusIndex(
+                status=JobStatus.READY, fields=["queue", "-priority", "run_at", "id"], name="sqlqueue_job_ready_queue"
+            ),
+            # The rescue: the jobs a worker holds.
+            StatusIndex(status=JobStatus.RUNNING, fields=["worker"], name="sqlqueue_job_running"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(priority__gte=MIN_PRIORITY, priority__lte=MAX_PRIORITY),
+                name="sqlqueue_job_priority_range",
+            ),
+            models.CheckConstraint(condition=models.Q(max_attempts__gte=1), name="sqlqueue_job_max_attempts_min"),
+            models.CheckConstraint(condition=models.Q(timeout__gt=0), name="sqlqueue_job_timeout_positive"),
+            models.CheckConstraint(condition=models.Q(status__in=JobStatus.values), name="sqlqueue_job_status_valid"),
+            models.CheckConstraint(condition=~models.Q(queue=""), name="sqlqueue_job_queue_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.task} [{self.status}]"
+
+
+class WorkerQuerySet(models.QuerySet["Worker"]):
+    """Filters over the worker registry."""
+
+    def expired(self) -> WorkerQuerySet:
+        """Workers whose last heartbeat is older than ``SQLQUEUE_LEASE`` by the database's clock."""
+        return self.filter(heartbeat_at__lt=DatabaseNow() - datetime.timedelta(seconds=conf.SQLQUEUE_LEASE))
+
+
+class Worker(models.Model):
+    """One running worker process; the jobs it holds name it in ``Job.worker``.
+
+    Its heartbeat (the database's time) keeps its jobs its own: when it stops beating
+    for longer than the lease, any supervisor gives its jobs back to the queue."""
+
+    name = models.CharField(max_length=255, unique=True)
+    host = models.CharField(max_length=255)
+    pid = models.PositiveIntegerField()
+    queues = models.JSONField(null=True, blank=True, help_text="The queues it claims from; empty for all.")
+    started_at = models.DateTimeField(db_default=DatabaseNow())
+    heartbeat_at = models.DateTimeField(db_default=DatabaseNow())
+    jobs_succeeded = models.PositiveBigIntegerField(default=0)
+    jobs_failed = models.PositiveBigIntegerField(default=0)
+
+    objects = WorkerQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,221 @@
+"""The jobs table's QuerySet (adjectives that filter) and Manager (verbs that act)."""
+
+from __future__ import annotations
+
+import datetime
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from django_sqlqueue import claiming, finishing
+from django_sqlqueue.conf import conf
+from django_sqlqueue.dbclock import DatabaseNow
+from django_sqlqueue.exceptions import InvalidJobError
+from django_sqlqueue.registry import get_task
+from django_sqlqueue.status import JobStatus
+from django_sqlqueue.validation import arguments_problem, check_job_options
+
+if TYPE_CHECKING:
+    from django_sqlqueue.models import Job
+
+# Fields whose value the database computes at insert (a default or an expression).
+_DATABASE_COMPUTED_FIELDS = ("run_at", "enqueued_at")
+
+
+class JobQuerySet(models.QuerySet["Job"]):
+    """Filters over the jobs table."""
+
+    def ready(self) -> JobQuerySet:
+        """Jobs waiting to run whose time has come by the database's clock."""
+        return self.filter(status=JobStatus.READY, run_at__lte=DatabaseNow())
+
+    def in_queues(self, queues: Iterable[str] | None) -> JobQuerySet:
+        """Jobs on any of ``queues``; every job when ``queues`` is None."""
+        return self if queues is None else self.filter(queue__in=list(queues))
+
+    def in_claim_order(self) -> JobQuerySet:
+        """Higher priority first, then the earliest due, then the oldest."""
+        return self.order_by("-priority", "run_at", "id")
+
+
+class JobManager(models.Manager["Job"]):
+    """Enqueue, claim and finish jobs."""
+
+    def get_queryset(self) -> JobQuerySet:
+        return JobQuerySet(self.model, using=self._db)
+
+    def ready(self) -> JobQuerySet:
+        return self.get_queryset().ready()
+
+    def build(
+        self,
+        task: Callable[..., Any] | str,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        queue: str | None = None,
+        priority: int | None = None,
+        run_at: datetime.datetime | None = None,
+        delay: datetime.timedelta | float | None = None,
+        max_attempts: int | None = None,
+        timeout: datetime.timedelta | float | None = None,
+    ) -> Job:
+        """An unsaved job for ``task`` with its defaults filled in, for :meth:`enqueue_many`.
+
+        Options left ``None`` come from the task's ``@job(...)``, then from settings."""
+        registered = get_task(task)
+        job = self.model(
+            task=registered.name,
+            args=list(args) if isinstance(args, (list, tuple)) else args,
+            kwargs={} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs,
+            queue=_first(queue, registered.queue, conf.SQLQUEUE_DEFAULT_QUEUE),
+            priority=_first(priority, registered.priority, 0),
+            max_attempts=_first(max_attempts, registered.max_attempts, conf.SQLQUEUE_MAX_ATTEMPTS),
+            timeout=_seconds(_first(timeout, registered.timeout, conf.SQLQUEUE_TIMEOUT)),
+        )
+        if run_at is not None and delay is not None:
+            raise InvalidJobError("Pass run_at or delay, not both.")
+        if run_at is not None:
+            job.run_at = _checked_run_at(run_at)
+        elif delay is not None:
+            job.run_at = DatabaseNow() + _checked_delay(delay)
+        return job
+
+    def enqueue(
+        self,
+        task: Callable[..., Any] | str,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> Job:
+        """Write one job on the caller's connection and inside the caller's transaction,
+        so it is rolled back with it and workers see it only once it commits.
+
+        Raises :class:`UnknownTaskError` or :class:`InvalidJobError` and writes nothing
+        when the job cannot be run as given. Options are those of :meth:`build`."""
+        job = self.build(task, args, kwargs, **options)
+        _validate(job)
+        job.save(force_insert=True, using=self.db)
+        _defer_database_computed(job)
+        return job
+
+    def enqueue_many(self, jobs: Iterable[Job], *, batch_size: int = 1000) -> list[Job]:
+        """Write many jobs (usually made by :meth:`build`) in a few multi-row INSERTs.
+
+        Every job is validated before anything is written: one bad job refuses them all."""
+        jobs = list(jobs)
+        for job in jobs:
+            _validate(job)
+        self.bulk_create(jobs, batch_size=batch_size)
+        for job in jobs:
+            _defer_database_computed(job)
+        return jobs
+
+    def claim(
+        self,
+        *,
+        worker_id: str,
+        queues: Iterable[str] | None = None,
+        limit: int | None = None,
+        filter: models.Q | None = None,
+    ) -> claiming.ClaimedJobs:
+        """Take up to ``limit`` ready jobs (default ``SQLQUEUE_BATCH_SIZE``) for ``worker_id``.
+
+        The jobs come back ``RUNNING``, owned by the worker, with the attempt counted,
+        in claim order. The claim commits at once (unless called inside an outer
+        transaction): run the jobs after it returns, never inside it. ``filter`` is any
+        ``Q`` on the jobs table."""
+        limit = conf.SQLQUEUE_BATCH_SIZE if limit is None else limit
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit must be an integer of at least 1, not {limit!r}.")
+        if not worker_id:
+            raise ValueError("worker_id must name the worker that claims.")
+        candidates = self.ready().in_queues(queues)
+        if filter is not None:
+            candidates = candidates.filter(filter)
+        return claiming.claim(candidates.in_claim_order(), worker_id=worker_id, limit=limit)
+
+    def finish(
+        self,
+        *,
+        worker_id: str,
+        succeeded: Mapping[Job, Any] | None = None,
+        failed: Mapping[Job, BaseException] | None = None,
+    ) -> int:
+        """Record the outcomes of claimed jobs in one statement: ``succeeded`` maps each job
+        to its (JSON) return value, ``failed`` to the exception it raised.
+
+        A failure with attempts left goes back to ``READY`` after a backoff; otherwise it
+        is ``FAILED``. Only jobs still ``RUNNING`` for ``worker_id`` at the attempt it
+        claimed are written: returns how many were, so a worker knows when it lost one."""
+        return finishing.finish(
+            self.get_queryset(), worker_id=worker_id, succeeded=succeeded or {}, failed=failed or {}
+        )
+
+    def release(self, *, worker_id: str, unstarted: Iterable[Job]) -> int:
+        """Put claimed jobs that never started back to ``READY``, their attempt not counted
+        (a worker stopping before it got to them). Fenced like :meth:`finish`."""
+        return finishing.release(self.get_queryset(), worker_id=worker_id, unstarted=unstarted)
+
+
+def _first(*values: Any) -> Any:
+    return next((value for value in values if value is not None), None)
+
+
+def _seconds(value: Any) -> Any:
+    return value.total_seconds() if isinstance(value, datetime.timedelta) else value
+
+
+def _checked_run_at(run_at: Any) -> datetime.datetime:
+    if not isinstance(run_at, datetime.datetime):
+        raise InvalidJobError(f"run_at must be a datetime, not {type(run_at).__name__}.")
+    if settings.USE_TZ and timezone.is_naive(run_at):
+        raise InvalidJobError(
+            f"run_at {run_at.isoformat()} is naive but USE_TZ is on: say which time zone it is in, "
+            "e.g. with django.utils.timezone.make_aware()."
+        )
+    if not settings.USE_TZ and timezone.is_aware(run_at):
+        raise InvalidJobError(
+            f"run_at {run_at.isoformat()} has a time zone but USE_TZ is off: pass a naive local time."
+        )
+    return run_at
+
+
+def _checked_delay(delay: Any) -> datetime.timedelta:
+    if isinstance(delay, datetime.timedelta):
+        seconds = delay.total_seconds()
+    elif isinstance(delay, (int, float)) and not isinstance(delay, bool):
+        seconds = delay
+    else:
+        seconds = -1
+    if not 0 <= seconds < math.inf:
+        raise InvalidJobError(f"delay must be a timedelta or a number of seconds of at least 0, not {delay!r}.")
+    try:
+        return datetime.timedelta(seconds=seconds)
+    except OverflowError:
+        raise InvalidJobError(f"delay {delay!r} reaches past the year 9999.") from None
+
+
+def _validate(job: Job) -> None:
+    get_task(job.task)
+    missing = [name for name in ("queue", "priority", "max_attempts") if getattr(job, name) is None]
+    if missing:
+        problem: str | None = f"{', '.join(missing)} not set: make jobs with Job.objects.build()"
+    else:
+        problem = arguments_problem(job.args, job.kwargs) or check_job_options(
+            queue=job.queue, priority=job.priority, max_attempts=job.max_attempts, timeout=job.timeout
+        )
+    if problem:
+        raise InvalidJobError(f"Cannot enqueue {job.task}: {problem}.")
+
+
+def _defer_database_computed(job: Job) -> None:
+    """Leave fields the database computed but did not return to load on first access,
+    rather than keep the expression that computed them (Django 5.2, and MySQL)."""
+    for name in _DATABASE_COMPUTED_FIELDS:
+        if hasattr(job.__dict__.get(name), "resolve_expression"):
+            del job.__dict__[name]

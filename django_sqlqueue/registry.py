@@ -1,0 +1,116 @@
+"""The registry of tasks: the only functions a worker will ever run.
+
+A row in the jobs table names its task by a registered name. Workers look that name
+up here and never import anything a row names, so a tampered or stale row cannot
+make a worker import or call arbitrary code."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar, overload
+
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import autodiscover_modules
+
+from django_sqlqueue.exceptions import UnknownTaskError
+from django_sqlqueue.validation import check_job_options
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+TASK_NAME_MAX_LENGTH = 255
+
+
+@dataclass(frozen=True)
+class Task:
+    """A registered function and the defaults its jobs get; ``None`` means the setting's default."""
+
+    name: str
+    func: Callable[..., Any]
+    queue: str | None = None
+    priority: int | None = None
+    max_attempts: int | None = None
+    timeout: float | None = None
+
+
+_tasks_by_name: dict[str, Task] = {}
+_tasks_by_func: dict[Callable[..., Any], Task] = {}
+
+
+def default_name(func: Callable[..., Any]) -> str:
+    """The name a task is registered under when ``@job`` is not given one."""
+    return f"{func.__module__}.{func.__qualname__}"
+
+
+def register(func: Callable[..., Any], **options: Any) -> Task:
+    """Register ``func``; re-registering the same function (a module reload) is harmless."""
+    name = options.pop("name", None) or default_name(func)
+    if len(name) > TASK_NAME_MAX_LENGTH:
+        raise ImproperlyConfigured(f"Task name {name!r} is longer than {TASK_NAME_MAX_LENGTH} characters.")
+    if "<locals>" in name:
+        raise ImproperlyConfigured(
+            f"Cannot register {name!r}: a function defined inside another function cannot be found by a "
+            "worker. Define it at module level."
+        )
+    if problem := check_job_options(**options):
+        raise ImproperlyConfigured(f"@job on {name!r}: {problem}.")
+    existing = _tasks_by_name.get(name)
+    if existing is not None and default_name(existing.func) != default_name(func):
+        raise ImproperlyConfigured(f"Task name {name!r} is already registered for {default_name(existing.func)}.")
+    task = Task(name=name, func=func, **options)
+    _tasks_by_name[name] = task
+    _tasks_by_func[func] = task
+    return task
+
+
+@overload
+def job(func: F, /) -> F: ...
+@overload
+def job(
+    *,
+    name: str | None = None,
+    queue: str | None = None,
+    priority: int | None = None,
+    max_attempts: int | None = None,
+    timeout: float | None = None,
+) -> Callable[[F], F]: ...
+def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
+    """Register a function as a task: ``@job`` or ``@job(queue=..., priority=..., max_attempts=..., timeout=...)``.
+
+    The function is returned unchanged, so it can still be called directly."""
+    if func is not None:
+        register(func)
+        return func
+
+    def decorator(f: F) -> F:
+        register(f, **options)
+        return f
+
+    return decorator
+
+
+@functools.cache
+def autodiscover() -> None:
+    """Import the ``tasks`` module of every installed app, once per process."""
+    autodiscover_modules("tasks")
+
+
+def get_task(task: Callable[..., Any] | str) -> Task:
+    """The registered task for a function or a name; raises :class:`UnknownTaskError`."""
+    if not isinstance(task, str):
+        found = _tasks_by_func.get(task)
+        if found is None:
+            raise UnknownTaskError(
+                f"{default_name(task)} is not a registered task: decorate it with @django_sqlqueue.job."
+            )
+        return found
+    if task not in _tasks_by_name:
+        autodiscover()
+    try:
+        return _tasks_by_name[task]
+    except KeyError:
+        raise UnknownTaskError(
+            f"No task is registered as {task!r}. Tasks are registered by @django_sqlqueue.job in a module that "
+            "is imported: an installed app's tasks.py is imported for you."
+        ) from None

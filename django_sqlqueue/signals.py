@@ -1,0 +1,15 @@
+"""Signals a worker sends around each job, for hooks of your own (metrics, logging).
+
+Receivers run in the worker, in the thread that runs the job, outside any transaction.
+An exception in a receiver is logged and changes nothing about the job."""
+
+from __future__ import annotations
+
+from django.dispatch import Signal
+
+#: Sent before a job runs, with ``job``.
+job_started = Signal()
+
+#: Sent after a job ran, with ``job``, ``result`` (None on failure) and ``error``
+#: (the exception, or None on success). The outcome is written shortly after, in a batch.
+job_finished = Signal()

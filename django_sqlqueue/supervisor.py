@@ -1,0 +1,261 @@
+"""The ``runworkers`` supervisor: starts worker processes, restarts those that die,
+stops jobs that overrun their timeout, rescues jobs of dead workers, and shuts down
+gracefully on SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import multiprocessing
+import os
+import secrets
+import signal
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.connection import wait as wait_for_any
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+from django.db import close_old_connections, connections, router
+
+from django_sqlqueue import worker
+from django_sqlqueue.conf import conf
+from django_sqlqueue.exceptions import JobTimeout, WorkerLost
+from django_sqlqueue.rescue import rescue_expired, rescue_worker
+from django_sqlqueue.worker import DATABASE_AWAY
+
+logger = logging.getLogger(__name__)
+
+STATUS_SECONDS = 30.0
+PROGRESS_SECONDS = 0.25
+TICK_SECONDS = 0.1
+
+
+@dataclass
+class Child:
+    """A worker process, and the jobs it has said it started."""
+
+    config: worker.WorkerConfig
+    process: BaseProcess
+    channel: Connection
+    started: dict[int, tuple[float, float | None]] = field(default_factory=dict)
+    timed_out: int | None = None
+
+
+@dataclass(frozen=True)
+class Options:
+    """What ``runworkers`` was asked to do (validated by the command)."""
+
+    queues: list[str] | None
+    processes: int
+    threads: int
+    batch_size: int
+    burst: bool
+    max_jobs: int | None
+    name_prefix: str
+    log_level: int
+
+
+class Supervisor:
+    """Runs until stopped by a signal, or, with ``--burst`` or ``--max-jobs``, until done."""
+
+    def __init__(self, options: Options, write: Callable[..., None], progress_bar: bool) -> None:
+        self.options = options
+        self.write = write
+        self.progress_bar = progress_bar
+        self.context = multiprocessing.get_context("spawn")
+        self.budget = None if options.max_jobs is None else self.context.Value("q", options.max_jobs)
+        self.children: list[Child] = []
+        self.spawned = 0
+        self.stop_deadline: float | None = None
+        self.exit_now = False
+        self.succeeded = 0
+        self.failed = 0
+        self.rescued = 0
+        self.total: int | None = None
+
+    def run(self) -> int:
+        """Supervise; returns the exit code (0, or 1 after a second signal)."""
+        from django_sqlqueue.models import Job
+
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        self._banner()
+        if self.progress_bar:
+            self.total = Job.objects.ready().in_queues(self.options.queues).count()
+        for _ in range(self.options.processes):
+            self._spawn()
+        began = time.monotonic()
+        next_status = began + STATUS_SECONDS
+        next_progress = began
+        next_rescue = began
+        while self.children and not self.exit_now:
+            self._listen(TICK_SECONDS)
+            for child in [child for child in self.children if not child.process.is_alive()]:
+                self._reap(child)
+            now = time.monotonic()
+            self._enforce_timeouts(now)
+            if self.stop_deadline is not None and now > self.stop_deadline:
+                self._kill_all("the shutdown grace period (SQLQUEUE_SHUTDOWN_GRACE) ran out")
+            if now >= next_rescue and self.stop_deadline is None:
+                self.rescued += self._database(rescue_expired, 0)
+                next_rescue = now + min(conf.SQLQUEUE_LEASE / 2, 10.0)
+            if self.progress_bar and now >= next_progress:
+                self._draw_progress(now - began)
+                next_progress = now + PROGRESS_SECONDS
+            elif not self.progress_bar and now >= next_status:
+                self._status(now - began)
+                next_status = now + STATUS_SECONDS
+        if self.exit_now:
+            return 1
+        if self.progress_bar:
+            self._draw_progress(time.monotonic() - began)
+            self.write("")
+        self._status(time.monotonic() - began)
+        return 0
+
+    def _spawn(self) -> None:
+        self.spawned += 1
+        config = worker.WorkerConfig(
+            name=f"{self.options.name_prefix}{socket.gethostname()}:{os.getpid()}:{self.spawned}:{secrets.token_hex(2)}",
+            queues=self.options.queues,
+            threads=self.options.threads,
+            batch_size=self.options.batch_size,
+            burst=self.options.burst,
+            log_level=self.options.log_level,
+        )
+        receiver, sender = self.context.Pipe(duplex=False)
+        process = self.context.Process(target=worker.main, args=(config, sender, self.budget), name=config.name)
+        process.start()
+        sender.close()
+        self.children.append(Child(config=config, process=process, channel=receiver))
+        logger.info("Started worker %s (pid %s)", config.name, process.pid)
+
+    def _listen(self, timeout: float) -> None:
+        """Read what the children said: which jobs started, which are done."""
+        channels = {child.channel: child for child in self.children}
+        for ready in wait_for_any([*channels, *(child.process.sentinel for child in self.children)], timeout):
+            if ready in channels:
+                self._drain(channels[ready])
+
+    def _drain(self, child: Child) -> None:
+        try:
+            while child.channel.poll():
+                kind, *details = child.channel.recv()
+                if kind == "start":
+                    job_id, timeout = details
+                    child.started[job_id] = (time.monotonic(), timeout)
+                else:
+                    job_ids, succeeded, failed = details
+                    for job_id in job_ids:
+                        child.started.pop(job_id, None)
+                    self.succeeded += succeeded
+                    self.failed += failed
+        except (EOFError, OSError):
+            pass
+
+    def _reap(self, child: Child) -> None:
+        from django_sqlqueue.models import Worker
+
+        self._drain(child)
+        child.process.join()
+        code = child.process.exitcode
+        self.children.remove(child)
+        child.channel.close()
+        if code != 0 or child.started:
+            how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with status {code}"
+            lost = WorkerLost(f"worker process {child.config.name} {how} while the job ran")
+            timeouts: dict[int, BaseException] = {}
+            if child.timed_out is not None:
+                limit = child.started.get(child.timed_out, (0.0, None))[1]
+                timeouts[child.timed_out] = JobTimeout(f"the attempt ran longer than its timeout of {limit} s")
+            self.rescued += self._database(
+                lambda: rescue_worker(child.config.name, lost, started=set(child.started), errors=timeouts), 0
+            )
+            self._database(lambda: Worker.objects.filter(name=child.config.name).delete(), None)
+            logger.warning("Worker %s %s", child.config.name, how)
+        if self._should_replace(code):
+            self._spawn()
+
+    def _should_replace(self, code: int | None) -> bool:
+        if self.stop_deadline is not None or self.exit_now:
+            return False
+        if self.budget is not None and self.budget.value <= 0:
+            return False
+        # A burst worker that exits cleanly found nothing left to do.
+        return code != 0 or not self.options.burst
+
+    def _enforce_timeouts(self, now: float) -> None:
+        for child in self.children:
+            for job_id, (began, timeout) in child.started.items():
+                if timeout is not None and now - began > timeout and child.timed_out is None:
+                    logger.warning(
+                        "Job %s overran its timeout of %s s: stopping %s", job_id, timeout, child.config.name
+                    )
+                    child.timed_out = job_id
+                    child.process.kill()
+                    break
+
+    def _kill_all(self, why: str) -> None:
+        for child in self.children:
+            if child.process.is_alive():
+                logger.warning("Killing worker %s: %s", child.config.name, why)
+                child.process.kill()
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if self.stop_deadline is None:
+            self.stop_deadline = time.monotonic() + conf.SQLQUEUE_SHUTDOWN_GRACE
+            self.write(
+                f"Stopping: running jobs have {conf.SQLQUEUE_SHUTDOWN_GRACE:g} s to finish "
+                "(signal again to exit at once)."
+            )
+            for child in self.children:
+                if child.process.is_alive() and child.process.pid is not None:
+                    os.kill(child.process.pid, signal.SIGTERM)
+        else:
+            self.exit_now = True
+            self._kill_all("a second signal asked to exit at once; the lease will rescue their jobs")
+
+    def _database(self, work: Callable[[], Any], fallback: Any) -> Any:
+        """The supervisor carries on while the database is away; it retries next tick."""
+        try:
+            return work()
+        except DATABASE_AWAY as error:
+            logger.warning("Database error in the supervisor (%s); retrying", error)
+            return fallback
+        finally:
+            close_old_connections()
+
+    def _banner(self) -> None:
+        from django_sqlqueue.models import Job
+
+        connection = connections[router.db_for_write(Job)]
+        queues = ", ".join(self.options.queues) if self.options.queues else "all queues"
+        mode = " (burst: until the queue is empty)" if self.options.burst else ""
+        limit = f", at most {self.options.max_jobs} jobs" if self.options.max_jobs is not None else ""
+        self.write(
+            f"runworkers: {self.options.processes} process(es) x {self.options.threads} thread(s) on {queues}, "
+            f"batches of {self.options.batch_size}{limit}{mode}; database {connection.vendor} "
+            f"{connection.settings_dict['NAME']}"
+        )
+
+    def _status(self, elapsed: float) -> None:
+        from django_sqlqueue.models import Job
+
+        ready = self._database(lambda: Job.objects.ready().in_queues(self.options.queues).count(), "?")
+        rate = (self.succeeded + self.failed) / elapsed if elapsed else 0.0
+        self.write(
+            f"{datetime.datetime.now():%H:%M:%S} done {self.succeeded + self.failed} ({rate:.0f}/s), "
+            f"failed {self.failed}, rescued {self.rescued}, ready {ready}, processes {len(self.children)}"
+        )
+
+    def _draw_progress(self, elapsed: float) -> None:
+        done = self.succeeded + self.failed
+        total = max(self.total or 0, done) or 1
+        width = 30
+        filled = width * done // total
+        rate = done / elapsed if elapsed else 0.0
+        self.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} jobs, {rate:.0f}/s ", ending="")

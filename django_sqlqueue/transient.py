@@ -1,0 +1,33 @@
+"""Run a short transaction again when the database gave up on it for a reason that
+passes: a deadlock, a lock wait timeout, SQLite's write lock held too long."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from django.db import OperationalError, connections, transaction
+
+from django_sqlqueue.vendors import is_transient
+
+T = TypeVar("T")
+
+ATTEMPTS = 8
+
+
+def atomic_with_retries(using: str, work: Callable[[], T]) -> T:
+    """``work()`` inside ``transaction.atomic(using=using)``, tried again on a transient error.
+
+    Inside a caller's transaction there is nothing safe to retry, so the error is raised."""
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            with transaction.atomic(using=using):
+                return work()
+        except OperationalError as error:
+            if attempt == ATTEMPTS or not is_transient(error) or connections[using].in_atomic_block:
+                raise
+        # Jittered so that the claimers that collided do not collide again.
+        time.sleep(random.uniform(0, 0.005 * 2**attempt))
+    raise AssertionError("unreachable")

@@ -1,0 +1,70 @@
+"""What each database needs for safe claiming, in one place: the checks report these
+problems at start-up and the claim refuses to run into them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import OperationalError
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+# MySQL/MariaDB: ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT.
+_MYSQL_TRANSIENT_CODES = {1213, 1205}
+# PostgreSQL: serialization_failure, deadlock_detected, lock_not_available.
+_POSTGRES_TRANSIENT_STATES = {"40001", "40P01", "55P03"}
+_SQLITE_TRANSIENT_MESSAGES = ("database is locked", "database table is locked")
+
+MARIADB_MIN_VERSION = (10, 6)
+
+
+def is_transient(error: OperationalError) -> bool:
+    """Whether a failed statement may succeed if its whole transaction is run again."""
+    cause = error.__cause__
+    if getattr(cause, "sqlstate", None) in _POSTGRES_TRANSIENT_STATES:
+        return True
+    args = getattr(cause, "args", ())
+    if args and args[0] in _MYSQL_TRANSIENT_CODES:
+        return True
+    return any(message in str(error) for message in _SQLITE_TRANSIENT_MESSAGES)
+
+
+def claim_problem(connection: BaseDatabaseWrapper) -> str | None:
+    """Why claiming on this connection's database would be unsafe, or None.
+
+    Needs only the settings, never a query, so it is cheap to ask before every claim."""
+    if connection.vendor == "sqlite":
+        mode = (connection.settings_dict.get("OPTIONS") or {}).get("transaction_mode")
+        if str(mode).upper() not in {"IMMEDIATE", "EXCLUSIVE"}:
+            return (
+                f"SQLite database {connection.alias!r} opens transactions in DEFERRED mode, so two processes "
+                "claiming at once fail with 'database is locked'"
+            )
+    if connection.vendor == "mysql":
+        level = (connection.settings_dict.get("OPTIONS") or {}).get("isolation_level", "read committed")
+        # Django lower-cases it too; None leaves the server's default, REPEATABLE READ.
+        if not isinstance(level, str) or level.lower() != "read committed":
+            return (
+                f"MySQL database {connection.alias!r} uses isolation level {level!r}: above READ COMMITTED, "
+                "InnoDB takes gap locks that make concurrent claims deadlock and stale snapshots hide new jobs"
+            )
+    return None
+
+
+CLAIM_PROBLEM_HINTS = {
+    "sqlite": "Add 'OPTIONS': {'transaction_mode': 'IMMEDIATE'} to this database in settings.DATABASES.",
+    "mysql": "Remove 'isolation_level' from this database's OPTIONS, or set it to 'read committed'.",
+}
+
+
+def version_problem(connection: BaseDatabaseWrapper) -> str | None:
+    """Why this database server cannot run the queue, or None; asks the server for its version."""
+    # Only a MySQL connection has these, and its class imports mysqlclient: no isinstance.
+    server: Any = connection
+    if connection.vendor == "mysql" and server.mysql_is_mariadb:
+        version = server.mysql_version
+        if version < MARIADB_MIN_VERSION:
+            return (
+                f"MariaDB {'.'.join(map(str, version))} has no SELECT ... SKIP LOCKED; "
+                f"django-sqlqueue needs MariaDB {'.'.join(map(str, MARIADB_MIN_VERSION))} or newer (10.11+ is tested)"
+            )
+    return None
