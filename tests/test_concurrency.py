@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections import Counter
 from typing import Any
 
@@ -47,13 +46,11 @@ def test_concurrent_claimers_take_every_job_exactly_once(child_env: dict[str, st
 
     children = start_claimers(python, child_env)
     try:
-        started = time.monotonic()
         for child in children:  # all at once: they really contend
             assert child.stdin is not None
             child.stdin.write("go\n")
             child.stdin.flush()
         outputs = [child.communicate(timeout=120) for child in children]
-        elapsed = time.monotonic() - started
     finally:
         for child in children:
             if child.poll() is None:
@@ -81,4 +78,3 @@ def test_concurrent_claimers_take_every_job_exactly_once(child_env: dict[str, st
         for pk, worker, result, attempts in Job.objects.values_list("pk", "worker", "result", "attempts")
     }
     assert stored == {pk: (owner[pk], owner[pk], 1) for pk in expected}
-    assert elapsed < 60, f"{JOBS} jobs took {elapsed:.1f} s"

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import datetime
+import math
 import zoneinfo
 from collections.abc import Iterator
 from typing import Any
@@ -363,7 +364,12 @@ def test_enqueue_many_uses_few_statements() -> None:
     with CaptureQueriesContext(connection) as queries:
         Job.objects.enqueue_many(jobs, batch_size=1000)
     inserts = [query["sql"] for query in queries if query["sql"].lstrip().upper().startswith("INSERT")]
-    assert len(inserts) == 3  # 1,000 + 1,000 + 500 rows
+    # 1,000 + 1,000 + 500 rows, unless the database takes fewer parameters a statement
+    # (SQLite before Django 6.0: 999, so 62 rows of 16 columns).
+    inserted_fields = [field for field in Job._meta.concrete_fields if not field.primary_key]
+    rows_per_insert = min(1000, connection.ops.bulk_batch_size(inserted_fields, jobs))
+    assert len(inserts) == math.ceil(2500 / rows_per_insert)
+    assert len(inserts) == 3 or connection.vendor == "sqlite"
     assert Job.objects.count() == 2500
     assert sorted(args[0] for args in Job.objects.values_list("args", flat=True)) == list(range(2500))
 
