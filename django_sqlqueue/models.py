@@ -55,6 +55,17 @@ class Job(models.Model):
             ),
             # The rescue: the jobs a worker holds.
             StatusIndex(status=JobStatus.RUNNING, fields=["worker"], name="sqlqueue_job_running"),
+            # The admin: the overview's counts by queue and status (read from the index
+            # alone) and the queue filter; the date range filters and the overview's last
+            # hour (with the status, so "failed in this range" is counted from the index).
+            models.Index(fields=["queue", "status"], name="sqlqueue_job_queue_status"),
+            models.Index(fields=["finished_at", "status"], name="sqlqueue_job_finished"),
+            models.Index(fields=["enqueued_at"], name="sqlqueue_job_enqueued"),
+        ]
+        permissions = [
+            ("retry_job", "Can retry failed or cancelled jobs"),
+            ("cancel_job", "Can cancel ready jobs"),
+            ("run_job_now", "Can run scheduled jobs now"),
         ]
         constraints = [
             models.CheckConstraint(

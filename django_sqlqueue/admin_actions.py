@@ -1,0 +1,161 @@
+"""What a person may do to jobs from the admin: retry, cancel, run now, delete.
+
+Each change walks its jobs in primary-key chunks, one short transaction per chunk:
+the chunk's rows are locked (``select_for_update``; on SQLite the transaction's write
+lock), the jobs still in a state the change applies to are written with one
+``UPDATE`` on the database's clock, and the others are counted as skipped. So a
+change races safely with workers (a job a worker claimed meanwhile is skipped, never
+overwritten) and a million jobs never sit in one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.contrib.admin.models import CHANGE, DELETION, LogEntry
+from django.contrib.contenttypes.models import ContentType
+from django.db import models, transaction
+from django.http import HttpRequest
+
+from django_sqlqueue.dbclock import DatabaseNow
+from django_sqlqueue.models import Job, JobStatus
+
+if TYPE_CHECKING:
+    from django.db.models.query import QuerySet
+
+#: Rows locked and written per transaction.
+CHUNK_SIZE = 1000
+#: Jobs that get an admin log entry of their own per change; past this, one summary
+#: entry records how many more were changed, so retrying a million jobs does not also
+#: write a million log rows.
+LOGGED_JOBS = 1000
+
+
+@dataclass(frozen=True)
+class Change:
+    """One thing a person can do to jobs: which jobs it applies to and what it writes."""
+
+    name: str
+    #: Its button.
+    label: str
+    #: Past tense, for the message to the user and the admin log.
+    done: str
+    permission: str
+    applies: Callable[[], models.Q]
+    #: Why a job it does not apply to was skipped.
+    skipped: str
+    #: The columns it sets; None deletes the jobs instead.
+    writes: Callable[[], dict[str, Any]] | None = None
+
+
+RETRY = Change(
+    name="retry",
+    label="Retry",
+    done="Retried",
+    permission="retry",
+    applies=lambda: models.Q(status__in=[JobStatus.FAILED, JobStatus.CANCELLED]),
+    # A fresh budget of attempts: the errors of the earlier ones stay in ``errors``.
+    writes=lambda: {
+        "status": JobStatus.READY,
+        "run_at": DatabaseNow(),
+        "attempts": 0,
+        "started_at": None,
+        "finished_at": None,
+        "worker": "",
+    },
+    skipped="not failed or cancelled",
+)
+CANCEL = Change(
+    name="cancel",
+    label="Cancel",
+    done="Cancelled",
+    permission="cancel",
+    applies=lambda: models.Q(status=JobStatus.READY),
+    writes=lambda: {"status": JobStatus.CANCELLED, "finished_at": DatabaseNow()},
+    skipped="not ready",
+)
+RUN_NOW = Change(
+    name="run_now",
+    label="Run now",
+    done="Brought forward",
+    permission="run_now",
+    applies=lambda: models.Q(status=JobStatus.READY, run_at__gt=DatabaseNow()),
+    writes=lambda: {"run_at": DatabaseNow()},
+    skipped="not ready or already due",
+)
+# A job a worker holds is not deleted under it: its outcome would have nowhere to go.
+DELETE = Change(
+    name="delete",
+    label="Delete",
+    done="Deleted",
+    permission="delete",
+    applies=lambda: ~models.Q(status=JobStatus.RUNNING),
+    skipped="running",
+)
+CHANGES = {change.name: change for change in (RETRY, CANCEL, RUN_NOW, DELETE)}
+
+
+@dataclass
+class Outcome:
+    """How many jobs a change wrote and how many it skipped."""
+
+    done: int = 0
+    skipped: int = 0
+
+
+def apply(change: Change, jobs: QuerySet[Job], request: HttpRequest) -> Outcome:
+    """Apply ``change`` to every job in ``jobs`` (any filtered queryset), chunk by chunk,
+    recording each changed job in the admin log as ``request.user``."""
+    outcome = Outcome()
+    last = None
+    while True:
+        with transaction.atomic(using=jobs.db):
+            chunk = jobs.order_by("pk").select_for_update()
+            if last is not None:
+                chunk = chunk.filter(pk__gt=last)
+            locked = list(chunk.values_list("pk", flat=True)[:CHUNK_SIZE])
+            if not locked:
+                return outcome
+            last = locked[-1]
+            targets = Job.objects.using(jobs.db).filter(pk__in=locked).filter(change.applies())
+            eligible = list(targets.only("pk", "task", "status"))
+            if eligible:
+                _log(change, request, eligible, already_logged=outcome.done)
+                if change.writes is None:
+                    targets.delete()
+                else:
+                    targets.update(**change.writes())
+            outcome.done += len(eligible)
+            outcome.skipped += len(locked) - len(eligible)
+
+
+def _log(change: Change, request: HttpRequest, jobs: list[Job], *, already_logged: int) -> None:
+    """One entry per job up to ``LOGGED_JOBS``, then one entry per chunk for the rest."""
+    room = max(LOGGED_JOBS - already_logged, 0)
+    user = request.user.pk
+    assert user is not None, "the admin's views are for signed-in users"
+    flag = CHANGE if change.writes else DELETION
+    if room:
+        LogEntry.objects.log_actions(user_id=user, queryset=jobs[:room], action_flag=flag, change_message=change.done)
+    if rest := jobs[room:]:
+        LogEntry.objects.create(
+            user_id=user,
+            content_type=ContentType.objects.get_for_model(Job),
+            object_id=None,
+            object_repr=f"{len(rest)} more jobs, #{rest[0].pk} to #{rest[-1].pk}",
+            action_flag=flag,
+            change_message=f"{change.done} {len(rest)} more jobs",
+        )
+
+
+def report(change: Change, outcome: Outcome) -> str:
+    """What to tell the user: done and skipped counts, in words."""
+    message = f"{change.done} {_jobs(outcome.done)}."
+    if outcome.skipped:
+        message += f" Skipped {_jobs(outcome.skipped)}: {change.skipped}."
+    return message
+
+
+def _jobs(count: int) -> str:
+    return f"{count} job" if count == 1 else f"{count} jobs"

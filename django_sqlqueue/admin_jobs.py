@@ -1,0 +1,312 @@
+"""The job admin: triage at millions of rows.
+
+Jobs are written by code, never by a form: the admin shows them read-only and
+changes them only through the actions of ``admin_actions`` — from the changelist,
+from buttons on a job's page, or for every failed job a filter matches — each
+guarded by its own permission and only on POST."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.views.main import ChangeList
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
+from django.utils.http import urlencode
+from django.utils.safestring import SafeString
+from django.views.decorators.http import require_POST
+from rangefilter.filters import DateRangeFilterBuilder
+
+from django_sqlqueue import admin_actions, admin_display, overview
+from django_sqlqueue.admin_actions import CHANGES, Change
+from django_sqlqueue.admin_filters import CheapCountPaginator, QueueFilter, TaskFilter
+from django_sqlqueue.models import Job, JobStatus, Worker
+
+#: The action names of the changelist, each the name of a change; ``delete_selected``
+#: replaces Django's own so that running jobs are skipped.
+ACTION_CHANGES = {"retry": "retry", "cancel": "cancel", "run_now": "run_now", "delete_selected": "delete"}
+
+
+def _action(name: str, description: str) -> Any:
+    """The changelist action ``name``: its change, guarded by the change's permission."""
+    change = CHANGES[ACTION_CHANGES[name]]
+
+    @admin.action(permissions=[change.permission], description=description)
+    def action(modeladmin: JobAdmin, request: HttpRequest, queryset: QuerySet[Job]) -> HttpResponse | None:
+        if change.writes is None and "post" not in request.POST:
+            return modeladmin.confirm_deletion(request, queryset)
+        modeladmin.apply(request, change, queryset)
+        return None
+
+    action.__name__ = name
+    return action
+
+
+class JobChangeList(ChangeList):
+    """Leaves out the columns the list never shows, which can be large."""
+
+    def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet[Job]:
+        return super().get_queryset(request, exclude_parameters).defer("args", "kwargs", "result")
+
+
+class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Browse, filter and search jobs; retry, cancel, run now or delete them."""
+
+    list_display = [
+        "id",
+        "task",
+        "queue",
+        "status_badge",
+        "priority",
+        "attempts_of",
+        "run_at",
+        "enqueued_at",
+        "finished_at",
+        "worker",
+        "last_error",
+    ]
+    list_display_links = ["id", "task"]
+    list_filter = [
+        "status",
+        QueueFilter,
+        TaskFilter,
+        ("enqueued_at", DateRangeFilterBuilder(title="enqueued")),
+        ("finished_at", DateRangeFilterBuilder(title="finished")),
+        ("run_at", DateRangeFilterBuilder(title="run at")),
+    ]
+    # A number searches the id (the primary key); other words the task and the errors.
+    search_fields = ["task", "errors"]
+    search_help_text = "A job id, or words in the task's name or in its errors."
+    ordering = ["-id"]
+    list_per_page = 50
+    paginator = CheapCountPaginator
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    actions = [
+        _action("retry", "Retry the selected failed or cancelled jobs"),
+        _action("cancel", "Cancel the selected ready jobs"),
+        _action("run_now", "Run the selected scheduled jobs now"),
+        _action("delete_selected", "Delete the selected jobs (not running ones)"),
+    ]
+    fieldsets = [
+        (None, {"fields": ["id", "task", "queue", "status_badge", "priority", "attempts_of", "timeout"]}),
+        ("Timings", {"fields": ["enqueued_at", "run_at", "started_at", "finished_at", "waited", "ran", "worker_link"]}),
+        ("Arguments and result", {"fields": ["args_pretty", "kwargs_pretty", "result_pretty"]}),
+        ("Errors", {"fields": ["errors_pretty"]}),
+    ]
+    readonly_fields = [str(field) for _, options in fieldsets for field in options["fields"]]
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return JobChangeList
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Job], search_term: str
+    ) -> tuple[QuerySet[Job], bool]:
+        term = search_term.strip().lstrip("#")
+        if term.isdigit():
+            return queryset.filter(pk=int(term)), False
+        return super().get_search_results(request, queryset, search_term)
+
+    # Permissions: jobs are never added or edited by hand.
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
+        return False
+
+    def has_retry_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("django_sqlqueue.retry_job")
+
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("django_sqlqueue.cancel_job")
+
+    def has_run_now_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("django_sqlqueue.run_job_now")
+
+    def has_delete_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
+        running = obj is not None and obj.status == JobStatus.RUNNING
+        return not running and super().has_delete_permission(request, obj)
+
+    def check_permission(self, request: HttpRequest, change: Change) -> None:
+        """Refuse with 403, not the changelist's "no action selected", a change the user may not make."""
+        if not getattr(self, f"has_{change.permission}_permission")(request):
+            raise PermissionDenied
+
+    # Changing jobs.
+
+    def apply(self, request: HttpRequest, change: Change, jobs: QuerySet[Job]) -> None:
+        """Make ``change`` to ``jobs`` and tell the user what was done and skipped."""
+        self.check_permission(request, change)
+        outcome = admin_actions.apply(change, jobs, request)
+        level = messages.SUCCESS if outcome.done else messages.WARNING
+        self.message_user(request, admin_actions.report(change, outcome), level)
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        if request.method == "POST":
+            for name in request.POST.getlist("action"):
+                if name in ACTION_CHANGES:
+                    self.check_permission(request, CHANGES[ACTION_CHANGES[name]])
+        context = {"can_retry": self.has_retry_permission(request), **(extra_context or {})}
+        return super().changelist_view(request, context)
+
+    def confirm_deletion(self, request: HttpRequest, jobs: QuerySet[Job]) -> TemplateResponse:
+        """The page that asks before the delete action deletes (its POST carries ``post``)."""
+        return TemplateResponse(
+            request,
+            "admin/django_sqlqueue/job/delete_confirmation_jobs.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.opts,
+                "title": "Delete jobs?",
+                "count": jobs.count(),
+                "running": jobs.filter(status=JobStatus.RUNNING).count(),
+                "selected": request.POST.getlist(helpers.ACTION_CHECKBOX_NAME),
+                "select_across": request.POST.get("select_across", "0"),
+                "action": "delete_selected",
+            },
+        )
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view
+        return [
+            path("overview/", view(self.overview_view), name="django_sqlqueue_job_overview"),
+            path("retry-failed/", view(self.retry_failed_view), name="django_sqlqueue_job_retry_failed"),
+            path(
+                "<path:object_id>/change/<str:change>/",
+                view(require_POST(self.change_job_view)),
+                name="django_sqlqueue_job_change_job",
+            ),
+            *super().get_urls(),
+        ]
+
+    def change_job_view(self, request: HttpRequest, object_id: str, change: str) -> HttpResponse:
+        """A button on a job's page: one change to that job, then back to its page."""
+        if change not in CHANGES:
+            raise PermissionDenied
+        job = self.get_object(request, object_id)
+        if job is None:
+            raise Http404(f"No job {object_id!r}.")
+        self.apply(request, CHANGES[change], Job.objects.filter(pk=job.pk))
+        if not Job.objects.filter(pk=job.pk).exists():
+            return HttpResponseRedirect(reverse("admin:django_sqlqueue_job_changelist"))
+        return HttpResponseRedirect(reverse("admin:django_sqlqueue_job_change", args=[job.pk]))
+
+    def retry_failed_view(self, request: HttpRequest) -> HttpResponse:
+        """Every failed job the changelist's filters and search match, not one page: on GET
+        a page that says how many and asks; on POST (same query string) retry them all."""
+        self.check_permission(request, admin_actions.RETRY)
+        query = request.GET.urlencode()
+        back = reverse("admin:django_sqlqueue_job_changelist") + (f"?{query}" if query else "")
+        try:
+            failed = self.get_changelist_instance(request).queryset.filter(status=JobStatus.FAILED)
+        except IncorrectLookupParameters:
+            return HttpResponseRedirect(f"{back}{'&' if query else '?'}e=1")
+        if request.method == "POST":
+            self.apply(request, admin_actions.RETRY, failed)
+            return HttpResponseRedirect(back)
+        paginator = CheapCountPaginator(failed, 1)
+        return TemplateResponse(
+            request,
+            "admin/django_sqlqueue/job/retry_failed.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.opts,
+                "title": "Retry failed jobs?",
+                "count": paginator.count,
+                "capped": paginator.capped,
+                "filters": list(request.GET.lists()),
+                "query": query,
+                "back": back,
+            },
+        )
+
+    def overview_view(self, request: HttpRequest) -> TemplateResponse:
+        """Per queue: jobs by status, lag of the oldest due job, throughput of the last hour."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return TemplateResponse(
+            request,
+            "admin/django_sqlqueue/job/overview.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.opts,
+                "title": "Queue overview",
+                "queues": overview.queue_stats(),
+                "statuses": JobStatus.choices,
+                "chart_width": overview.CHART_WIDTH,
+                "chart_height": overview.CHART_HEIGHT,
+                "bar_width": overview.BAR_WIDTH,
+            },
+        )
+
+    def render_change_form(self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        job = context.get("original")
+        if job is not None:
+            context["job_changes"] = [
+                change
+                for change in CHANGES.values()
+                if change.writes is not None
+                and getattr(self, f"has_{change.permission}_permission")(request)
+                and Job.objects.filter(Q(pk=job.pk) & change.applies()).exists()
+            ]
+        return super().render_change_form(request, context, *args, **kwargs)
+
+    # Columns and fields.
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, job: Job) -> SafeString:
+        return admin_display.status_badge(job.status)
+
+    @admin.display(description="attempts")
+    def attempts_of(self, job: Job) -> str:
+        return f"{job.attempts}/{job.max_attempts}"
+
+    @admin.display(description="last error")
+    def last_error(self, job: Job) -> str:
+        return admin_display.short_error(job.errors)
+
+    @admin.display(description="waited before its last attempt")
+    def waited(self, job: Job) -> str:
+        return admin_display.duration(job.enqueued_at, job.started_at)
+
+    @admin.display(description="ran")
+    def ran(self, job: Job) -> str:
+        return admin_display.duration(job.started_at, job.finished_at)
+
+    @admin.display(description="worker")
+    def worker_link(self, job: Job) -> SafeString | str:
+        worker = Worker.objects.filter(name=job.worker).first() if job.worker else None
+        if worker is None:
+            return job.worker or "-"
+        url = reverse("admin:django_sqlqueue_worker_change", args=[worker.pk])
+        return format_html('<a href="{}">{}</a>', url, job.worker)
+
+    @admin.display(description="args")
+    def args_pretty(self, job: Job) -> SafeString:
+        return admin_display.pretty_json(job.args)
+
+    @admin.display(description="kwargs")
+    def kwargs_pretty(self, job: Job) -> SafeString:
+        return admin_display.pretty_json(job.kwargs)
+
+    @admin.display(description="result")
+    def result_pretty(self, job: Job) -> SafeString:
+        return admin_display.pretty_json(job.result)
+
+    @admin.display(description="errors, newest first")
+    def errors_pretty(self, job: Job) -> SafeString:
+        return admin_display.errors_html(job.errors)
+
+
+def running_jobs_url(worker: str) -> str:
+    """The changelist of the jobs a worker holds now."""
+    query = urlencode({"worker": worker, "status__exact": JobStatus.RUNNING})
+    return f"{reverse('admin:django_sqlqueue_job_changelist')}?{query}"
