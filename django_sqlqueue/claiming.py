@@ -11,7 +11,7 @@ from django.db.models import F
 
 from django_sqlqueue.dbclock import DatabaseNow
 from django_sqlqueue.status import JobStatus
-from django_sqlqueue.transient import atomic_with_retries
+from django_sqlqueue.transient import retry_transient
 from django_sqlqueue.vendors import CLAIM_PROBLEM_HINTS, claim_problem
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def claim(candidates: JobQuerySet, *, worker_id: str, limit: int) -> ClaimedJobs
     connection = connections[candidates.db]
     if problem := claim_problem(connection):
         raise ImproperlyConfigured(f"{problem}. {CLAIM_PROBLEM_HINTS[connection.vendor]}")
-    return atomic_with_retries(candidates.db, lambda: _claim_in_transaction(candidates, worker_id, limit))
+    return retry_transient(candidates.db, lambda: _claim_in_transaction(candidates, worker_id, limit))
 
 
 def _claim_in_transaction(candidates: JobQuerySet, worker_id: str, limit: int) -> ClaimedJobs:

@@ -20,7 +20,7 @@ from django_sqlqueue.conf import conf
 from django_sqlqueue.dbclock import DatabaseNow
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.status import JobStatus
-from django_sqlqueue.transient import atomic_with_retries
+from django_sqlqueue.transient import retry_transient
 from django_sqlqueue.validation import json_problem
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def finish(
         column: changes.expression(column, cast("Field[Any, Any]", model._meta.get_field(column)), len(owned))
         for column in changes.by_column
     }
-    return atomic_with_retries(jobs.db, lambda: still_held(jobs, worker_id, owned).update(**updates))
+    return retry_transient(jobs.db, lambda: still_held(jobs, worker_id, owned).update(**updates), atomic=False)
 
 
 def release(jobs: JobQuerySet, *, worker_id: str, unstarted: Iterable[Job]) -> int:
@@ -122,8 +122,10 @@ def release(jobs: JobQuerySet, *, worker_id: str, unstarted: Iterable[Job]) -> i
     if not unstarted:
         return 0
     targets = still_held(jobs, worker_id, unstarted)
-    return atomic_with_retries(
-        jobs.db, lambda: targets.update(status=JobStatus.READY, attempts=F("attempts") - 1, started_at=None)
+    return retry_transient(
+        jobs.db,
+        lambda: targets.update(status=JobStatus.READY, attempts=F("attempts") - 1, started_at=None),
+        atomic=False,
     )
 
 

@@ -9,13 +9,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import autodiscover_modules
 
 from django_sqlqueue.exceptions import UnknownTaskError
 from django_sqlqueue.validation import check_job_options
+
+if TYPE_CHECKING:
+    from django_sqlqueue.tasks_compat import Task as DjangoTask
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,6 +35,8 @@ class Task:
     priority: int | None = None
     max_attempts: int | None = None
     timeout: float | None = None
+    #: The Django Tasks ``Task`` when ``func`` was registered by Django's ``@task``.
+    django_task: DjangoTask[..., Any] | None = None
 
 
 _tasks_by_name: dict[str, Task] = {}
@@ -43,8 +48,10 @@ def default_name(func: Callable[..., Any]) -> str:
     return f"{func.__module__}.{func.__qualname__}"
 
 
-def register(func: Callable[..., Any], **options: Any) -> Task:
-    """Register ``func``; re-registering the same function (a module reload) is harmless."""
+def register(func: Callable[..., Any], *, django_task: DjangoTask[..., Any] | None = None, **options: Any) -> Task:
+    """Register ``func``; re-registering the same function (a module reload) is harmless.
+
+    ``django_task`` is the Django Tasks ``Task`` wrapping ``func``, registered by our backend."""
     name = options.pop("name", None) or default_name(func)
     if len(name) > TASK_NAME_MAX_LENGTH:
         raise ImproperlyConfigured(f"Task name {name!r} is longer than {TASK_NAME_MAX_LENGTH} characters.")
@@ -58,7 +65,7 @@ def register(func: Callable[..., Any], **options: Any) -> Task:
     existing = _tasks_by_name.get(name)
     if existing is not None and default_name(existing.func) != default_name(func):
         raise ImproperlyConfigured(f"Task name {name!r} is already registered for {default_name(existing.func)}.")
-    task = Task(name=name, func=func, **options)
+    task = Task(name=name, func=func, django_task=django_task, **options)
     _tasks_by_name[name] = task
     _tasks_by_func[func] = task
     return task

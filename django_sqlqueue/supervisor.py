@@ -78,11 +78,20 @@ class Supervisor:
         self.total: int | None = None
 
     def run(self) -> int:
-        """Supervise; returns the exit code (0, or 1 after a second signal)."""
+        """Supervise; returns the exit code (0, or 1 after a second signal).
+
+        The signal handlers are the caller's again afterwards (``call_command`` from a
+        test or a script must not keep ours)."""
+        previous = {signum: signal.signal(signum, self._on_signal) for signum in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            return self._supervise()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def _supervise(self) -> int:
         from django_sqlqueue.models import Job
 
-        signal.signal(signal.SIGTERM, self._on_signal)
-        signal.signal(signal.SIGINT, self._on_signal)
         self._banner()
         if self.progress_bar:
             self.total = Job.objects.ready().in_queues(self.options.queues).count()
@@ -95,6 +104,8 @@ class Supervisor:
         while self.children and not self.exit_now:
             self._listen(TICK_SECONDS)
             for child in [child for child in self.children if not child.process.is_alive()]:
+                if self.exit_now:  # a second signal: exit now, leave the rescue to the lease
+                    break
                 self._reap(child)
             now = time.monotonic()
             self._enforce_timeouts(now)

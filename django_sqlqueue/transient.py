@@ -17,12 +17,17 @@ T = TypeVar("T")
 ATTEMPTS = 8
 
 
-def atomic_with_retries(using: str, work: Callable[[], T]) -> T:
+def retry_transient(using: str, work: Callable[[], T], *, atomic: bool = True) -> T:
     """``work()`` inside ``transaction.atomic(using=using)``, tried again on a transient error.
 
-    Inside a caller's transaction there is nothing safe to retry, so the error is raised."""
+    ``atomic=False`` is for work that is one statement: outside a transaction it is
+    atomic by itself, and skipping ``BEGIN``/``COMMIT`` saves two round trips (a batch's
+    outcomes are written this way). Inside a caller's transaction there is nothing safe
+    to retry, so the error is raised."""
     for attempt in range(1, ATTEMPTS + 1):
         try:
+            if not atomic:
+                return work()
             with transaction.atomic(using=using):
                 return work()
         except OperationalError as error:

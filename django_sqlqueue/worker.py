@@ -11,7 +11,9 @@ import signal
 import socket
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -19,9 +21,9 @@ from typing import Any
 from django.db import InterfaceError, OperationalError, close_old_connections
 from django.dispatch import Signal
 
-from django_sqlqueue import signals
+from django_sqlqueue import execution, signals
 from django_sqlqueue.conf import conf
-from django_sqlqueue.registry import autodiscover, get_task
+from django_sqlqueue.registry import autodiscover
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +35,10 @@ FLUSH_SECONDS = 0.2
 #: What a lost or restarting database raises; anything else (a missing table, say) is a bug
 #: or a misconfiguration and should stop the worker loudly rather than loop.
 DATABASE_AWAY = (OperationalError, InterfaceError)
+RECONNECT_FIRST_SECONDS = 0.1
+#: What running a job gives: the job, its result, and its error (None on success).
+Outcome = tuple[Any, Any, "BaseException | None"]
+RECONNECT_MAX_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,7 @@ class WorkerProcess:
         self.failed = 0
         self.seconds_per_job = 0.0
         self.last_batch_size = 0
+        self.database_failures = 0
 
     def run(self) -> None:
         from django_sqlqueue.models import Job
@@ -121,6 +128,7 @@ class WorkerProcess:
                         self.budget.give_back(wanted)
                         self._database_down(error)
                         continue
+                    self.database_failures = 0
                     self.budget.give_back(wanted - len(batch))
                     if batch:
                         waiter.found_work()
@@ -143,19 +151,35 @@ class WorkerProcess:
         return self.last_batch_size
 
     def _run_batch(self, pool: ThreadPoolExecutor, batch: list[Any]) -> None:
+        """Run a batch on the threads, writing outcomes every ``FLUSH_SECONDS`` and at the end.
+
+        Each thread takes the next job from a shared queue until it is empty: one handoff
+        per thread and batch rather than a future per job, which on a quick job would
+        cost more than the job."""
         started = time.monotonic()
-        pending: set[Future[tuple[Any, Any, BaseException | None]]] = {pool.submit(self._run_job, job) for job in batch}
-        outcomes: list[tuple[Any, Any, BaseException | None]] = []
-        flushed = time.monotonic()
+        waiting = deque(batch)
+        outcomes: list[Outcome] = []  # appended by the threads, read here
+
+        def run_jobs() -> None:
+            while True:
+                try:
+                    job = waiting.popleft()
+                except IndexError:
+                    return
+                outcomes.append(self._run_job(job))
+
+        pending = {pool.submit(run_jobs) for _ in range(min(self.config.threads, len(batch)))}
+        recorded = 0
         while pending:
-            done, pending = wait(pending, timeout=FLUSH_SECONDS, return_when="FIRST_COMPLETED")
-            outcomes += [future.result() for future in done]
-            if time.monotonic() - flushed >= FLUSH_SECONDS or not pending:
-                self._record(outcomes)
-                outcomes, flushed = [], time.monotonic()
+            done, pending = wait(pending, timeout=FLUSH_SECONDS)
+            for future in done:
+                future.result()  # a thread that died of a BaseException takes the process down
+            if fresh := outcomes[recorded:]:
+                self._record(fresh)
+                recorded += len(fresh)
         self.seconds_per_job = (time.monotonic() - started) / len(batch)
 
-    def _run_job(self, job: Any) -> tuple[Any, Any, BaseException | None]:
+    def _run_job(self, job: Any) -> Outcome:
         """Run one job in a pool thread; ``(job, result, error)``, with ``error`` the
         ``_NOT_STARTED`` marker when the worker was stopping before the job began."""
         if self.stop.is_set():
@@ -165,8 +189,7 @@ class WorkerProcess:
         error: BaseException | None = None
         try:
             _send(signals.job_started, job=job)
-            task = get_task(job.task)
-            result = task.func(*job.args, **job.kwargs)
+            result = execution.run(job, self.config.name)
         except Exception as raised:  # any failure of the task is its outcome
             error = raised
         finally:
@@ -174,22 +197,18 @@ class WorkerProcess:
         _send(signals.job_finished, job=job, result=result, error=error)
         return job, result, error
 
-    def _record(self, outcomes: list[tuple[Any, Any, BaseException | None]]) -> None:
-        """Write a batch of outcomes; keep trying while the database is away, as they are
-        all the proof that the jobs ran."""
+    def _record(self, outcomes: list[Outcome]) -> None:
+        """Write a batch of outcomes, keeping at it while the database is away."""
         from django_sqlqueue.models import Job
 
         succeeded = {job: result for job, result, error in outcomes if error is None}
         failed = {job: error for job, _, error in outcomes if error is not None and error is not _NOT_STARTED}
         unstarted = [job for job, _, error in outcomes if error is _NOT_STARTED]
         self.budget.give_back(len(unstarted))
-        while True:
-            try:
-                written = Job.objects.finish(worker_id=self.config.name, succeeded=succeeded, failed=failed)
-                Job.objects.release(worker_id=self.config.name, unstarted=unstarted)
-                break
-            except DATABASE_AWAY as error:
-                self._database_down(error, keep_going=True)
+        written = self._persist(
+            lambda: Job.objects.finish(worker_id=self.config.name, succeeded=succeeded, failed=failed)
+        )
+        self._persist(lambda: Job.objects.release(worker_id=self.config.name, unstarted=unstarted))
         if written < len(succeeded) + len(failed):
             logger.warning(
                 "%s: %d of %d jobs had been taken away (rescued?) before their outcome was written",
@@ -201,10 +220,26 @@ class WorkerProcess:
         self.failed += len(failed)
         self._tell("done", [job.pk for job in (*succeeded, *failed, *unstarted)], len(succeeded), len(failed))
 
+    def _persist(self, write: Callable[[], int]) -> int:
+        """``write()``, tried until the database takes it: outcomes are all the proof
+        that the jobs ran, and a rescue would run them again."""
+        while True:
+            try:
+                count = write()
+            except DATABASE_AWAY as error:
+                self._database_down(error, keep_going=True)
+            else:
+                self.database_failures = 0
+                return count
+
     def _database_down(self, error: Exception, *, keep_going: bool = False) -> None:
-        logger.warning("%s: database error (%s); reconnecting in a second", self.config.name, error)
+        """Wait before reconnecting: briefly at first (a killed connection comes back at
+        once), longer while the server stays away (a restart), so as not to hammer it."""
+        delay = min(RECONNECT_FIRST_SECONDS * 2**self.database_failures, RECONNECT_MAX_SECONDS)
+        self.database_failures += 1
+        logger.warning("%s: database error (%s); reconnecting in %.1f s", self.config.name, error, delay)
         close_old_connections()
-        (time.sleep if keep_going else self.stop.wait)(1.0)
+        (time.sleep if keep_going else self.stop.wait)(delay)
 
     def _tell(self, *message: Any) -> None:
         with self.channel_lock:

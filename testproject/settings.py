@@ -7,8 +7,11 @@ defaults, which match a local PostgreSQL (user postgres) and MariaDB (user root)
 from __future__ import annotations
 
 import os
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
+
+import django
 
 BASE_DIR = Path(__file__).resolve().parent
 
@@ -54,6 +57,13 @@ TEMPLATES = [
         },
     },
 ]
+
+# Django's Tasks framework: built in from Django 6.0, the django-tasks backport on 5.2.
+if django.VERSION >= (6, 0) or find_spec("django_tasks"):
+    INSTALLED_APPS += [*(["django_tasks"] if django.VERSION < (6, 0) else []), "testproject.djtasks"]
+TASKS: dict[str, dict[str, Any]] = {
+    "default": {"BACKEND": "django_sqlqueue.backends.SQLQueueBackend", "QUEUES": ["default", "reports"]}
+}
 
 DB_BACKEND = os.environ.get("DB_BACKEND", "sqlite")
 
@@ -113,3 +123,15 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {"django_sqlqueue": {"handlers": ["console"], "level": os.environ.get("SQLQUEUE_LOG_LEVEL", "INFO")}},
 }
+
+# The worker tests shorten the queue's clocks for their subprocesses through the environment.
+for _name in (
+    "SQLQUEUE_RETRY_BACKOFF",
+    "SQLQUEUE_RETRY_BACKOFF_MAX",
+    "SQLQUEUE_HEARTBEAT_INTERVAL",
+    "SQLQUEUE_LEASE",
+    "SQLQUEUE_POLL_INTERVAL",
+    "SQLQUEUE_SHUTDOWN_GRACE",
+):
+    if _name in os.environ:
+        globals()[_name] = float(os.environ[_name])

@@ -2,12 +2,15 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from django.db import connection
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.workers import FAST_CLOCKS, ROOT, Workers
+
+__all__ = ["ROOT"]
 
 
 def pytest_report_header() -> str:
@@ -29,3 +32,23 @@ def child_env(transactional_db: None) -> dict[str, str]:
 @pytest.fixture
 def python() -> str:
     return sys.executable
+
+
+@pytest.fixture
+def start_workers(child_env: dict[str, str], python: str, tmp_path: Path) -> Iterator[Callable[..., Workers]]:
+    """``start_workers(*args, **env)``: a running ``runworkers`` on this test's database,
+    with :data:`FAST_CLOCKS` unless ``env`` says otherwise."""
+    started: list[Workers] = []
+
+    def start(*args: str, **env: str) -> Workers:
+        workers = Workers(
+            list(args), {**child_env, **FAST_CLOCKS, **env}, python, tmp_path / f"runworkers-{len(started)}.log"
+        )
+        started.append(workers)
+        return workers
+
+    yield start
+    for workers in started:
+        if workers.process.poll() is None:
+            workers.kill()
+        workers.output.close()

@@ -28,12 +28,14 @@ def fail(message: str) -> None:
 
 
 @job
-def record(token: str) -> None:
-    """Insert the token's receipt; a second run counts itself instead of failing."""
+def record(token: str, pause: float = 0.0) -> None:
+    """Insert the token's receipt; a second run counts itself instead of failing.
+    ``pause`` stands in for the work, so that a test has time to kill workers mid-run."""
     from django.db.models import F
 
     from testproject.demo.models import Receipt
 
+    time.sleep(pause)
     with transaction.atomic():
         _, created = Receipt.objects.get_or_create(token=token)
         if not created:

@@ -1,0 +1,78 @@
+"""Running one claimed job in a worker: a ``@job`` function is called with the job's
+arguments; a Django task also gets its context, runs if it is a coroutine function,
+and has Django's ``task_started`` and ``task_finished`` sent around it."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import TYPE_CHECKING, Any
+
+from django.dispatch import Signal
+from django.utils import timezone
+
+from django_sqlqueue.finishing import error_record
+from django_sqlqueue.registry import get_task
+from django_sqlqueue.status import JobStatus
+
+if TYPE_CHECKING:
+    from django_sqlqueue.models import Job
+    from django_sqlqueue.tasks_compat import Task, TaskResult
+
+logger = logging.getLogger(__name__)
+
+
+def run(job: Job, worker_id: str) -> Any:
+    """Run a claimed job's task in ``worker_id``: its return value, or the exception it
+    raised. Raises ``UnknownTaskError`` for a job naming no registered task."""
+    registered = get_task(job.task)
+    if registered.django_task is None:
+        return registered.func(*job.args, **job.kwargs)
+    return _run_django_task(registered.django_task, job, worker_id)
+
+
+def _run_django_task(task: Task[..., Any], job: Job, worker_id: str) -> Any:
+    # Imported here: only Django tasks need the Tasks framework, which Django 5.2 lacks
+    # without the backport, and only they need the backend.
+    from django_sqlqueue.backends import job_result
+    from django_sqlqueue.tasks_compat import TaskContext, normalize_json, task_finished, task_started
+
+    def result_after(**outcome: Any) -> TaskResult[..., Any]:
+        """The task's result once ``outcome`` is written: a little later, in a batch
+        with other jobs' outcomes, by the database's clock."""
+        finished = copy.copy(job)
+        for name, value in outcome.items():
+            setattr(finished, name, value)
+        return job_result(finished, task, backend=task.backend)
+
+    sender = type(task.get_backend())
+    running = job_result(job, task, backend=task.backend)
+    _send(task_started, sender, running)
+    try:
+        if task.takes_context:
+            value = task.call(TaskContext(task_result=running), *running.args, **running.kwargs)
+        else:
+            value = task.call(*running.args, **running.kwargs)
+        # What Django's own backends store: tuples become lists, for one.
+        value = normalize_json(value)
+    except Exception as error:
+        # As finish() will record it: retried while attempts are left.
+        retried = job.attempts < job.max_attempts
+        failed = result_after(
+            status=JobStatus.READY if retried else JobStatus.FAILED,
+            errors=[*job.errors, error_record(job, error, worker_id)],
+            finished_at=None if retried else timezone.now(),
+        )
+        # Sent while the exception is handled, so that Django's task logger logs its traceback.
+        _send(task_finished, sender, failed)
+        raise
+    _send(task_finished, sender, result_after(status=JobStatus.SUCCESSFUL, result=value, finished_at=timezone.now()))
+    return value
+
+
+def _send(signal: Signal, sender: type[Any], task_result: TaskResult[..., Any]) -> None:
+    """Send one of Django's task signals; a receiver's exception is logged and changes
+    nothing about the job, whose outcome is the task's alone."""
+    for receiver, response in signal.send_robust(sender, task_result=task_result):
+        if isinstance(response, Exception):
+            logger.error("Receiver %r of %s raised", receiver, task_result.task.module_path, exc_info=response)

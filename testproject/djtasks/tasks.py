@@ -1,0 +1,33 @@
+"""Django Tasks the tests enqueue; as an installed app's ``tasks.py``, a worker imports
+them (and registers them) at start-up. They come through ``tasks_compat`` only so that
+one module serves Django 5.2 and 6.x; a project imports from ``django.tasks``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django_sqlqueue.tasks_compat import TaskContext, task
+
+
+@task
+def add(a: int, b: int) -> int:
+    """A task with a result."""
+    return a + b
+
+
+@task(priority=10, queue_name="reports")
+def fail(message: str) -> None:
+    """A task that always raises."""
+    raise ValueError(message)
+
+
+@task(takes_context=True)
+def whoami(context: TaskContext[Any, Any], label: str) -> dict[str, Any]:
+    """What the context tells a task about its run."""
+    return {"label": label, "attempt": context.attempt, "status": context.task_result.status}
+
+
+@task
+async def async_double(value: int) -> tuple[int, int]:
+    """A coroutine function; its tuple comes back as a list, as from JSON."""
+    return value, value * 2
