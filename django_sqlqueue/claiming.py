@@ -10,6 +10,7 @@ from django.db import connections
 from django.db.models import F
 
 from django_sqlqueue.dbclock import DatabaseNow
+from django_sqlqueue.expressions import PrimaryKeyIn
 from django_sqlqueue.status import JobStatus
 from django_sqlqueue.transient import retry_transient
 from django_sqlqueue.vendors import CLAIM_PROBLEM_HINTS, claim_problem
@@ -49,14 +50,14 @@ def _claim_in_transaction(candidates: JobQuerySet, worker_id: str, limit: int) -
         # index record the ordered scan passes over.
         ids = list(candidates.values_list("pk", flat=True)[:limit])
         position = {pk: index for index, pk in enumerate(ids)}
-        jobs = sorted(locking.filter(pk__in=ids).order_by(), key=lambda job: position[job.pk])
+        jobs = sorted(locking.filter(PrimaryKeyIn(ids)).order_by(), key=lambda job: position[job.pk])
         lost = len(ids) - len(jobs)
     else:
         jobs = list(locking[:limit])
         lost = 0
     if jobs:
         started_at = jobs[0].claim_time  # type: ignore[attr-defined]
-        candidates.model._base_manager.using(candidates.db).filter(pk__in=[job.pk for job in jobs]).update(
+        candidates.model._base_manager.using(candidates.db).filter(PrimaryKeyIn(job.pk for job in jobs)).update(
             status=JobStatus.RUNNING, worker=worker_id, started_at=started_at, attempts=F("attempts") + 1
         )
         for job in jobs:

@@ -19,6 +19,7 @@ from django.db.models.expressions import Combinable
 from django_sqlqueue.conf import conf
 from django_sqlqueue.dbclock import DatabaseNow
 from django_sqlqueue.exceptions import InvalidJobError
+from django_sqlqueue.expressions import PrimaryKeyIn
 from django_sqlqueue.status import JobStatus
 from django_sqlqueue.transient import retry_transient
 from django_sqlqueue.validation import json_problem
@@ -74,7 +75,7 @@ class _Changes:
             groups.setdefault(key, (value, []))[1].append(pk)
         if len(groups) == 1 and len(values) == rows:
             return _as_expression(next(iter(groups.values()))[0], output_field)
-        whens = [When(pk__in=pks, then=_as_expression(value, output_field)) for value, pks in groups.values()]
+        whens = [When(PrimaryKeyIn(pks), then=_as_expression(value, output_field)) for value, pks in groups.values()]
         return Case(*whens, default=F(column), output_field=output_field)
 
 
@@ -137,5 +138,5 @@ def still_held(jobs: JobQuerySet, worker_id: str, held: Iterable[Job]) -> JobQue
     by_attempt: dict[int, list[int]] = defaultdict(list)
     for job in held:
         by_attempt[job.attempts].append(job.pk)
-    claimed = reduce(or_, (Q(attempts=count, pk__in=pks) for count, pks in by_attempt.items()))
+    claimed = reduce(or_, (Q(PrimaryKeyIn(pks), attempts=count) for count, pks in by_attempt.items()))
     return jobs.filter(claimed, status=JobStatus.RUNNING, worker=worker_id)

@@ -3,17 +3,17 @@ with their tracebacks in Django's task log, and rows naming no registered task."
 
 from __future__ import annotations
 
-import subprocess
+from collections.abc import Callable
 from typing import Any
 
 from django_sqlqueue.exceptions import UnknownTaskError
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.tasks_compat import TaskResultStatus
 from testproject.djtasks.tasks import add, async_double, fail, whoami
-from tests.conftest import ROOT
+from tests.workers import Workers
 
 
-def test_runworkers_runs_django_tasks(child_env: dict[str, str], python: str) -> None:
+def test_runworkers_runs_django_tasks(start_workers: Callable[..., Workers]) -> None:
     summed, doubled, greeted, failed = (
         add.enqueue(2, 3),
         async_double.enqueue(4),
@@ -23,15 +23,8 @@ def test_runworkers_runs_django_tasks(child_env: dict[str, str], python: str) ->
     Job.objects.filter(pk=failed.id).update(max_attempts=1)
     unknown = Job.objects.create(task="tests.poison.run", max_attempts=1, queue="default")
 
-    done = subprocess.run(
-        [python, "manage.py", "runworkers", "--burst", "--processes", "1"],
-        cwd=ROOT,
-        env=child_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
+    workers = start_workers("--burst", "--processes", "1")
+    assert workers.wait(120) == 0, workers.text()
 
     for result in (summed, doubled, greeted, failed):
         result.refresh()
@@ -52,7 +45,7 @@ def test_runworkers_runs_django_tasks(child_env: dict[str, str], python: str) ->
     assert error.exception_class is ValueError
     assert error.traceback.endswith("raise ValueError(message)\nValueError: boom\n")
     # Django's task log reports the failure with its traceback, from the worker.
-    assert f"Task id={failed.id} path=testproject.djtasks.tasks.fail state=FAILED\nTraceback" in done.stderr
+    assert f"Task id={failed.id} path=testproject.djtasks.tasks.fail state=FAILED\nTraceback" in workers.text()
 
     unknown.refresh_from_db()
     assert unknown.status == JobStatus.FAILED

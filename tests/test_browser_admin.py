@@ -8,8 +8,7 @@ import contextlib
 import datetime
 import os
 import shutil
-import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -17,7 +16,7 @@ from django.contrib.auth import get_user_model
 
 from django_sqlqueue.models import Job, JobStatus
 from testproject.demo.tasks import add
-from tests.conftest import ROOT
+from tests.workers import ROOT, Workers
 
 CHROMIUM = os.environ.get("SQLQUEUE_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "artifacts" / "browser"
@@ -60,7 +59,7 @@ def failed_job(finished_at: datetime.datetime) -> Job:
 
 
 def test_triage_a_failed_job_in_the_browser(
-    live_server: Any, child_env: dict[str, str], python: str, monkeypatch: pytest.MonkeyPatch
+    live_server: Any, start_workers: Callable[..., Workers], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     get_user_model().objects.create_superuser("admin", "admin@example.com", "password")
     wanted = failed_job(IN_RANGE)
@@ -89,15 +88,8 @@ def test_triage_a_failed_job_in_the_browser(
         page.click("button[name=index]")
         assert page.locator("ul.messagelist li").inner_text() == "Retried 1 job."
 
-        worker = subprocess.run(
-            [python, "manage.py", "runworkers", "--burst", "--processes", "1"],
-            env=child_env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert worker.returncode == 0, worker.stdout + worker.stderr
+        workers = start_workers("--burst", "--processes", "1")
+        assert workers.wait(120) == 0, workers.text()
 
         page.goto(f"{live_server.url}/admin/django_sqlqueue/job/{wanted.pk}/change/")
         assert page.locator(".field-status_badge .readonly").inner_text() == "Successful"
