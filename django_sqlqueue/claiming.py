@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
 from django.db import connections
 from django.db.models import F
 
@@ -38,7 +38,39 @@ def claim(candidates: JobQuerySet, *, worker_id: str, limit: int) -> ClaimedJobs
     connection = connections[candidates.db]
     if problem := claim_problem(connection):
         raise ImproperlyConfigured(f"{problem}. {CLAIM_PROBLEM_HINTS[connection.vendor]}")
+    if connection.vendor == "sqlite":
+        return _claim_in_one_statement(candidates, worker_id, limit)
     return retry_transient(candidates.db, lambda: _claim_in_transaction(candidates, worker_id, limit))
+
+
+def _claim_in_one_statement(candidates: JobQuerySet, worker_id: str, limit: int) -> ClaimedJobs:
+    """SQLite has no row locks: a claim is a write transaction (``BEGIN IMMEDIATE``), and
+    while it lasts no other process writes. So the transaction is one
+    ``UPDATE … WHERE id IN (first ready ids) RETURNING id``, and the claimed jobs are
+    read after it commits: the write lock is held for one statement, never while Python
+    builds the jobs."""
+    connection = connections[candidates.db]
+    query = candidates.values("pk")[:limit].query
+    compiler = query.get_compiler(connection=connection)
+    try:
+        ready_sql, ready_params = compiler.as_sql()
+    except EmptyResultSet:  # e.g. queues=[]: nothing can match
+        return ClaimedJobs([], lost=0)
+    now_sql, now_params = compiler.compile(DatabaseNow().resolve_expression(query))
+    table = connection.ops.quote_name(candidates.model._meta.db_table)
+    sql = (
+        f"UPDATE {table} SET status = %s, worker = %s, started_at = {now_sql}, attempts = attempts + 1 "
+        f"WHERE id IN ({ready_sql}) RETURNING id"
+    )
+
+    def update() -> list[int]:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, (JobStatus.RUNNING, worker_id, *now_params, *ready_params))
+            return [pk for (pk,) in cursor.fetchall()]
+
+    ids = retry_transient(candidates.db, update)
+    claimed = candidates.model._base_manager.using(candidates.db).filter(PrimaryKeyIn(ids))
+    return ClaimedJobs(list(claimed.order_by(*candidates.query.order_by)) if ids else [], lost=0)
 
 
 def _claim_in_transaction(candidates: JobQuerySet, worker_id: str, limit: int) -> ClaimedJobs:

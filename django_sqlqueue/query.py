@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from django_sqlqueue import claiming, finishing
+from django_sqlqueue import claiming, finishing, inserting
 from django_sqlqueue.conf import conf
 from django_sqlqueue.dbclock import DatabaseNow
 from django_sqlqueue.exceptions import InvalidJobError
@@ -21,9 +21,6 @@ from django_sqlqueue.validation import arguments_problem, check_job_options
 
 if TYPE_CHECKING:
     from django_sqlqueue.models import Job
-
-# Fields whose value the database computes at insert (a default or an expression).
-_DATABASE_COMPUTED_FIELDS = ("run_at", "enqueued_at")
 
 
 class JobQuerySet(models.QuerySet["Job"]):
@@ -99,8 +96,7 @@ class JobManager(models.Manager["Job"]):
         when the job cannot be run as given. Options are those of :meth:`build`."""
         job = self.build(task, args, kwargs, **options)
         _validate(job)
-        job.save(force_insert=True, using=self.db)
-        _defer_database_computed(job)
+        inserting.insert([job], self.db, batch_size=1)
         return job
 
     def enqueue_many(self, jobs: Iterable[Job], *, batch_size: int = 1000) -> list[Job]:
@@ -110,9 +106,8 @@ class JobManager(models.Manager["Job"]):
         jobs = list(jobs)
         for job in jobs:
             _validate(job)
-        self.bulk_create(jobs, batch_size=batch_size)
-        for job in jobs:
-            _defer_database_computed(job)
+        if jobs:
+            inserting.insert(jobs, self.db, batch_size=batch_size)
         return jobs
 
     def claim(
@@ -211,11 +206,3 @@ def _validate(job: Job) -> None:
         )
     if problem:
         raise InvalidJobError(f"Cannot enqueue {job.task}: {problem}.")
-
-
-def _defer_database_computed(job: Job) -> None:
-    """Leave fields the database computed but did not return to load on first access,
-    rather than keep the expression that computed them (Django 5.2, and MySQL)."""
-    for name in _DATABASE_COMPUTED_FIELDS:
-        if hasattr(job.__dict__.get(name), "resolve_expression"):
-            del job.__dict__[name]

@@ -19,6 +19,7 @@ from multiprocessing.connection import wait as wait_for_any
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from django.conf import settings
 from django.db import close_old_connections, connections, router
 
 from django_sqlqueue import worker
@@ -252,6 +253,11 @@ class Supervisor:
             f"batches of {self.options.batch_size}{limit}{mode}; database {connection.vendor} "
             f"{connection.settings_dict['NAME']}"
         )
+        if settings.DEBUG:
+            logger.warning(
+                "DEBUG is on: Django keeps a copy of every query the workers run, which slows them down. "
+                "Run workers with DEBUG = False."
+            )
 
     def _status(self, elapsed: float) -> None:
         from django_sqlqueue.models import Job

@@ -8,8 +8,8 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
+from django.conf import settings
 from django.db.models import Max, Min
 
 from django_sqlqueue.models import Job, JobStatus, Worker
@@ -32,10 +32,15 @@ def enqueue_many(queue: str, count: int) -> float:
 
 
 def runworkers(*options: str) -> subprocess.Popen[bytes]:
-    """``manage.py runworkers`` as a child process of this one, on the same settings."""
-    manage = Path(sys.argv[0]).resolve()
-    command = [sys.executable, str(manage), "runworkers", "-v", "0", *options]
-    return subprocess.Popen(command, env=os.environ.copy(), stdout=subprocess.DEVNULL)
+    """``runworkers`` as a child process of this one, on the same settings and import path,
+    whether this one was started by ``manage.py``, ``django-admin`` or a test runner."""
+    command = [sys.executable, "-m", "django", "runworkers", "-v", "0", *options]
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": settings.SETTINGS_MODULE,
+        "PYTHONPATH": os.pathsep.join(path for path in sys.path if path),
+    }
+    return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
 
 
 def drain(queue: str, count: int, processes: int, batch_size: int) -> float:

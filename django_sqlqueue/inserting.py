@@ -1,0 +1,129 @@
+"""Writing new jobs: one multi-row ``INSERT`` per chunk, for ``enqueue`` and ``enqueue_many``.
+
+A job is written with a handful of values (its task, arguments and options); the
+rest of the row is the same for every new job. ``Model.save()`` and ``bulk_create()``
+would prepare every column of every row through its field, which costs several
+times what the database spends on the row. Here only the values that vary are bound,
+JSON is encoded once, and the database's clock fills ``enqueued_at`` and, unless the
+job says otherwise, ``run_at``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from django.db import connections
+from django.db.models import Field
+from django.db.models.expressions import DatabaseDefault
+
+from django_sqlqueue.dbclock import DatabaseNow
+from django_sqlqueue.status import JobStatus
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
+    from django.db.models.sql.compiler import SQLCompiler
+
+    from django_sqlqueue.models import Job
+
+#: The values each job brings, in column order; then run_at, then the constant columns.
+_BOUND = ("queue", "task", "args", "kwargs", "priority", "max_attempts", "timeout")
+_JSON = {"args", "kwargs"}
+#: What the database computed, read back with the ids where the database can.
+_RETURNED = ("id", "run_at", "enqueued_at")
+
+
+def insert(jobs: Sequence[Job], using: str, batch_size: int) -> None:
+    """Write ``jobs`` (built, validated, unsaved) on ``using``'s connection, in the
+    caller's transaction; set their ids (and database times) where the database
+    returns them: all but MySQL for many rows, every database for one row."""
+    connection = connections[using]
+    model = type(jobs[0])
+    compiler = model._base_manager.using(using).all().query.get_compiler(using=using)
+    now, now_params = _compile(compiler, DatabaseNow())
+    if now_params:
+        raise AssertionError("the database's clock takes no parameters")
+    json_mark = "%s::jsonb" if connection.vendor == "postgresql" else "%s"
+    marks = ", ".join(json_mark if name in _JSON else "%s" for name in _BOUND)
+    constants = f"{now}, '{JobStatus.READY.value}', 0, '', '[]'"
+    qn = connection.ops.quote_name
+    columns = ", ".join(qn(name) for name in (*_BOUND, "run_at"))  # the fields' names are their columns
+    head = (
+        f"INSERT INTO {qn(model._meta.db_table)} ({columns}, {qn('enqueued_at')}, {qn('status')}, "
+        f"{qn('attempts')}, {qn('worker')}, {qn('errors')}) VALUES "
+    )
+    returning = connection.features.can_return_rows_from_bulk_insert
+    tail = f" RETURNING {', '.join(qn(name) for name in _RETURNED)}" if returning else ""
+    read = _reader(connection, model)
+    # A delayed job binds one more value: its delay.
+    most_params = connection.features.max_query_params
+    rows_per_insert = batch_size if most_params is None else min(batch_size, most_params // (len(_BOUND) + 1))
+    with connection.cursor() as cursor:
+        for start in range(0, len(jobs), rows_per_insert):
+            chunk = jobs[start : start + rows_per_insert]
+            rows, params = [], []
+            for job in chunk:
+                run_at, run_at_params = _run_at(compiler, job.run_at, now)
+                rows.append(f"({marks}, {run_at}, {constants})")
+                params += [_value(job, name) for name in _BOUND]
+                params += run_at_params
+            cursor.execute(head + ", ".join(rows) + tail, params)
+            if tail:
+                for job, row in zip(chunk, cursor.fetchall(), strict=True):
+                    _saved(job, using, read(row))
+            elif len(chunk) == 1:  # MySQL returns no rows, but the id of one
+                _saved(chunk[0], using, {"id": connection.ops.last_insert_id(cursor, model._meta.db_table, "id")})
+            else:
+                for job in chunk:
+                    _saved(job, using, {})
+
+
+def _value(job: Job, name: str) -> Any:
+    value = getattr(job, name)
+    return json.dumps(value) if name in _JSON else value
+
+
+def _compile(compiler: SQLCompiler, expression: Any) -> tuple[str, list[Any]]:
+    sql, params = compiler.compile(expression.resolve_expression(compiler.query))
+    return sql, list(params)
+
+
+def _run_at(compiler: SQLCompiler, run_at: Any, now: str) -> tuple[str, list[Any]]:
+    """The SQL for a job's ``run_at``: the database's now, a time it was given, or the
+    database's now plus a delay."""
+    if isinstance(run_at, DatabaseDefault):
+        return now, []
+    if hasattr(run_at, "resolve_expression"):
+        return _compile(compiler, run_at)
+    return "%s", [compiler.connection.ops.adapt_datetimefield_value(run_at)]
+
+
+def _reader(connection: BaseDatabaseWrapper, model: type[Job]) -> Callable[[Sequence[Any]], dict[str, Any]]:
+    """How a returned row becomes the job's values (SQLite returns times as text)."""
+    steps = []
+    for name in _RETURNED:
+        field = cast("Field[Any, Any]", model._meta.get_field(name))
+        column = field.get_col(model._meta.db_table)
+        steps.append((name, column, [*connection.ops.get_db_converters(column), *field.get_db_converters(connection)]))
+
+    def read(row: Sequence[Any]) -> dict[str, Any]:
+        values = {}
+        for (name, column, converters), value in zip(steps, row, strict=True):
+            for convert in converters:
+                value = convert(value, column, connection)
+            values[name] = value
+        return values
+
+    return read
+
+
+def _saved(job: Job, using: str, returned: dict[str, Any]) -> None:
+    """Make ``job`` look as ``save()`` leaves it; times the database did not return are
+    loaded on first access."""
+    for name, value in returned.items():
+        setattr(job, name, value)
+    for name in ("run_at", "enqueued_at"):
+        if name not in returned and hasattr(job.__dict__.get(name), "resolve_expression"):
+            del job.__dict__[name]
+    job._state.adding = False
+    job._state.db = using
