@@ -5,10 +5,13 @@ machines whose clocks disagree still agree on what is due."""
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import DurationField, Value
+from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import Now
 from django.db.models.sql.compiler import SQLCompiler
 
@@ -36,3 +39,12 @@ class DatabaseNow(Now):
             template="STRFTIME('%%%%Y-%%%%m-%%%%d %%%%H:%%%%M:%%%%f', 'now', 'localtime')",
             **extra,
         )
+
+
+class DatabaseNowPlus(CombinedExpression):
+    """The database's now plus ``delay``: when a delayed job is due. The delay is kept
+    so that a writer can bind it as a value (PostgreSQL's bulk insert does)."""
+
+    def __init__(self, delay: datetime.timedelta) -> None:
+        super().__init__(DatabaseNow(), self.ADD, Value(delay, output_field=DurationField()))
+        self.delay = delay

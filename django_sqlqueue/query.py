@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from django_sqlqueue import claiming, finishing, inserting
 from django_sqlqueue.conf import conf
-from django_sqlqueue.dbclock import DatabaseNow
+from django_sqlqueue.dbclock import DatabaseNow, DatabaseNowPlus
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.registry import get_task
 from django_sqlqueue.status import JobStatus
@@ -79,7 +79,7 @@ class JobManager(models.Manager["Job"]):
         if run_at is not None:
             job.run_at = _checked_run_at(run_at)
         elif delay is not None:
-            job.run_at = DatabaseNow() + _checked_delay(delay)
+            job.run_at = DatabaseNowPlus(_checked_delay(delay))
         return job
 
     def enqueue(
