@@ -35,10 +35,12 @@ FLUSH_SECONDS = 0.2
 #: What a lost or restarting database raises; anything else (a missing table, say) is a bug
 #: or a misconfiguration and should stop the worker loudly rather than loop.
 DATABASE_AWAY = (OperationalError, InterfaceError)
+#: The wait before reconnecting to a database that went away, doubling up to the most.
 RECONNECT_FIRST_SECONDS = 0.1
+RECONNECT_MAX_SECONDS = 5.0
+
 #: What running a job gives: the job, its result, and its error (None on success).
 Outcome = tuple[Any, Any, "BaseException | None"]
-RECONNECT_MAX_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
