@@ -86,7 +86,7 @@ class QueueFilter(ChoicesFromCodeFilter):
     def values(self) -> set[str]:
         if (allowed := conf.SQLQUEUE_QUEUES) is not None:
             return set(allowed)
-        return {conf.SQLQUEUE_DEFAULT_QUEUE} | {task.queue for task in registered_tasks() if task.queue}
+        return {conf.SQLQUEUE_DEFAULT_QUEUE} | {task.queue for task in registry.registered_tasks() if task.queue}
 
 
 class TaskFilter(ChoicesFromCodeFilter):
@@ -96,11 +96,4 @@ class TaskFilter(ChoicesFromCodeFilter):
     parameter_name = "task"
 
     def values(self) -> set[str]:
-        return {task.name for task in registered_tasks()}
-
-
-def registered_tasks() -> list[registry.Task]:
-    """Every task registered in this process, once the installed apps' ``tasks`` are imported."""
-    registry.autodiscover()
-    # The registry has no public listing; reading its table is the one place the admin needs one.
-    return list(registry._tasks_by_name.values())
+        return {task.name for task in registry.registered_tasks()}

@@ -103,6 +103,12 @@ def autodiscover() -> None:
     autodiscover_modules("tasks")
 
 
+def registered_tasks() -> list[Task]:
+    """Every registered task, the installed apps' ``tasks`` modules imported first."""
+    autodiscover()
+    return list(_tasks_by_name.values())
+
+
 def get_task(task: Callable[..., Any] | str) -> Task:
     """The registered task for a function or a name; raises :class:`UnknownTaskError`."""
     if not isinstance(task, str):

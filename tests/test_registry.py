@@ -186,3 +186,9 @@ def test_unknown_name() -> None:
 def test_unknown_task_error_is_a_lookup_error() -> None:
     with pytest.raises(LookupError):
         get_task("tests.tasks.missing")
+
+
+def test_registered_tasks_lists_every_app_task_and_each_once() -> None:
+    names = [task.name for task in registry.registered_tasks()]
+    assert {"sqlqueue.noop", "demo.fail", "testproject.demo.tasks.add", "tests.tasks.report"} <= set(names)
+    assert len(names) == len(set(names))
