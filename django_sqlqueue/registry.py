@@ -124,6 +124,7 @@ def get_task(task: Callable[..., Any] | str) -> Task:
         return _tasks_by_name[task]
     except KeyError:
         raise UnknownTaskError(
-            f"No task is registered as {task!r}. Tasks are registered by @django_sqlqueue.job in a module that "
-            "is imported: an installed app's tasks.py is imported for you."
+            f"No task is registered as {task!r}. Tasks are registered by @django_sqlqueue.job, or by Django's "
+            "@task with the SQLQueueBackend, in a module that is imported: an installed app's tasks.py is "
+            "imported for you."
         ) from None

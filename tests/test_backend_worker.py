@@ -52,7 +52,8 @@ def test_runworkers_runs_django_tasks(start_workers: Callable[..., Workers]) -> 
     assert [(error["exception_class_path"], error["message"]) for error in unknown.errors] == [
         (
             f"{UnknownTaskError.__module__}.UnknownTaskError",
-            "No task is registered as 'tests.poison.run'. Tasks are registered by @django_sqlqueue.job in a module "
-            "that is imported: an installed app's tasks.py is imported for you.",
+            "No task is registered as 'tests.poison.run'. Tasks are registered by @django_sqlqueue.job, "
+            "or by Django's @task with the SQLQueueBackend, in a module that is imported: "
+            "an installed app's tasks.py is imported for you.",
         )
     ]

@@ -166,8 +166,9 @@ def test_delayed_job_is_not_ready() -> None:
         (not_a_task, "tests.test_enqueue.not_a_task is not a registered task: decorate it with @django_sqlqueue.job."),
         (
             "tests.tasks.missing",
-            "No task is registered as 'tests.tasks.missing'. Tasks are registered by @django_sqlqueue.job in a "
-            "module that is imported: an installed app's tasks.py is imported for you.",
+            "No task is registered as 'tests.tasks.missing'. Tasks are registered by @django_sqlqueue.job, "
+            "or by Django's @task with the SQLQueueBackend, in a module that is imported: "
+            "an installed app's tasks.py is imported for you.",
         ),
     ],
 )
@@ -399,8 +400,9 @@ def test_enqueue_many_of_nothing() -> None:
         (
             lambda: Job(task="tests.tasks.missing", queue="default", max_attempts=1),
             UnknownTaskError,
-            "No task is registered as 'tests.tasks.missing'. Tasks are registered by @django_sqlqueue.job in a "
-            "module that is imported: an installed app's tasks.py is imported for you.",
+            "No task is registered as 'tests.tasks.missing'. Tasks are registered by @django_sqlqueue.job, "
+            "or by Django's @task with the SQLQueueBackend, in a module that is imported: "
+            "an installed app's tasks.py is imported for you.",
         ),
     ],
     ids=["not-json", "priority", "not-built", "unknown-task"],

@@ -178,8 +178,9 @@ def test_unknown_name() -> None:
     with pytest.raises(UnknownTaskError) as excinfo:
         get_task("tests.tasks.missing")
     assert str(excinfo.value) == (
-        "No task is registered as 'tests.tasks.missing'. Tasks are registered by @django_sqlqueue.job in a "
-        "module that is imported: an installed app's tasks.py is imported for you."
+        "No task is registered as 'tests.tasks.missing'. Tasks are registered by @django_sqlqueue.job, "
+        "or by Django's @task with the SQLQueueBackend, in a module that is imported: "
+        "an installed app's tasks.py is imported for you."
     )
 
 
