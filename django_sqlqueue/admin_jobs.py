@@ -135,9 +135,13 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         running = obj is not None and obj.status == JobStatus.RUNNING
         return not running and super().has_delete_permission(request, obj)
 
+    def may_make(self, request: HttpRequest, change: Change) -> bool:
+        """Whether the user holds ``change``'s own permission."""
+        return bool(getattr(self, f"has_{change.permission}_permission")(request))
+
     def check_permission(self, request: HttpRequest, change: Change) -> None:
         """Refuse with 403, not the changelist's "no action selected", a change the user may not make."""
-        if not getattr(self, f"has_{change.permission}_permission")(request):
+        if not self.may_make(request, change):
             raise PermissionDenied
 
     # Changing jobs.
@@ -254,7 +258,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 change
                 for change in CHANGES.values()
                 if change.writes is not None
-                and getattr(self, f"has_{change.permission}_permission")(request)
+                and self.may_make(request, change)
                 and Job.objects.filter(Q(pk=job.pk) & change.applies()).exists()
             ]
         return super().render_change_form(request, context, *args, **kwargs)
