@@ -12,7 +12,7 @@ from django.db import connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.vendors import CLAIM_PROBLEM_HINTS, claim_problem, version_problem
+from django_sqlqueue.db.vendors import CLAIM_PROBLEM_HINTS, claim_problem, version_problem
 
 _SETTING_IDS = {
     "SQLQUEUE_QUEUES": "sqlqueue.E001",

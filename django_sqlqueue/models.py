@@ -5,9 +5,9 @@ import datetime
 from django.db import models
 
 from django_sqlqueue.conf import QUEUE_NAME_MAX_LENGTH, conf
-from django_sqlqueue.dbclock import DatabaseNow
-from django_sqlqueue.indexes import StatusIndex
-from django_sqlqueue.query import JobManager
+from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.indexes import StatusIndex
+from django_sqlqueue.managers import JobManager
 from django_sqlqueue.registry import TASK_NAME_MAX_LENGTH
 from django_sqlqueue.status import JobStatus
 from django_sqlqueue.validation import MAX_PRIORITY, MIN_PRIORITY

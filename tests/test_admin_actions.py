@@ -9,7 +9,7 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.utils import timezone
 
-from django_sqlqueue import admin_actions
+from django_sqlqueue.admin import changes
 from django_sqlqueue.models import Job, JobStatus
 from tests.admin_helpers import action, make_job, staff_client
 
@@ -65,7 +65,7 @@ def test_each_changed_job_is_in_the_admin_log(admin_client: Client, admin_user: 
 
 
 def test_past_the_cap_one_entry_sums_up_the_rest(admin_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(admin_actions, "LOGGED_JOBS", 2)
+    monkeypatch.setattr(changes, "LOGGED_JOBS", 2)
     jobs = [make_job(JobStatus.FAILED) for _ in range(5)]
     action(admin_client, "retry", jobs)
     entries = list(LogEntry.objects.order_by("pk").values_list("object_id", "object_repr", "change_message"))
@@ -75,7 +75,7 @@ def test_past_the_cap_one_entry_sums_up_the_rest(admin_client: Client, monkeypat
 
 
 def test_changes_go_chunk_by_chunk(admin_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(admin_actions, "CHUNK_SIZE", 2)
+    monkeypatch.setattr(changes, "CHUNK_SIZE", 2)
     jobs = [make_job(JobStatus.FAILED) for _ in range(5)] + [make_job(JobStatus.READY)]
     response = action(admin_client, "retry", jobs)
     assert messages(admin_client, response) == ["Retried 5 jobs. Skipped 1 job: not failed or cancelled."]

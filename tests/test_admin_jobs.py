@@ -10,7 +10,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from django_sqlqueue import admin_filters
+from django_sqlqueue.admin import filters
 from django_sqlqueue.models import Job, JobStatus
 from tests.admin_helpers import CHANGELIST, make_job, staff_client
 
@@ -55,7 +55,7 @@ def test_no_page_counts_the_whole_table(admin_client: Client) -> None:
 
 
 def test_a_filtered_count_stops_at_the_cap(admin_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(admin_filters, "COUNT_CAP", 3)
+    monkeypatch.setattr(filters, "COUNT_CAP", 3)
     for _ in range(5):
         make_job(JobStatus.FAILED)
     page = admin_client.get(CHANGELIST + "?status__exact=FAILED").content.decode()
@@ -63,8 +63,8 @@ def test_a_filtered_count_stops_at_the_cap(admin_client: Client, monkeypatch: py
 
 
 def test_the_unfiltered_count_is_the_databases_estimate(admin_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(admin_filters, "COUNT_CAP", 3)
-    monkeypatch.setattr(admin_filters, "estimated_rows", lambda rows: 1234)
+    monkeypatch.setattr(filters, "COUNT_CAP", 3)
+    monkeypatch.setattr(filters, "estimated_rows", lambda rows: 1234)
     make_job()
     assert re.search(r"about 1234 jobs\s*</nav>", admin_client.get(CHANGELIST).content.decode())
 
@@ -74,11 +74,11 @@ def test_the_database_estimates_the_table() -> None:
     for _ in range(3):
         make_job()
     if connection.vendor == "sqlite":
-        assert admin_filters.estimated_rows(Job.objects.all()) == -1
+        assert filters.estimated_rows(Job.objects.all()) == -1
         return
     with connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {'' if connection.vendor == 'postgresql' else 'TABLE '}{Job._meta.db_table}")
-    assert admin_filters.estimated_rows(Job.objects.all()) == 3
+    assert filters.estimated_rows(Job.objects.all()) == 3
 
 
 # Filters and search
@@ -227,9 +227,9 @@ def test_staff_without_view_permission_see_nothing(django_user_model: Any) -> No
 
 
 def test_retry_every_failed_job_the_filter_matches(admin_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
-    from django_sqlqueue import admin_actions
+    from django_sqlqueue.admin import changes
 
-    monkeypatch.setattr(admin_actions, "CHUNK_SIZE", 7)
+    monkeypatch.setattr(changes, "CHUNK_SIZE", 7)
     matching = [make_job(JobStatus.FAILED, queue="mail") for _ in range(60)]  # more than a page
     other_queue = make_job(JobStatus.FAILED)
     ready = make_job(queue="mail")

@@ -6,8 +6,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from django_sqlqueue.admin.overview import MINUTES, queue_stats
 from django_sqlqueue.models import JobStatus
-from django_sqlqueue.overview import MINUTES, queue_stats
 from tests.admin_helpers import CHANGELIST, make_job
 
 pytestmark = pytest.mark.django_db

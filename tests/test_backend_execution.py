@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from django_sqlqueue import execution
 from django_sqlqueue.backends import SQLQueueBackend
 from django_sqlqueue.exceptions import UnknownTaskError
 from django_sqlqueue.models import Job
+from django_sqlqueue.runner import execution
 from django_sqlqueue.tasks_compat import TaskResult, TaskResultStatus, task_finished, task_started
 from testproject.djtasks.tasks import add, async_double, fail, whoami
 from tests.tasks import report
@@ -128,7 +128,7 @@ def test_a_failing_receiver_changes_nothing(caplog: pytest.LogCaptureFixture) ->
         assert execution.run(claim_one(), "worker-1") == 2
     finally:
         task_finished.disconnect(broken)
-    (logged,) = [record for record in caplog.records if record.name == "django_sqlqueue.execution"]
+    (logged,) = [record for record in caplog.records if record.name == "django_sqlqueue.runner.execution"]
     assert logged.getMessage().endswith("of testproject.djtasks.tasks.add raised")
 
 

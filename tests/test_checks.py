@@ -13,7 +13,7 @@ from django.db.utils import load_backend
 from django.test import override_settings
 
 from django_sqlqueue.checks import check_database_settings, check_database_version, check_settings
-from django_sqlqueue.vendors import claim_problem, version_problem
+from django_sqlqueue.db.vendors import claim_problem, version_problem
 
 SETTINGS_HINT = "See the settings table in django-sqlqueue's README."
 SQLITE_HINT = "Add 'OPTIONS': {'transaction_mode': 'IMMEDIATE'} to this database in settings.DATABASES."

@@ -14,10 +14,10 @@ from django.db.models import Q
 from django.db.utils import load_backend
 from django.test import override_settings
 
-from django_sqlqueue.claiming import ClaimedJobs
-from django_sqlqueue.dbclock import DatabaseNow
+from django_sqlqueue.db.claiming import ClaimedJobs
+from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.vendors import claim_problem
 from django_sqlqueue.models import Job, JobStatus
-from django_sqlqueue.vendors import claim_problem
 from tests.tasks import noop, report
 
 UTC = datetime.timezone.utc

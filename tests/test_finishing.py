@@ -9,8 +9,8 @@ from django.db import connection
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
-from django_sqlqueue.dbclock import DatabaseNow
-from django_sqlqueue.finishing import retry_delay
+from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.finishing import retry_delay
 from django_sqlqueue.models import Job, JobStatus
 from tests.tasks import noop
 

@@ -5,10 +5,10 @@ import datetime
 import pytest
 from django.db.models import F
 
-from django_sqlqueue.dbclock import DatabaseNow
+from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.exceptions import WorkerLost
 from django_sqlqueue.models import Job, JobStatus, Worker
-from django_sqlqueue.rescue import rescue_expired, rescue_worker
+from django_sqlqueue.runner.rescue import rescue_expired, rescue_worker
 from tests.tasks import noop
 
 pytestmark = pytest.mark.django_db

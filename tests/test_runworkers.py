@@ -15,8 +15,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from django_sqlqueue import supervisor
 from django_sqlqueue.models import Job, JobStatus, Worker
+from django_sqlqueue.runner import supervisor
 from testproject.demo.tasks import add, send_welcome, sleep
 from tests.workers import FAST_CLOCKS, ROOT, Workers
 

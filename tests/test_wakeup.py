@@ -9,7 +9,7 @@ import pytest
 from django.db import connection, transaction
 
 from django_sqlqueue.models import Job, JobStatus
-from django_sqlqueue.wakeup import Waiter
+from django_sqlqueue.runner.wakeup import Waiter
 from testproject.demo.tasks import add
 from tests.tasks import noop
 from tests.workers import Workers, wait_until

@@ -12,7 +12,7 @@ import pytest
 
 from django_sqlqueue import signals
 from django_sqlqueue.models import Job, JobStatus
-from django_sqlqueue.worker import Budget, WorkerConfig, WorkerProcess
+from django_sqlqueue.runner.worker import Budget, WorkerConfig, WorkerProcess
 from testproject.demo.tasks import add, fail
 
 pytestmark = pytest.mark.django_db(transaction=True)

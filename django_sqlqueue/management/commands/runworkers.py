@@ -13,7 +13,7 @@ from django.db import connections, router
 from django.db.migrations.executor import MigrationExecutor
 
 from django_sqlqueue.conf import check_queue_name, conf
-from django_sqlqueue.supervisor import Options, Supervisor
+from django_sqlqueue.runner.supervisor import Options, Supervisor
 
 _LOG_LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
 

@@ -11,9 +11,9 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from django_sqlqueue import claiming, finishing, inserting
 from django_sqlqueue.conf import conf
-from django_sqlqueue.dbclock import DatabaseNow, DatabaseNowPlus
+from django_sqlqueue.db import claiming, finishing, inserting
+from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.registry import get_task
 from django_sqlqueue.status import JobStatus

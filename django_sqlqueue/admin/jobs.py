@@ -1,7 +1,7 @@
 """The job admin: triage at millions of rows.
 
 Jobs are written by code, never by a form: the admin shows them read-only and
-changes them only through the actions of ``admin_actions`` — from the changelist,
+changes them only through the changes of ``changes.py`` — from the changelist,
 from buttons on a job's page, or for every failed job a filter matches — each
 guarded by its own permission and only on POST."""
 
@@ -24,9 +24,9 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 from rangefilter.filters import DateRangeFilterBuilder
 
-from django_sqlqueue import admin_actions, admin_display, overview
-from django_sqlqueue.admin_actions import CHANGES, Change
-from django_sqlqueue.admin_filters import CheapCountPaginator, QueueFilter, TaskFilter
+from django_sqlqueue.admin import changes, display, overview
+from django_sqlqueue.admin.changes import CHANGES, Change
+from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, TaskFilter
 from django_sqlqueue.models import Job, JobStatus, Worker
 
 #: The action names of the changelist, each the name of a change; ``delete_selected``
@@ -149,9 +149,9 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def apply(self, request: HttpRequest, change: Change, jobs: QuerySet[Job]) -> None:
         """Make ``change`` to ``jobs`` and tell the user what was done and skipped."""
         self.check_permission(request, change)
-        outcome = admin_actions.apply(change, jobs, request)
+        outcome = changes.apply(change, jobs, request)
         level = messages.SUCCESS if outcome.done else messages.WARNING
-        self.message_user(request, admin_actions.report(change, outcome), level)
+        self.message_user(request, changes.report(change, outcome), level)
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         if request.method == "POST":
@@ -206,7 +206,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def retry_failed_view(self, request: HttpRequest) -> HttpResponse:
         """Every failed job the changelist's filters and search match, not one page: on GET
         a page that says how many and asks; on POST (same query string) retry them all."""
-        self.check_permission(request, admin_actions.RETRY)
+        self.check_permission(request, changes.RETRY)
         query = request.GET.urlencode()
         back = reverse("admin:django_sqlqueue_job_changelist") + (f"?{query}" if query else "")
         try:
@@ -214,7 +214,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         except IncorrectLookupParameters:
             return HttpResponseRedirect(f"{back}{'&' if query else '?'}e=1")
         if request.method == "POST":
-            self.apply(request, admin_actions.RETRY, failed)
+            self.apply(request, changes.RETRY, failed)
             return HttpResponseRedirect(back)
         paginator = CheapCountPaginator(failed, 1)
         return TemplateResponse(
@@ -267,7 +267,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, job: Job) -> SafeString:
-        return admin_display.status_badge(job.status)
+        return display.status_badge(job.status)
 
     @admin.display(description="attempts")
     def attempts_of(self, job: Job) -> str:
@@ -275,15 +275,15 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.display(description="last error")
     def last_error(self, job: Job) -> str:
-        return admin_display.short_error(job.errors)
+        return display.short_error(job.errors)
 
     @admin.display(description="waited before its last attempt")
     def waited(self, job: Job) -> str:
-        return admin_display.duration(job.enqueued_at, job.started_at)
+        return display.duration(job.enqueued_at, job.started_at)
 
     @admin.display(description="ran")
     def ran(self, job: Job) -> str:
-        return admin_display.duration(job.started_at, job.finished_at)
+        return display.duration(job.started_at, job.finished_at)
 
     @admin.display(description="worker")
     def worker_link(self, job: Job) -> SafeString | str:
@@ -295,19 +295,19 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.display(description="args")
     def args_pretty(self, job: Job) -> SafeString:
-        return admin_display.pretty_json(job.args)
+        return display.pretty_json(job.args)
 
     @admin.display(description="kwargs")
     def kwargs_pretty(self, job: Job) -> SafeString:
-        return admin_display.pretty_json(job.kwargs)
+        return display.pretty_json(job.kwargs)
 
     @admin.display(description="result")
     def result_pretty(self, job: Job) -> SafeString:
-        return admin_display.pretty_json(job.result)
+        return display.pretty_json(job.result)
 
     @admin.display(description="errors, newest first")
     def errors_pretty(self, job: Job) -> SafeString:
-        return admin_display.errors_html(job.errors)
+        return display.errors_html(job.errors)
 
 
 def running_jobs_url(worker: str) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping
 from django.db import transaction
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.dbclock import DatabaseNow
+from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.exceptions import WorkerLost
 from django_sqlqueue.models import Job, JobStatus, Worker
 

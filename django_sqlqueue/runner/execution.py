@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from django.dispatch import Signal
 from django.utils import timezone
 
-from django_sqlqueue.finishing import error_record
+from django_sqlqueue.db.finishing import error_record
 from django_sqlqueue.registry import get_task
 from django_sqlqueue.status import JobStatus
 

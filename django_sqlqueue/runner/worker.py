@@ -21,9 +21,10 @@ from typing import Any
 from django.db import InterfaceError, OperationalError, close_old_connections
 from django.dispatch import Signal
 
-from django_sqlqueue import execution, signals
+from django_sqlqueue import signals
 from django_sqlqueue.conf import conf
 from django_sqlqueue.registry import autodiscover
+from django_sqlqueue.runner import execution
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ class WorkerProcess:
 
     def run(self) -> None:
         from django_sqlqueue.models import Job
-        from django_sqlqueue.wakeup import Waiter
+        from django_sqlqueue.runner.wakeup import Waiter
 
         autodiscover()
         self._register()
@@ -273,7 +274,7 @@ class WorkerProcess:
 
     def _beat(self) -> None:
         """Heartbeats on their own thread and connection, so a long job keeps its lease."""
-        from django_sqlqueue.dbclock import DatabaseNow
+        from django_sqlqueue.db.clock import DatabaseNow
         from django_sqlqueue.models import Worker
 
         while not self.stop.wait(conf.SQLQUEUE_HEARTBEAT_INTERVAL):

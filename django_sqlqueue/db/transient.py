@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from django.db import OperationalError, connections, transaction
 
-from django_sqlqueue.vendors import is_transient
+from django_sqlqueue.db.vendors import is_transient
 
 T = TypeVar("T")
 

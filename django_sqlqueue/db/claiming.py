@@ -9,15 +9,15 @@ from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
 from django.db import connections
 from django.db.models import F
 
-from django_sqlqueue.dbclock import DatabaseNow
-from django_sqlqueue.expressions import PrimaryKeyIn
+from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.expressions import PrimaryKeyIn
+from django_sqlqueue.db.transient import retry_transient
+from django_sqlqueue.db.vendors import CLAIM_PROBLEM_HINTS, claim_problem
 from django_sqlqueue.status import JobStatus
-from django_sqlqueue.transient import retry_transient
-from django_sqlqueue.vendors import CLAIM_PROBLEM_HINTS, claim_problem
 
 if TYPE_CHECKING:
+    from django_sqlqueue.managers import JobQuerySet
     from django_sqlqueue.models import Job
-    from django_sqlqueue.query import JobQuerySet
 
 
 class ClaimedJobs(list["Job"]):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Max, Min
 from django.db.models.functions import TruncMinute
 
-from django_sqlqueue.dbclock import DatabaseNow
+from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.models import Job
 from django_sqlqueue.status import JobStatus
 

@@ -18,7 +18,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import models, transaction
 from django.http import HttpRequest
 
-from django_sqlqueue.dbclock import DatabaseNow
+from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.models import Job, JobStatus
 
 if TYPE_CHECKING:

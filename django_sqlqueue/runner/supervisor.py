@@ -22,11 +22,11 @@ from typing import Any
 from django.conf import settings
 from django.db import close_old_connections, connections, router
 
-from django_sqlqueue import worker
 from django_sqlqueue.conf import conf
 from django_sqlqueue.exceptions import JobTimeout, WorkerLost
-from django_sqlqueue.rescue import rescue_expired, rescue_worker
-from django_sqlqueue.worker import DATABASE_AWAY
+from django_sqlqueue.runner import worker
+from django_sqlqueue.runner.rescue import rescue_expired, rescue_worker
+from django_sqlqueue.runner.worker import DATABASE_AWAY
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from django.db import connections
 from django.db.models import Field
 from django.db.models.expressions import DatabaseDefault
 
-from django_sqlqueue.dbclock import DatabaseNow, DatabaseNowPlus
+from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:

@@ -17,16 +17,16 @@ from django.db.models import Case, F, Field, Q, Value, When
 from django.db.models.expressions import Combinable
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.dbclock import DatabaseNow
+from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.expressions import PrimaryKeyIn
+from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.exceptions import InvalidJobError
-from django_sqlqueue.expressions import PrimaryKeyIn
 from django_sqlqueue.status import JobStatus
-from django_sqlqueue.transient import retry_transient
 from django_sqlqueue.validation import json_problem
 
 if TYPE_CHECKING:
+    from django_sqlqueue.managers import JobQuerySet
     from django_sqlqueue.models import Job
-    from django_sqlqueue.query import JobQuerySet
 
 
 def retry_delay(attempt: int) -> datetime.timedelta:

@@ -16,10 +16,10 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from django_sqlqueue.admin_display import status_badge
-from django_sqlqueue.admin_jobs import running_jobs_url
+from django_sqlqueue.admin.display import status_badge
+from django_sqlqueue.admin.jobs import running_jobs_url
 from django_sqlqueue.conf import conf
-from django_sqlqueue.dbclock import DatabaseNow
+from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.models import Job, JobStatus, Worker
 
 #: The jobs listed on a worker's page; the link to the changelist shows them all.

@@ -24,7 +24,7 @@ class StatusIndex(models.Index):
 
     def deconstruct(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
         kwargs = {"status": str(self.status), "fields": list(self.fields), "name": self.name}
-        return ("django_sqlqueue.indexes.StatusIndex", (), kwargs)
+        return ("django_sqlqueue.db.indexes.StatusIndex", (), kwargs)
 
     def create_sql(
         self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, using: str = "", **kwargs: Any
