@@ -11,6 +11,7 @@ class SQLQueueConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # Not at the top: the checks import models, which are not loaded yet when Django imports this.
         from django_sqlqueue import checks
 
         checks.register()

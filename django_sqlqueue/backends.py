@@ -26,9 +26,11 @@ from django_sqlqueue.tasks_compat import (
     TaskResultStatus,
     task_enqueued,
 )
-from django_sqlqueue.validation import check_job_options
+from django_sqlqueue.validation import job_options_problem
 
 if TYPE_CHECKING:
+    # The methods import it when they run: Django imports this module to create the
+    # backend when a module defining a task is imported, which may be before models load.
     from django_sqlqueue.models import Job
 
 _P = ParamSpec("_P")
@@ -68,7 +70,7 @@ class SQLQueueBackend(BaseTaskBackend):
             raise ImproperlyConfigured(
                 f"TASKS[{alias!r}]['OPTIONS'] has unknown keys {unknown}: it takes {', '.join(JOB_OPTIONS)}."
             )
-        if problem := check_job_options(**self.options):
+        if problem := job_options_problem(**self.options):
             raise ImproperlyConfigured(f"TASKS[{alias!r}]['OPTIONS']: {problem}.")
 
     def validate_task(self, task: Task[..., Any]) -> None:
@@ -78,7 +80,7 @@ class SQLQueueBackend(BaseTaskBackend):
         when the task is registered, so that a worker finds it by name and imports
         nothing a row names."""
         super().validate_task(task)
-        if problem := check_job_options(queue=task.queue_name, **_own_options(task)):
+        if problem := job_options_problem(queue=task.queue_name, **_own_options(task)):
             raise InvalidTask(f"{task.module_path}: {problem}.")
         try:
             get_task(task.func)

@@ -1,5 +1,7 @@
 """System checks: misconfiguration is reported when Django starts, with a hint that
-says how to fix it. Ids are stable and never reused; the README lists them."""
+says how to fix it. Ids are stable and never reused; the README lists them.
+
+Imported by ``AppConfig.ready()``, once the models are loaded."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.vendors import CLAIM_PROBLEM_HINTS, claim_problem, version_problem
+from django_sqlqueue.models import Job
 
 _SETTING_IDS = {
     "SQLQUEUE_QUEUES": "sqlqueue.E001",
@@ -52,8 +55,6 @@ def check_settings(**kwargs: Any) -> list[checks.CheckMessage]:
 
 
 def _queue_connections(aliases: Iterable[str]) -> list[BaseDatabaseWrapper]:
-    from django_sqlqueue.models import Job
-
     return [connections[alias] for alias in aliases if router.allow_migrate_model(alias, Job)]
 
 

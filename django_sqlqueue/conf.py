@@ -32,7 +32,7 @@ def _positive_int(name: str, default: int) -> int:
     return value
 
 
-def check_queue_name(name: object) -> str | None:
+def queue_name_problem(name: object) -> str | None:
     """Why ``name`` cannot name a queue, or None when it can."""
     if not isinstance(name, str) or not name:
         return f"a queue name must be a non-empty string, not {name!r}"
@@ -54,7 +54,7 @@ class Settings:
             raise ImproperlyConfigured(f"SQLQUEUE_QUEUES must be a list of queue names or None, not {value!r}.")
         queues = frozenset(value)
         for name in queues:
-            if problem := check_queue_name(name):
+            if problem := queue_name_problem(name):
                 raise ImproperlyConfigured(f"SQLQUEUE_QUEUES: {problem}.")
         if not queues:
             raise ImproperlyConfigured(
@@ -66,7 +66,7 @@ class Settings:
     def SQLQUEUE_DEFAULT_QUEUE(self) -> str:
         """The queue of a job whose task and enqueue call name none (default ``"default"``)."""
         value = _read("SQLQUEUE_DEFAULT_QUEUE", "default")
-        if problem := check_queue_name(value):
+        if problem := queue_name_problem(value):
             raise ImproperlyConfigured(f"SQLQUEUE_DEFAULT_QUEUE: {problem}.")
         queues = self.SQLQUEUE_QUEUES
         if queues is not None and value not in queues:

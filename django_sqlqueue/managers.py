@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.conf import settings
 from django.db import models
@@ -14,13 +14,31 @@ from django.utils import timezone
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import claiming, finishing, inserting
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
+from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.registry import get_task
 from django_sqlqueue.status import JobStatus
-from django_sqlqueue.validation import arguments_problem, check_job_options
+from django_sqlqueue.validation import arguments_problem, job_options_problem
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
+    # Type-only: models imports this module for its manager.
     from django_sqlqueue.models import Job
+
+
+class JobOptions(TypedDict, total=False):
+    """The options of :meth:`JobManager.enqueue` and :meth:`JobManager.build`. One left
+    out or ``None`` comes from the task's ``@job(...)``, then from settings."""
+
+    queue: str | None
+    priority: int | None
+    #: When the job may run first (aware when ``USE_TZ`` is on); not with ``delay``.
+    run_at: datetime.datetime | None
+    #: Seconds (or a timedelta) from the database's now; not with ``run_at``.
+    delay: datetime.timedelta | float | None
+    max_attempts: int | None
+    timeout: datetime.timedelta | float | None
 
 
 class JobQuerySet(models.QuerySet["Job"]):
@@ -47,6 +65,10 @@ class JobManager(models.Manager["Job"]):
 
     def ready(self) -> JobQuerySet:
         return self.get_queryset().ready()
+
+    def on_queue_db(self) -> JobQuerySet:
+        """Every job, read on the database the queue writes to (never a read replica)."""
+        return self.get_queryset().using(queue_db(self.model, self._db))
 
     def build(
         self,
@@ -87,7 +109,7 @@ class JobManager(models.Manager["Job"]):
         task: Callable[..., Any] | str,
         args: Sequence[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
-        **options: Any,
+        **options: Unpack[JobOptions],
     ) -> Job:
         """Write one job on the caller's connection and inside the caller's transaction,
         so it is rolled back with it and workers see it only once it commits.
@@ -96,7 +118,7 @@ class JobManager(models.Manager["Job"]):
         when the job cannot be run as given. Options are those of :meth:`build`."""
         job = self.build(task, args, kwargs, **options)
         _validate(job)
-        inserting.insert([job], self.db, batch_size=1)
+        inserting.insert([job], queue_db(self.model, self._db), batch_size=1)
         return job
 
     def enqueue_many(self, jobs: Iterable[Job], *, batch_size: int = 1000) -> list[Job]:
@@ -107,7 +129,7 @@ class JobManager(models.Manager["Job"]):
         for job in jobs:
             _validate(job)
         if jobs:
-            inserting.insert(jobs, self.db, batch_size=batch_size)
+            inserting.insert(jobs, queue_db(self.model, self._db), batch_size=batch_size)
         return jobs
 
     def claim(
@@ -129,7 +151,7 @@ class JobManager(models.Manager["Job"]):
             raise ValueError(f"limit must be an integer of at least 1, not {limit!r}.")
         if not worker_id:
             raise ValueError("worker_id must name the worker that claims.")
-        candidates = self.ready().in_queues(queues)
+        candidates = self.on_queue_db().ready().in_queues(queues)
         if filter is not None:
             candidates = candidates.filter(filter)
         return claiming.claim(candidates.in_claim_order(), worker_id=worker_id, limit=limit)
@@ -147,14 +169,12 @@ class JobManager(models.Manager["Job"]):
         A failure with attempts left goes back to ``READY`` after a backoff; otherwise it
         is ``FAILED``. Only jobs still ``RUNNING`` for ``worker_id`` at the attempt it
         claimed are written: returns how many were, so a worker knows when it lost one."""
-        return finishing.finish(
-            self.get_queryset(), worker_id=worker_id, succeeded=succeeded or {}, failed=failed or {}
-        )
+        return finishing.finish(self.on_queue_db(), worker_id=worker_id, succeeded=succeeded or {}, failed=failed or {})
 
     def release(self, *, worker_id: str, unstarted: Iterable[Job]) -> int:
         """Put claimed jobs that never started back to ``READY``, their attempt not counted
         (a worker stopping before it got to them). Fenced like :meth:`finish`."""
-        return finishing.release(self.get_queryset(), worker_id=worker_id, unstarted=unstarted)
+        return finishing.release(self.on_queue_db(), worker_id=worker_id, unstarted=unstarted)
 
 
 def _first(*values: Any) -> Any:
@@ -201,7 +221,7 @@ def _validate(job: Job) -> None:
     if missing:
         problem: str | None = f"{', '.join(missing)} not set: make jobs with Job.objects.build()"
     else:
-        problem = arguments_problem(job.args, job.kwargs) or check_job_options(
+        problem = arguments_problem(job.args, job.kwargs) or job_options_problem(
             queue=job.queue, priority=job.priority, max_attempts=job.max_attempts, timeout=job.timeout
         )
     if problem:

@@ -15,7 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import autodiscover_modules
 
 from django_sqlqueue.exceptions import UnknownTaskError
-from django_sqlqueue.validation import check_job_options
+from django_sqlqueue.validation import job_options_problem
 
 if TYPE_CHECKING:
     from django_sqlqueue.tasks_compat import Task as DjangoTask
@@ -26,7 +26,7 @@ TASK_NAME_MAX_LENGTH = 255
 
 
 @dataclass(frozen=True)
-class Task:
+class RegisteredTask:
     """A registered function and the defaults its jobs get; ``None`` means the setting's default."""
 
     name: str
@@ -39,8 +39,8 @@ class Task:
     django_task: DjangoTask[..., Any] | None = None
 
 
-_tasks_by_name: dict[str, Task] = {}
-_tasks_by_func: dict[Callable[..., Any], Task] = {}
+_tasks_by_name: dict[str, RegisteredTask] = {}
+_tasks_by_func: dict[Callable[..., Any], RegisteredTask] = {}
 
 
 def default_name(func: Callable[..., Any]) -> str:
@@ -48,7 +48,9 @@ def default_name(func: Callable[..., Any]) -> str:
     return f"{func.__module__}.{func.__qualname__}"
 
 
-def register(func: Callable[..., Any], *, django_task: DjangoTask[..., Any] | None = None, **options: Any) -> Task:
+def register(
+    func: Callable[..., Any], *, django_task: DjangoTask[..., Any] | None = None, **options: Any
+) -> RegisteredTask:
     """Register ``func``; re-registering the same function (a module reload) is harmless.
 
     ``django_task`` is the Django Tasks ``Task`` wrapping ``func``, registered by our backend."""
@@ -60,12 +62,12 @@ def register(func: Callable[..., Any], *, django_task: DjangoTask[..., Any] | No
             f"Cannot register {name!r}: a function defined inside another function cannot be found by a "
             "worker. Define it at module level."
         )
-    if problem := check_job_options(**options):
+    if problem := job_options_problem(**options):
         raise ImproperlyConfigured(f"@job on {name!r}: {problem}.")
     existing = _tasks_by_name.get(name)
     if existing is not None and default_name(existing.func) != default_name(func):
         raise ImproperlyConfigured(f"Task name {name!r} is already registered for {default_name(existing.func)}.")
-    task = Task(name=name, func=func, django_task=django_task, **options)
+    task = RegisteredTask(name=name, func=func, django_task=django_task, **options)
     _tasks_by_name[name] = task
     _tasks_by_func[func] = task
     return task
@@ -103,13 +105,13 @@ def autodiscover() -> None:
     autodiscover_modules("tasks")
 
 
-def registered_tasks() -> list[Task]:
+def registered_tasks() -> list[RegisteredTask]:
     """Every registered task, the installed apps' ``tasks`` modules imported first."""
     autodiscover()
     return list(_tasks_by_name.values())
 
 
-def get_task(task: Callable[..., Any] | str) -> Task:
+def get_task(task: Callable[..., Any] | str) -> RegisteredTask:
     """The registered task for a function or a name; raises :class:`UnknownTaskError`."""
     if not isinstance(task, str):
         found = _tasks_by_func.get(task)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from django_sqlqueue.conf import check_queue_name, conf
+from django_sqlqueue.conf import conf, queue_name_problem
 
 MIN_PRIORITY = -100
 MAX_PRIORITY = 100
@@ -39,7 +39,7 @@ def json_problem(value: Any, where: str) -> str | None:
     return f"{where} is a {kind}, which is not JSON: pass only None, bool, int, float, str, list and dict"
 
 
-def check_job_options(
+def job_options_problem(
     *,
     queue: Any = None,
     priority: Any = None,
@@ -48,7 +48,7 @@ def check_job_options(
 ) -> str | None:
     """Why these job options are out of range, or None; ``None`` values are not checked."""
     if queue is not None:
-        if problem := check_queue_name(queue):
+        if problem := queue_name_problem(queue):
             return problem
         allowed = conf.SQLQUEUE_QUEUES
         if allowed is not None and queue not in allowed:

@@ -215,7 +215,7 @@ def test_invalid_value(overrides: dict[str, Any], name: str, message: str) -> No
 )
 def test_number_settings_refuse_nan_and_infinity(name: str, value: float) -> None:
     """NaN slips past ``value <= 0``; an infinite SQLQUEUE_TIMEOUT passed here, yet every
-    enqueue that takes it as its default is then refused by ``check_job_options``."""
+    enqueue that takes it as its default is then refused by ``job_options_problem``."""
     with override_settings(**{name: value}), pytest.raises(ImproperlyConfigured) as excinfo:
         getattr(conf, name)
     assert str(excinfo.value) == f"{name} must be a positive number of seconds, not {value!r}."

@@ -9,7 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from django_sqlqueue import job, registry
 from django_sqlqueue.exceptions import UnknownTaskError
-from django_sqlqueue.registry import Task, get_task
+from django_sqlqueue.registry import RegisteredTask, get_task
 from tests.tasks import noop, report
 
 
@@ -46,7 +46,7 @@ def copy_of(func: Callable[..., Any], qualname: str) -> Callable[..., Any]:
 
 def test_bare_decorator_registers_under_the_dotted_path() -> None:
     assert job(first) is first
-    assert get_task(first) == Task(name="tests.test_registry.first", func=first)
+    assert get_task(first) == RegisteredTask(name="tests.test_registry.first", func=first)
     assert get_task("tests.test_registry.first") is get_task(first)
 
 
@@ -59,14 +59,14 @@ def test_decorated_function_is_unchanged_and_still_callable() -> None:
 
 def test_decorator_options_become_the_task_defaults() -> None:
     job(queue="mail", priority=-5, max_attempts=9, timeout=2.5)(first)
-    assert get_task(first) == Task(
+    assert get_task(first) == RegisteredTask(
         name="tests.test_registry.first", func=first, queue="mail", priority=-5, max_attempts=9, timeout=2.5
     )
 
 
 def test_task_module_defaults_are_registered_at_import() -> None:
-    assert get_task(noop) == Task(name="tests.tasks.noop", func=noop)
-    assert get_task(report) == Task(
+    assert get_task(noop) == RegisteredTask(name="tests.tasks.noop", func=noop)
+    assert get_task(report) == RegisteredTask(
         name="tests.tasks.report", func=report, queue="reports", priority=10, max_attempts=2, timeout=5
     )
 

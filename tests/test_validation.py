@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from django_sqlqueue.validation import arguments_problem, check_job_options, json_problem
+from django_sqlqueue.validation import arguments_problem, job_options_problem, json_problem
 
 NOT_JSON = "which is not JSON: pass only None, bool, int, float, str, list and dict"
 
@@ -119,7 +119,7 @@ def test_args_are_checked_before_kwargs() -> None:
     ],
 )
 def test_job_options_accepted(options: dict[str, Any]) -> None:
-    assert check_job_options(**options) is None
+    assert job_options_problem(**options) is None
 
 
 @pytest.mark.parametrize(
@@ -145,10 +145,10 @@ def test_job_options_accepted(options: dict[str, Any]) -> None:
     ],
 )
 def test_job_options_refused(options: dict[str, Any], problem: str) -> None:
-    assert check_job_options(**options) == problem
+    assert job_options_problem(**options) == problem
 
 
 def test_queue_must_be_one_of_sqlqueue_queues(settings: Any) -> None:
     settings.SQLQUEUE_QUEUES = ["mail", "default"]
-    assert check_job_options(queue="mail") is None
-    assert check_job_options(queue="reports") == "queue 'reports' is not one of SQLQUEUE_QUEUES ['default', 'mail']"
+    assert job_options_problem(queue="mail") is None
+    assert job_options_problem(queue="reports") == "queue 'reports' is not one of SQLQUEUE_QUEUES ['default', 'mail']"

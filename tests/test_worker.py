@@ -12,7 +12,9 @@ import pytest
 
 from django_sqlqueue import signals
 from django_sqlqueue.models import Job, JobStatus
-from django_sqlqueue.runner.worker import Budget, WorkerConfig, WorkerProcess
+from django_sqlqueue.runner.config import WorkerConfig
+from django_sqlqueue.runner.execution import JobOutcome
+from django_sqlqueue.runner.worker import Budget, WorkerProcess
 from testproject.demo.tasks import add, fail
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -35,9 +37,9 @@ def claim_one(task: Any, *args: Any, **options: Any) -> Job:
 
 def test_a_job_runs_and_its_outcome_is_recorded(process: WorkerProcess) -> None:
     job = claim_one(add, 2, 3)
-    outcome = process._run_job(job)
-    assert outcome == (job, 5, None)
-    process._record([outcome])
+    outcome = process.run_job(job)
+    assert outcome == JobOutcome(job, result=5)
+    process.record([outcome])
     job.refresh_from_db()
     assert (job.status, job.result) == (JobStatus.SUCCESSFUL, 5)
 
@@ -55,9 +57,9 @@ def test_signals_are_sent_around_each_job(process: WorkerProcess) -> None:
     signals.job_finished.connect(finished)
     try:
         ok = claim_one(add, 1, 1)
-        process._run_job(ok)
+        process.run_job(ok)
         bad = claim_one(fail, "no")
-        process._run_job(bad)
+        process.run_job(bad)
     finally:
         signals.job_started.disconnect(started)
         signals.job_finished.disconnect(finished)
@@ -77,7 +79,7 @@ def test_a_receiver_that_raises_changes_nothing(process: WorkerProcess) -> None:
     signals.job_finished.connect(broken)
     try:
         job = claim_one(add, 4, 4)
-        assert process._run_job(job) == (job, 8, None)
+        assert process.run_job(job) == JobOutcome(job, result=8)
     finally:
         signals.job_started.disconnect(broken)
         signals.job_finished.disconnect(broken)
@@ -87,7 +89,7 @@ def test_a_row_naming_an_unregistered_task_fails_its_attempt_and_is_kept(process
     job = claim_one(add, 1, 2, max_attempts=1)
     Job.objects.filter(pk=job.pk).update(task="os.system")
     job.task = "os.system"
-    process._record([process._run_job(job)])
+    process.record([process.run_job(job)])
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED
     assert job.errors[0]["exception_class_path"] == "django_sqlqueue.exceptions.UnknownTaskError"
@@ -97,17 +99,17 @@ def test_a_row_naming_an_unregistered_task_fails_its_attempt_and_is_kept(process
 def test_jobs_not_started_when_stopping_go_back_uncounted(process: WorkerProcess) -> None:
     job = claim_one(add, 1, 2)
     process.stop.set()
-    process._record([process._run_job(job)])
+    process.record([process.run_job(job)])
     job.refresh_from_db()
     assert (job.status, job.attempts, job.errors) == (JobStatus.READY, 0, [])
 
 
 def test_batches_start_at_one_job_a_thread_and_grow_while_jobs_are_quick(process: WorkerProcess) -> None:
-    assert process._batch_size() == 2
+    assert process.next_batch_size() == 2
     process.seconds_per_job = 0.001
-    assert [process._batch_size() for _ in range(7)] == [4, 8, 16, 32, 64, 100, 100]
+    assert [process.next_batch_size() for _ in range(7)] == [4, 8, 16, 32, 64, 100, 100]
     process.seconds_per_job = 0.5  # two threads keep busy for a second with four such jobs
-    assert process._batch_size() == 4
+    assert process.next_batch_size() == 4
 
 
 def test_budget_is_shared_and_given_back() -> None:

@@ -19,6 +19,7 @@ from django.db import models, transaction
 from django.http import HttpRequest
 
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import Job, JobStatus
 
 if TYPE_CHECKING:
@@ -97,37 +98,39 @@ CHANGES = {change.name: change for change in (RETRY, CANCEL, RUN_NOW, DELETE)}
 
 
 @dataclass
-class Outcome:
+class Tally:
     """How many jobs a change wrote and how many it skipped."""
 
     done: int = 0
     skipped: int = 0
 
 
-def apply(change: Change, jobs: QuerySet[Job], request: HttpRequest) -> Outcome:
+def apply(change: Change, jobs: QuerySet[Job], request: HttpRequest) -> Tally:
     """Apply ``change`` to every job in ``jobs`` (any filtered queryset), chunk by chunk,
     recording each changed job in the admin log as ``request.user``."""
-    outcome = Outcome()
+    tally = Tally()
+    alias = queue_db(Job)
+    jobs = jobs.using(alias)
     last = None
     while True:
-        with transaction.atomic(using=jobs.db):
+        with transaction.atomic(using=alias):
             chunk = jobs.order_by("pk").select_for_update()
             if last is not None:
                 chunk = chunk.filter(pk__gt=last)
             locked = list(chunk.values_list("pk", flat=True)[:CHUNK_SIZE])
             if not locked:
-                return outcome
+                return tally
             last = locked[-1]
-            targets = Job.objects.using(jobs.db).filter(pk__in=locked).filter(change.applies())
+            targets = Job.objects.using(alias).filter(pk__in=locked).filter(change.applies())
             eligible = list(targets.only("pk", "task", "status"))
             if eligible:
-                _log(change, request, eligible, already_logged=outcome.done)
+                _log(change, request, eligible, already_logged=tally.done)
                 if change.writes is None:
                     targets.delete()
                 else:
                     targets.update(**change.writes())
-            outcome.done += len(eligible)
-            outcome.skipped += len(locked) - len(eligible)
+            tally.done += len(eligible)
+            tally.skipped += len(locked) - len(eligible)
 
 
 def _log(change: Change, request: HttpRequest, jobs: list[Job], *, already_logged: int) -> None:
@@ -149,11 +152,11 @@ def _log(change: Change, request: HttpRequest, jobs: list[Job], *, already_logge
         )
 
 
-def report(change: Change, outcome: Outcome) -> str:
+def report(change: Change, tally: Tally) -> str:
     """What to tell the user: done and skipped counts, in words."""
-    message = f"{change.done} {_jobs(outcome.done)}."
-    if outcome.skipped:
-        message += f" Skipped {_jobs(outcome.skipped)}: {change.skipped}."
+    message = f"{change.done} {_jobs(tally.done)}."
+    if tally.skipped:
+        message += f" Skipped {_jobs(tally.skipped)}: {change.skipped}."
     return message
 
 

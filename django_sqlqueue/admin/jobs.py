@@ -149,9 +149,9 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def apply(self, request: HttpRequest, change: Change, jobs: QuerySet[Job]) -> None:
         """Make ``change`` to ``jobs`` and tell the user what was done and skipped."""
         self.check_permission(request, change)
-        outcome = changes.apply(change, jobs, request)
-        level = messages.SUCCESS if outcome.done else messages.WARNING
-        self.message_user(request, changes.report(change, outcome), level)
+        tally = changes.apply(change, jobs, request)
+        level = messages.SUCCESS if tally.done else messages.WARNING
+        self.message_user(request, changes.report(change, tally), level)
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         if request.method == "POST":

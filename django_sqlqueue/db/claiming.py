@@ -16,6 +16,7 @@ from django_sqlqueue.db.vendors import CLAIM_PROBLEM_HINTS, claim_problem
 from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
+    # Type-only: the manager calls this module, and the model holds the manager.
     from django_sqlqueue.managers import JobQuerySet
     from django_sqlqueue.models import Job
 

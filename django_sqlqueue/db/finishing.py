@@ -25,6 +25,7 @@ from django_sqlqueue.status import JobStatus
 from django_sqlqueue.validation import json_problem
 
 if TYPE_CHECKING:
+    # Type-only: the manager calls this module, and the model holds the manager.
     from django_sqlqueue.managers import JobQuerySet
     from django_sqlqueue.models import Job
 
@@ -51,6 +52,18 @@ def error_record(job: Job, error: BaseException, worker_id: str) -> dict[str, An
         "message": str(error),
         "traceback": "".join(traceback.format_exception(error)),
     }
+
+
+def after_failure(job: Job, error: BaseException, worker_id: str, now: Any) -> dict[str, Any]:
+    """The columns a failed attempt changes, its error added to the job's: back to
+    ``READY`` after :func:`retry_delay` while it has attempts left, else ``FAILED``.
+
+    ``now`` is the database's clock when the outcome is written; the worker's own
+    clock only where it tells Django's task signals what is about to be written."""
+    errors = [*job.errors, error_record(job, error, worker_id)]
+    if job.attempts < job.max_attempts:
+        return {"status": JobStatus.READY, "errors": errors, "run_at": now + retry_delay(job.attempts)}
+    return {"status": JobStatus.FAILED, "errors": errors, "finished_at": now}
 
 
 class _Changes:
@@ -100,11 +113,7 @@ def finish(
             if value is not None:
                 changes.set(job, result=value)
     for job, error in failures.items():
-        errors = [*job.errors, error_record(job, error, worker_id)]
-        if job.attempts < job.max_attempts:
-            changes.set(job, status=JobStatus.READY, errors=errors, run_at=now + retry_delay(job.attempts))
-        else:
-            changes.set(job, status=JobStatus.FAILED, errors=errors, finished_at=now)
+        changes.set(job, **after_failure(job, error, worker_id, now))
     # A success whose result was refused is also in failures: count each job once.
     owned = list({job.pk: job for job in (*succeeded, *failures)}.values())
     if not owned:

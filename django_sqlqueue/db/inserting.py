@@ -25,13 +25,21 @@ if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
     from django.db.models.sql.compiler import SQLCompiler
 
+    # Type-only: the manager calls this module, and the model holds the manager.
     from django_sqlqueue.models import Job
 
-#: The values each job brings, in column order; then run_at, then the constant columns.
-_BOUND = ("queue", "task", "args", "kwargs", "priority", "max_attempts", "timeout")
-_JSON = {"args", "kwargs"}
-#: Columns every new job starts with the same value in (see ``constants`` below).
-_SAME_FOR_ALL = ("enqueued_at", "status", "attempts", "worker", "errors")
+#: The values each job brings, in column order, each with its PostgreSQL type (a bulk
+#: insert there binds a column as one array). A row is these, then ``run_at``, then
+#: the columns of :func:`_same_for_all`. The fields' names are their columns.
+_BOUND = {
+    "queue": "text",
+    "task": "text",
+    "args": "jsonb",
+    "kwargs": "jsonb",
+    "priority": "int",
+    "max_attempts": "int",
+    "timeout": "float8",
+}
 #: What the database computed, read back with the ids where the database can.
 _RETURNED = ("id", "run_at", "enqueued_at")
 
@@ -47,12 +55,10 @@ def insert(jobs: Sequence[Job], using: str, batch_size: int) -> None:
     if now_params:
         raise AssertionError("the database's clock takes no parameters")
     qn = connection.ops.quote_name
-    # The fields' names are their columns.
-    columns = ", ".join(
-        qn(name) for name in (*_BOUND, "run_at", "enqueued_at", "status", "attempts", "worker", "errors")
-    )
+    same_for_all = _same_for_all(now)
+    columns = ", ".join(qn(name) for name in (*_BOUND, "run_at", *same_for_all))
     head = f"INSERT INTO {qn(model._meta.db_table)} ({columns}) "
-    constants = f"{now}, '{JobStatus.READY.value}', 0, '', '[]'"
+    constants = ", ".join(same_for_all.values())
     returning = connection.features.can_return_rows_from_bulk_insert
     tail = f" RETURNING {', '.join(qn(name) for name in _RETURNED)}" if returning else ""
     read = _reader(connection, model)
@@ -68,6 +74,17 @@ def insert(jobs: Sequence[Job], using: str, batch_size: int) -> None:
             else:
                 for job in chunk:
                     _saved(job, using, {})
+
+
+def _same_for_all(now: str) -> dict[str, str]:
+    """The columns every new job starts with the same value in, as SQL."""
+    return {
+        "enqueued_at": now,
+        "status": f"'{JobStatus.READY.value}'",
+        "attempts": "0",
+        "worker": "''",
+        "errors": "'[]'",
+    }
 
 
 Statements = Iterator[tuple[Sequence["Job"], str, list[Any]]]
@@ -95,12 +112,13 @@ def _unnest(jobs: Sequence[Job], batch_size: int, compiler: SQLCompiler, now: st
     """PostgreSQL: ``SELECT … FROM UNNEST(%s, …)``, one array a column. The statement's
     text is the same for every chunk, so psycopg does not parse a new one with
     thousands of placeholders each time: about a third of the client's time a row."""
-    arrays = "%s::text[], %s::text[], %s::text[], %s::text[], %s::int[], %s::int[], %s::float8[]"
+    # JSON travels as text and becomes jsonb in the SELECT.
+    arrays = ", ".join(f"%s::{'text' if kind == 'jsonb' else kind}[]" for kind in _BOUND.values())
+    values = ", ".join(f"u.{name}::{kind}" if kind == "jsonb" else f"u.{name}" for name, kind in _BOUND.items())
     select = (
-        f"SELECT u.queue, u.task, u.args::jsonb, u.kwargs::jsonb, u.priority, u.max_attempts, u.timeout, "
-        f"COALESCE(u.run_at, {now} + u.delay, {now}), {constants} "
+        f"SELECT {values}, COALESCE(u.run_at, {now} + u.delay, {now}), {constants} "
         f"FROM UNNEST({arrays}, %s::timestamptz[], %s::interval[]) "
-        "AS u(queue, task, args, kwargs, priority, max_attempts, timeout, run_at, delay)"
+        f"AS u({', '.join(_BOUND)}, run_at, delay)"
     )
     adapt = compiler.connection.ops.adapt_datetimefield_value
     for start in range(0, len(jobs), batch_size):
@@ -113,7 +131,7 @@ def _unnest(jobs: Sequence[Job], batch_size: int, compiler: SQLCompiler, now: st
 
 def _value(job: Job, name: str) -> Any:
     value = getattr(job, name)
-    return json.dumps(value) if name in _JSON else value
+    return json.dumps(value) if _BOUND[name] == "jsonb" else value
 
 
 def _compile(compiler: SQLCompiler, expression: Any) -> tuple[str, list[Any]]:

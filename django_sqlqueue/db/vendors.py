@@ -1,12 +1,18 @@
-"""What each database needs for safe claiming, in one place: the checks report these
-problems at start-up and the claim refuses to run into them."""
+"""What each database needs and how each fails, in one place: the errors worth trying
+again, and the settings a safe claim needs (the checks report those problems at
+start-up and the claim refuses to run into them)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db import OperationalError
+from django.db import InterfaceError, OperationalError
 from django.db.backends.base.base import BaseDatabaseWrapper
+
+#: What a lost or restarting database raises: wait, reconnect and try again. Anything
+#: else (a missing table, say) is a bug or a misconfiguration and should stop a worker
+#: loudly rather than loop.
+DATABASE_AWAY = (OperationalError, InterfaceError)
 
 # MySQL/MariaDB: ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT.
 _MYSQL_TRANSIENT_CODES = {1213, 1205}

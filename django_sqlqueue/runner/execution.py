@@ -1,25 +1,54 @@
 """Running one claimed job in a worker: a ``@job`` function is called with the job's
 arguments; a Django task also gets its context, runs if it is a coroutine function,
-and has Django's ``task_started`` and ``task_finished`` sent around it."""
+and has Django's ``task_started`` and ``task_finished`` sent around it. Our own
+``job_started`` and ``job_finished`` are sent around every job."""
 
 from __future__ import annotations
 
 import copy
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from django.db import close_old_connections
 from django.dispatch import Signal
 from django.utils import timezone
 
-from django_sqlqueue.db.finishing import error_record
+from django_sqlqueue import signals
+from django_sqlqueue.db.finishing import after_failure
+from django_sqlqueue.models import Job
 from django_sqlqueue.registry import get_task
 from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
-    from django_sqlqueue.models import Job
     from django_sqlqueue.tasks_compat import Task, TaskResult
 
 logger = logging.getLogger(__name__)
+
+
+class JobOutcome(NamedTuple):
+    """What became of one claimed job in a worker, to be written with its batch."""
+
+    job: Job
+    #: The task's return value; None when it raised or never started.
+    result: Any = None
+    #: What the task raised; None when it returned or never started.
+    error: BaseException | None = None
+    #: False for a job the worker gave back unstarted because it was stopping.
+    started: bool = True
+
+
+def attempt(job: Job, worker_id: str) -> JobOutcome:
+    """Run ``job`` in ``worker_id`` with ``job_started`` and ``job_finished`` sent around
+    it. Whatever the task raises is its outcome, never the worker's."""
+    _send(signals.job_started, Job, f"job {job.pk}", job=job)
+    try:
+        outcome = JobOutcome(job, result=run(job, worker_id))
+    except Exception as error:
+        outcome = JobOutcome(job, error=error)
+    finally:
+        close_old_connections()
+    _send(signals.job_finished, Job, f"job {job.pk}", job=job, result=outcome.result, error=outcome.error)
+    return outcome
 
 
 def run(job: Job, worker_id: str) -> Any:
@@ -47,7 +76,7 @@ def _run_django_task(task: Task[..., Any], job: Job, worker_id: str) -> Any:
 
     sender = type(task.get_backend())
     running = job_result(job, task, backend=task.backend)
-    _send(task_started, sender, running)
+    _send(task_started, sender, task.module_path, task_result=running)
     try:
         if task.takes_context:
             value = task.call(TaskContext(task_result=running), *running.args, **running.kwargs)
@@ -56,23 +85,18 @@ def _run_django_task(task: Task[..., Any], job: Job, worker_id: str) -> Any:
         # What Django's own backends store: tuples become lists, for one.
         value = normalize_json(value)
     except Exception as error:
-        # As finish() will record it: retried while attempts are left.
-        retried = job.attempts < job.max_attempts
-        failed = result_after(
-            status=JobStatus.READY if retried else JobStatus.FAILED,
-            errors=[*job.errors, error_record(job, error, worker_id)],
-            finished_at=None if retried else timezone.now(),
-        )
+        failed = result_after(**after_failure(job, error, worker_id, timezone.now()))
         # Sent while the exception is handled, so that Django's task logger logs its traceback.
-        _send(task_finished, sender, failed)
+        _send(task_finished, sender, task.module_path, task_result=failed)
         raise
-    _send(task_finished, sender, result_after(status=JobStatus.SUCCESSFUL, result=value, finished_at=timezone.now()))
+    succeeded = result_after(status=JobStatus.SUCCESSFUL, result=value, finished_at=timezone.now())
+    _send(task_finished, sender, task.module_path, task_result=succeeded)
     return value
 
 
-def _send(signal: Signal, sender: type[Any], task_result: TaskResult[..., Any]) -> None:
-    """Send one of Django's task signals; a receiver's exception is logged and changes
-    nothing about the job, whose outcome is the task's alone."""
-    for receiver, response in signal.send_robust(sender, task_result=task_result):
+def _send(signal: Signal, sender: type[Any], about: str, **named: Any) -> None:
+    """Send a signal around a job; a receiver's exception is logged and changes nothing
+    about the job, whose outcome is the task's alone."""
+    for receiver, response in signal.send_robust(sender, **named):
         if isinstance(response, Exception):
-            logger.error("Receiver %r of %s raised", receiver, task_result.task.module_path, exc_info=response)
+            logger.error("Receiver %r of %s raised", receiver, about, exc_info=response)

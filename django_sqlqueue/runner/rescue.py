@@ -29,7 +29,7 @@ def rescue_worker(
     counted. Returns the count.
 
     Only for a worker known to be dead: its process exited, or its lease expired."""
-    held = list(Job.objects.filter(status=JobStatus.RUNNING, worker=name))
+    held = list(Job.objects.on_queue_db().filter(status=JobStatus.RUNNING, worker=name))
     if started is None:
         started = {job.pk for job in held}
     errors = errors or {}
@@ -52,7 +52,8 @@ def rescue_expired() -> int:
             # Not if it came back to life meanwhile.
             Worker.objects.expired().filter(name=name).delete()
     orphans = (
-        Job.objects.filter(status=JobStatus.RUNNING, started_at__lt=DatabaseNow() - lease)
+        Job.objects.on_queue_db()
+        .filter(status=JobStatus.RUNNING, started_at__lt=DatabaseNow() - lease)
         .exclude(worker__in=Worker.objects.values("name"))
         .values_list("worker", flat=True)
         .distinct()

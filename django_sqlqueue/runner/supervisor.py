@@ -20,13 +20,16 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connections, router
+from django.db import close_old_connections, connections
 
 from django_sqlqueue.conf import conf
+from django_sqlqueue.db.routing import queue_db
+from django_sqlqueue.db.vendors import DATABASE_AWAY
 from django_sqlqueue.exceptions import JobTimeout, WorkerLost
-from django_sqlqueue.runner import worker
+from django_sqlqueue.models import Job, Worker
+from django_sqlqueue.runner import bootstrap
+from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.rescue import rescue_expired, rescue_worker
-from django_sqlqueue.runner.worker import DATABASE_AWAY
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +42,7 @@ TICK_SECONDS = 0.1
 class Child:
     """A worker process, and the jobs it has said it started."""
 
-    config: worker.WorkerConfig
+    config: WorkerConfig
     process: BaseProcess
     channel: Connection
     started: dict[int, tuple[float, float | None]] = field(default_factory=dict)
@@ -91,8 +94,6 @@ class Supervisor:
                 signal.signal(signum, handler)
 
     def _supervise(self) -> int:
-        from django_sqlqueue.models import Job
-
         self._banner()
         if self.progress_bar:
             self.total = Job.objects.ready().in_queues(self.options.queues).count()
@@ -131,7 +132,7 @@ class Supervisor:
 
     def _spawn(self) -> None:
         self.spawned += 1
-        config = worker.WorkerConfig(
+        config = WorkerConfig(
             name=f"{self.options.name_prefix}{socket.gethostname()}:{os.getpid()}:{self.spawned}:{secrets.token_hex(2)}",
             queues=self.options.queues,
             threads=self.options.threads,
@@ -140,7 +141,7 @@ class Supervisor:
             log_level=self.options.log_level,
         )
         receiver, sender = self.context.Pipe(duplex=False)
-        process = self.context.Process(target=worker.main, args=(config, sender, self.budget), name=config.name)
+        process = self.context.Process(target=bootstrap.main, args=(config, sender, self.budget), name=config.name)
         process.start()
         sender.close()
         self.children.append(Child(config=config, process=process, channel=receiver))
@@ -170,8 +171,6 @@ class Supervisor:
             pass
 
     def _reap(self, child: Child) -> None:
-        from django_sqlqueue.models import Worker
-
         self._drain(child)
         child.process.join()
         code = child.process.exitcode
@@ -242,9 +241,7 @@ class Supervisor:
             close_old_connections()
 
     def _banner(self) -> None:
-        from django_sqlqueue.models import Job
-
-        connection = connections[router.db_for_write(Job)]
+        connection = connections[queue_db(Job)]
         queues = ", ".join(self.options.queues) if self.options.queues else "all queues"
         mode = " (burst: until the queue is empty)" if self.options.burst else ""
         limit = f", at most {self.options.max_jobs} jobs" if self.options.max_jobs is not None else ""
@@ -260,8 +257,6 @@ class Supervisor:
             )
 
     def _status(self, elapsed: float) -> None:
-        from django_sqlqueue.models import Job
-
         ready = self._database(lambda: Job.objects.ready().in_queues(self.options.queues).count(), "?")
         rate = (self.succeeded + self.failed) / elapsed if elapsed else 0.0
         self.write(

@@ -7,9 +7,11 @@ import logging
 import threading
 from typing import Any
 
-from django.db import DatabaseError, connections, router
+from django.db import DatabaseError, connections
 
 from django_sqlqueue.conf import conf
+from django_sqlqueue.db.routing import queue_db
+from django_sqlqueue.models import Job
 
 logger = logging.getLogger(__name__)
 
@@ -23,10 +25,9 @@ class Waiter:
     ``NOTIFY`` from a committed enqueue ends the wait at once."""
 
     def __init__(self, stop: threading.Event) -> None:
-        from django_sqlqueue.models import Job
-
         self.stop = stop
-        self.alias = router.db_for_read(Job)
+        # Where the enqueues that notify are committed: a replica gets no notifications.
+        self.alias = queue_db(Job)
         self.delay = SHORTEST_WAIT
         self.listener: Any = None
 
@@ -72,6 +73,7 @@ class Waiter:
 
 
 def _psycopg_error() -> type[BaseException]:
+    # Only asked on PostgreSQL, so only there does psycopg need to be installed.
     import psycopg
 
     return psycopg.Error

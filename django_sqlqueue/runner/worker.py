@@ -7,24 +7,25 @@ from __future__ import annotations
 import logging
 import math
 import os
-import signal
 import socket
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from django.db import InterfaceError, OperationalError, close_old_connections
-from django.dispatch import Signal
+from django.db import close_old_connections
 
-from django_sqlqueue import signals
 from django_sqlqueue.conf import conf
+from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.vendors import DATABASE_AWAY
+from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.registry import autodiscover
-from django_sqlqueue.runner import execution
+from django_sqlqueue.runner.config import WorkerConfig
+from django_sqlqueue.runner.execution import JobOutcome, attempt
+from django_sqlqueue.runner.wakeup import Waiter
 
 logger = logging.getLogger(__name__)
 
@@ -33,27 +34,9 @@ logger = logging.getLogger(__name__)
 BATCH_SECONDS = 1.0
 #: Outcomes wait at most this long to be written together.
 FLUSH_SECONDS = 0.2
-#: What a lost or restarting database raises; anything else (a missing table, say) is a bug
-#: or a misconfiguration and should stop the worker loudly rather than loop.
-DATABASE_AWAY = (OperationalError, InterfaceError)
 #: The wait before reconnecting to a database that went away, doubling up to the most.
 RECONNECT_FIRST_SECONDS = 0.1
 RECONNECT_MAX_SECONDS = 5.0
-
-#: What running a job gives: the job, its result, and its error (None on success).
-Outcome = tuple[Any, Any, "BaseException | None"]
-
-
-@dataclass(frozen=True)
-class WorkerConfig:
-    """What the supervisor tells each worker process."""
-
-    name: str
-    queues: list[str] | None
-    threads: int
-    batch_size: int
-    burst: bool
-    log_level: int
 
 
 class Budget:
@@ -76,22 +59,6 @@ class Budget:
                 self.shared.value += count
 
 
-def main(config: WorkerConfig, channel: Connection, budget: Any) -> None:
-    """The worker process's entry point (a fresh interpreter: set Django up first)."""
-    import django
-
-    django.setup()
-    logging.getLogger("django_sqlqueue").setLevel(config.log_level)
-    stop = threading.Event()
-
-    def request_stop(signum: int, frame: Any) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
-    WorkerProcess(config, channel, Budget(budget), stop).run()
-
-
 class WorkerProcess:
     """The claim → run → finish loop of one process."""
 
@@ -109,9 +76,6 @@ class WorkerProcess:
         self.database_failures = 0
 
     def run(self) -> None:
-        from django_sqlqueue.models import Job
-        from django_sqlqueue.runner.wakeup import Waiter
-
         autodiscover()
         self._register()
         heartbeat = threading.Thread(target=self._beat, name="sqlqueue-heartbeat", daemon=True)
@@ -121,7 +85,7 @@ class WorkerProcess:
             waiter.listen()
             with ThreadPoolExecutor(self.config.threads, thread_name_prefix="sqlqueue-job") as pool:
                 while not self.stop.is_set():
-                    wanted = self.budget.take(self._batch_size())
+                    wanted = self.budget.take(self.next_batch_size())
                     if not wanted:
                         break
                     close_old_connections()
@@ -145,7 +109,7 @@ class WorkerProcess:
             self.stop.set()
             self._unregister()
 
-    def _batch_size(self) -> int:
+    def next_batch_size(self) -> int:
         """Start with one job per thread and grow while jobs prove quick, so that a
         worker never holds jobs it cannot start soon (others could run them)."""
         fits = math.ceil(self.config.threads * BATCH_SECONDS / self.seconds_per_job) if self.seconds_per_job else 0
@@ -153,7 +117,7 @@ class WorkerProcess:
         self.last_batch_size = max(self.config.threads, min(self.config.batch_size, grown))
         return self.last_batch_size
 
-    def _run_batch(self, pool: ThreadPoolExecutor, batch: list[Any]) -> None:
+    def _run_batch(self, pool: ThreadPoolExecutor, batch: list[Job]) -> None:
         """Run a batch on the threads, writing outcomes every ``FLUSH_SECONDS`` and at the end.
 
         Each thread takes the next job from a shared queue until it is empty: one handoff
@@ -161,7 +125,7 @@ class WorkerProcess:
         cost more than the job."""
         started = time.monotonic()
         waiting = deque(batch)
-        outcomes: list[Outcome] = []  # appended by the threads, read here
+        outcomes: list[JobOutcome] = []  # appended by the threads, read here
 
         def run_jobs() -> None:
             while True:
@@ -169,7 +133,7 @@ class WorkerProcess:
                     job = waiting.popleft()
                 except IndexError:
                     return
-                outcomes.append(self._run_job(job))
+                outcomes.append(self.run_job(job))
 
         pending = {pool.submit(run_jobs) for _ in range(min(self.config.threads, len(batch)))}
         recorded = 0
@@ -178,35 +142,23 @@ class WorkerProcess:
             for future in done:
                 future.result()  # a thread that died of a BaseException takes the process down
             if fresh := outcomes[recorded:]:
-                self._record(fresh)
+                self.record(fresh)
                 recorded += len(fresh)
         self.seconds_per_job = (time.monotonic() - started) / len(batch)
 
-    def _run_job(self, job: Any) -> Outcome:
-        """Run one job in a pool thread; ``(job, result, error)``, with ``error`` the
-        ``_NOT_STARTED`` marker when the worker was stopping before the job began."""
+    def run_job(self, job: Job) -> JobOutcome:
+        """Run one claimed job (in a pool thread), or give it back unstarted when the
+        worker is stopping; the supervisor hears when it starts, to enforce its timeout."""
         if self.stop.is_set():
-            return job, None, _NOT_STARTED
+            return JobOutcome(job, started=False)
         self._tell("start", job.pk, job.timeout)
-        result: Any = None
-        error: BaseException | None = None
-        try:
-            _send(signals.job_started, job=job)
-            result = execution.run(job, self.config.name)
-        except Exception as raised:  # any failure of the task is its outcome
-            error = raised
-        finally:
-            close_old_connections()
-        _send(signals.job_finished, job=job, result=result, error=error)
-        return job, result, error
+        return attempt(job, self.config.name)
 
-    def _record(self, outcomes: list[Outcome]) -> None:
+    def record(self, outcomes: list[JobOutcome]) -> None:
         """Write a batch of outcomes, keeping at it while the database is away."""
-        from django_sqlqueue.models import Job
-
-        succeeded = {job: result for job, result, error in outcomes if error is None}
-        failed = {job: error for job, _, error in outcomes if error is not None and error is not _NOT_STARTED}
-        unstarted = [job for job, _, error in outcomes if error is _NOT_STARTED]
+        succeeded = {out.job: out.result for out in outcomes if out.started and out.error is None}
+        failed = {out.job: out.error for out in outcomes if out.started and out.error is not None}
+        unstarted = [out.job for out in outcomes if not out.started]
         self.budget.give_back(len(unstarted))
         written = self._persist(
             lambda: Job.objects.finish(worker_id=self.config.name, succeeded=succeeded, failed=failed)
@@ -252,8 +204,6 @@ class WorkerProcess:
                 self.stop.set()
 
     def _register(self) -> None:
-        from django_sqlqueue.models import Worker
-
         while True:
             try:
                 Worker.objects.update_or_create(
@@ -265,8 +215,6 @@ class WorkerProcess:
                 self._database_down(error, keep_going=True)
 
     def _unregister(self) -> None:
-        from django_sqlqueue.models import Worker
-
         try:
             Worker.objects.filter(name=self.config.name).delete()
         except DATABASE_AWAY as error:
@@ -274,9 +222,6 @@ class WorkerProcess:
 
     def _beat(self) -> None:
         """Heartbeats on their own thread and connection, so a long job keeps its lease."""
-        from django_sqlqueue.db.clock import DatabaseNow
-        from django_sqlqueue.models import Worker
-
         while not self.stop.wait(conf.SQLQUEUE_HEARTBEAT_INTERVAL):
             if os.getppid() != self.parent:
                 logger.warning("%s: the supervisor is gone; stopping", self.config.name)
@@ -292,17 +237,3 @@ class WorkerProcess:
                 logger.warning("%s: heartbeat failed (%s)", self.config.name, error)
             finally:
                 close_old_connections()
-
-
-def _send(signal: Signal, *, job: Any, **details: Any) -> None:
-    """Send a job signal; a receiver's exception is logged and changes nothing about the job."""
-    for receiver, response in signal.send_robust(sender=job.__class__, job=job, **details):
-        if isinstance(response, Exception):
-            logger.error("Receiver %r of a job signal raised", receiver, exc_info=response)
-
-
-class _NotStarted(Exception):
-    pass
-
-
-_NOT_STARTED = _NotStarted()

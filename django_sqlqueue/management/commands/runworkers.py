@@ -2,47 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connections, router
-from django.db.migrations.executor import MigrationExecutor
 
-from django_sqlqueue.conf import check_queue_name, conf
+from django_sqlqueue.conf import conf
+from django_sqlqueue.management.arguments import positive_int, queue_list
+from django_sqlqueue.management.migrated import require_migrated
 from django_sqlqueue.runner.supervisor import Options, Supervisor
 
 _LOG_LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is less than 1")
-    return value
-
-
-def queue_list(text: str) -> list[str]:
-    queues = [name.strip() for name in text.split(",")]
-    for name in queues:
-        if problem := check_queue_name(name):
-            raise argparse.ArgumentTypeError(problem)
-    return queues
-
-
-def unapplied_migrations() -> list[str]:
-    """The app's migrations not applied to the database that holds the jobs."""
-    from django_sqlqueue.models import Job
-
-    executor = MigrationExecutor(connections[router.db_for_write(Job)])
-    targets = [key for key in executor.loader.graph.leaf_nodes() if key[0] == Job._meta.app_label]
-    return [migration.name for migration, _ in executor.migration_plan(targets)]
 
 
 class Command(BaseCommand):
@@ -85,10 +57,7 @@ class Command(BaseCommand):
         allowed = conf.SQLQUEUE_QUEUES
         if queues and allowed is not None and (unknown := sorted(set(queues) - allowed)):
             raise CommandError(f"--queues names {unknown}, not in SQLQUEUE_QUEUES {sorted(allowed)}.")
-        if unapplied := unapplied_migrations():
-            raise CommandError(
-                f"The queue's tables are not up to date ({', '.join(unapplied)}): run manage.py migrate."
-            )
+        require_migrated()
         level = _LOG_LEVELS.get(verbosity, logging.DEBUG)
         logging.getLogger("django_sqlqueue").setLevel(level)
         supervisor = Supervisor(

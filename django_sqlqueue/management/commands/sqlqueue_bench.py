@@ -6,11 +6,13 @@ import json
 import secrets
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connections, router
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import connections
 
 from django_sqlqueue.bench import ceiling, measure
-from django_sqlqueue.management.commands.runworkers import positive_int, unapplied_migrations
+from django_sqlqueue.db.routing import queue_db
+from django_sqlqueue.management.arguments import positive_int
+from django_sqlqueue.management.migrated import require_migrated
 from django_sqlqueue.models import Job
 
 
@@ -41,9 +43,8 @@ class Command(BaseCommand):
         as_json: bool,
         **options: Any,
     ) -> None:
-        if unapplied := unapplied_migrations():
-            raise CommandError(f"The queue's tables are not up to date ({', '.join(unapplied)}): run migrate.")
-        connection = connections[router.db_for_write(Job)]
+        require_migrated()
+        connection = connections[queue_db(Job)]
         raw = ceiling.RawDatabase.of(connection, connection.ops.quote_name(Job._meta.db_table))
         prefix = f"sqlqueue-bench-{secrets.token_hex(3)}"
         singles = max(1, min(jobs // 10, 2000))

@@ -17,7 +17,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db.models import Count
 
-from django_sqlqueue.management.commands.runworkers import positive_int
+from django_sqlqueue.management.arguments import positive_int
 from testproject.demo.pipeline import QUEUE, consume, produce
 
 USERNAME = PASSWORD = "demo"

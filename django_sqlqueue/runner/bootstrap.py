@@ -1,0 +1,38 @@
+"""Where a worker process starts: Django is set up before anything that needs models.
+
+The supervisor starts its processes with ``spawn`` (a fresh interpreter; ``fork``
+would copy the parent's database connections and threads). A spawned child imports
+the module of its target, and unpickles its arguments, before it calls the target:
+so the target lives here and its arguments in ``config``, modules that import only
+the standard library and Django.
+Every other runtime module may then import models at the top."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from multiprocessing.connection import Connection
+from typing import Any
+
+import django
+
+from django_sqlqueue.runner.config import WorkerConfig
+
+
+def main(config: WorkerConfig, channel: Connection, budget: Any) -> None:
+    """The worker process's entry point: set Django up, then run the worker until it
+    is told to stop (SIGTERM, SIGINT), runs out of work (``--burst``) or of budget."""
+    django.setup()
+    # Only now: the worker imports models.
+    from django_sqlqueue.runner.worker import Budget, WorkerProcess
+
+    logging.getLogger("django_sqlqueue").setLevel(config.log_level)
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    WorkerProcess(config, channel, Budget(budget), stop).run()
