@@ -1,4 +1,5 @@
-"""Settings of the project that exercises django-sqlqueue: its tests, its demo.
+"""Settings of the demo project (``manage.py demo``); ``tests.settings`` adds the
+tests' own apps to them.
 
 ``DB_BACKEND`` picks the database (``sqlite``, the default; ``postgres``; ``mysql``);
 ``DB_NAME``, ``DB_HOST``, ``DB_PORT``, ``DB_USER`` and ``DB_PASSWORD`` override the
@@ -59,8 +60,8 @@ TEMPLATES = [
 ]
 
 # Django's Tasks framework: built in from Django 6.0, the django-tasks backport on 5.2.
-if django.VERSION >= (6, 0) or find_spec("django_tasks"):
-    INSTALLED_APPS += [*(["django_tasks"] if django.VERSION < (6, 0) else []), "testproject.djtasks"]
+if django.VERSION < (6, 0) and find_spec("django_tasks"):
+    INSTALLED_APPS += ["django_tasks"]
 TASKS: dict[str, dict[str, Any]] = {
     "default": {"BACKEND": "django_sqlqueue.backends.SQLQueueBackend", "QUEUES": ["default", "reports"]}
 }
@@ -123,15 +124,3 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {"django_sqlqueue": {"handlers": ["console"], "level": os.environ.get("SQLQUEUE_LOG_LEVEL", "INFO")}},
 }
-
-# The worker tests shorten the queue's clocks for their subprocesses through the environment.
-for _name in (
-    "SQLQUEUE_RETRY_BACKOFF",
-    "SQLQUEUE_RETRY_BACKOFF_MAX",
-    "SQLQUEUE_HEARTBEAT_INTERVAL",
-    "SQLQUEUE_LEASE",
-    "SQLQUEUE_POLL_INTERVAL",
-    "SQLQUEUE_SHUTDOWN_GRACE",
-):
-    if _name in os.environ:
-        globals()[_name] = float(os.environ[_name])

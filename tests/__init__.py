@@ -1,0 +1,1 @@
+"""The test suite: see README.md in this folder for its layout."""

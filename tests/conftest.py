@@ -1,54 +1,7 @@
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Callable, Iterator
-from pathlib import Path
-
-import pytest
-from django.db import connection
-
-from tests.workers import FAST_CLOCKS, ROOT, Workers
-
-__all__ = ["ROOT"]
 
 
 def pytest_report_header() -> str:
     return f"database: DB_BACKEND={os.environ.get('DB_BACKEND', 'sqlite')}"
-
-
-@pytest.fixture
-def child_env(transactional_db: None) -> dict[str, str]:
-    """The environment for a child process (a worker, a claimer) that must use this
-    test's database: committed rows only, so the test must be transactional."""
-    return {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "testproject.settings",
-        "DB_NAME": str(connection.settings_dict["NAME"]),
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
-
-
-@pytest.fixture
-def python() -> str:
-    return sys.executable
-
-
-@pytest.fixture
-def start_workers(child_env: dict[str, str], python: str, tmp_path: Path) -> Iterator[Callable[..., Workers]]:
-    """``start_workers(*args, **env)``: a running ``runworkers`` on this test's database,
-    with :data:`FAST_CLOCKS` unless ``env`` says otherwise."""
-    started: list[Workers] = []
-
-    def start(*args: str, **env: str) -> Workers:
-        workers = Workers(
-            list(args), {**child_env, **FAST_CLOCKS, **env}, python, tmp_path / f"runworkers-{len(started)}.log"
-        )
-        started.append(workers)
-        return workers
-
-    yield start
-    for workers in started:
-        if workers.process.poll() is None:
-            workers.kill()
-        workers.output.close()

@@ -1,11 +1,10 @@
-"""Tasks the demo and the tests run."""
+"""The demo's tasks: ``process_payload`` for ``manage.py demo``'s producers and
+consumers, ``add`` and ``fail`` for the page that enqueues a job and for the failed
+jobs the demo leaves in the admin."""
 
 from __future__ import annotations
 
-import os
 import time
-
-from django.db import transaction
 
 from django_sqlqueue import job
 
@@ -16,43 +15,10 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-@job(queue="mail", priority=5, max_attempts=7, timeout=30)
-def send_welcome(user_id: int, *, greeting: str = "Hello") -> None:
-    """A task with every option set by its decorator."""
-
-
 @job(name="demo.fail")
 def fail(message: str) -> None:
     """A task that always raises: what the admin triages."""
     raise RuntimeError(message)
-
-
-@job
-def record(token: str, pause: float = 0.0) -> None:
-    """Insert the token's receipt; a second run counts itself instead of failing.
-    ``pause`` stands in for the work, so that a test has time to kill workers mid-run."""
-    from django.db.models import F
-
-    from testproject.demo.models import Receipt
-
-    time.sleep(pause)
-    with transaction.atomic():
-        _, created = Receipt.objects.get_or_create(token=token)
-        if not created:
-            Receipt.objects.filter(token=token).update(runs=F("runs") + 1)
-
-
-@job
-def sleep(seconds: float) -> float:
-    """Takes its time: for timeouts, graceful shutdown and slow-job batching."""
-    time.sleep(seconds)
-    return seconds
-
-
-@job(max_attempts=2)
-def crash() -> None:
-    """A poison job: kills its worker process every time it runs."""
-    os._exit(3)
 
 
 @job(queue="demo")

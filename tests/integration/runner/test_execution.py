@@ -1,0 +1,59 @@
+"""The real ``runworkers`` runs Django tasks: results, context, coroutines, failures
+with their tracebacks in Django's task log, and rows naming no registered task."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django_sqlqueue.exceptions import UnknownTaskError
+from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.tasks_compat import TaskResultStatus
+from tests.djtasks.tasks import add, async_double, fail, whoami
+from tests.support.workers import Workers
+
+
+def test_runworkers_runs_django_tasks(start_workers: Callable[..., Workers]) -> None:
+    summed, doubled, greeted, failed = (
+        add.enqueue(2, 3),
+        async_double.enqueue(4),
+        whoami.enqueue("hi"),
+        fail.enqueue("boom"),
+    )
+    Job.objects.filter(pk=failed.id).update(max_attempts=1)
+    unknown = Job.objects.create(task="tests.support.poison.run", max_attempts=1, queue="default")
+
+    workers = start_workers("--burst", "--processes", "1")
+    assert workers.wait(120) == 0, workers.text()
+
+    for result in (summed, doubled, greeted, failed):
+        result.refresh()
+    worker = Job.objects.get(pk=summed.id).worker
+    assert [(result.status, result.worker_ids) for result in (summed, doubled, greeted, failed)] == [
+        (TaskResultStatus.SUCCESSFUL, [worker]),
+        (TaskResultStatus.SUCCESSFUL, [worker]),
+        (TaskResultStatus.SUCCESSFUL, [worker]),
+        (TaskResultStatus.FAILED, [worker]),
+    ]
+    values: list[Any] = [summed.return_value, doubled.return_value, greeted.return_value]
+    assert values == [
+        5,
+        [4, 8],
+        {"label": "hi", "attempt": 1, "status": "RUNNING"},
+    ]
+    (error,) = failed.errors
+    assert error.exception_class is ValueError
+    assert error.traceback.endswith("raise ValueError(message)\nValueError: boom\n")
+    # Django's task log reports the failure with its traceback, from the worker.
+    assert f"Task id={failed.id} path=tests.djtasks.tasks.fail state=FAILED\nTraceback" in workers.text()
+
+    unknown.refresh_from_db()
+    assert unknown.status == JobStatus.FAILED
+    assert [(error["exception_class_path"], error["message"]) for error in unknown.errors] == [
+        (
+            f"{UnknownTaskError.__module__}.UnknownTaskError",
+            "No task is registered as 'tests.support.poison.run'. Tasks are registered by @django_sqlqueue.job, "
+            "or by Django's @task with the SQLQueueBackend, in a module that is imported: "
+            "an installed app's tasks.py is imported for you.",
+        )
+    ]

@@ -1,0 +1,207 @@
+"""The ``runworkers`` supervisor as real processes on the test's database: chaos,
+signals, timeouts, poison jobs and a database that drops its connections."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.db.models import Count
+
+from django_sqlqueue.models import Job, JobStatus, Worker
+from tests.support.workers import Workers, wait_until
+from tests.testapp.models import Receipt
+from tests.testapp.tasks import add, crash, record, sleep
+
+pytestmark = pytest.mark.slow
+
+StartWorkers = Callable[..., Workers]
+
+WORKER_LOST = "django_sqlqueue.exceptions.WorkerLost"
+JOB_TIMEOUT = "django_sqlqueue.exceptions.JobTimeout"
+
+
+def statuses() -> dict[str, int]:
+    return dict(Job.objects.order_by().values_list("status").annotate(count=Count("id")))
+
+
+def unfinished() -> bool:
+    return Job.objects.filter(status__in=[JobStatus.READY, JobStatus.RUNNING]).exists()
+
+
+def error_classes(job: Job) -> list[str]:
+    return [error["exception_class_path"] for error in job.errors]
+
+
+def enqueue_records(count: int, pause: float) -> list[Job]:
+    jobs = (Job.objects.build(record, (f"token-{n}",), {"pause": pause}, max_attempts=20) for n in range(count))
+    return Job.objects.enqueue_many(jobs)
+
+
+def assert_side_effects_once_unless_rescued(count: int) -> dict[str, int]:
+    """Every token has its one receipt; a token that ran more than once belongs to a job
+    with as many lost attempts (its worker died after the side effect, before the outcome)."""
+    runs = dict(Receipt.objects.values_list("token", "runs"))
+    assert sorted(runs) == sorted(f"token-{n}" for n in range(count))
+    failed_attempts = {job.args[0]: len(job.errors) for job in Job.objects.only("args", "errors")}
+    repeated = {token: times for token, times in runs.items() if times > 1}
+    assert {token: times for token, times in repeated.items() if times - 1 > failed_attempts[token]} == {}
+    return repeated
+
+
+def children_of(parent: int) -> list[int]:
+    """The worker processes of a supervisor, from ``/proc``: never a stranger that reused a pid."""
+    pids = []
+    for pid in Worker.objects.values_list("pid", flat=True):
+        with contextlib.suppress(OSError):
+            if int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]) == parent:
+                pids.append(pid)
+    return pids
+
+
+def test_chaos_kill_9_a_worker_every_second_loses_nothing(start_workers: StartWorkers) -> None:
+    count = 2000
+    enqueue_records(count, pause=0.02)
+    workers = start_workers("--processes", "4", "--threads", "2")
+    kills = 0
+    deadline = time.monotonic() + 300
+    while unfinished():
+        assert time.monotonic() < deadline, f"{statuses()} after {kills} kills:\n{workers.text()}"
+        if pids := children_of(workers.process.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(random.choice(pids), signal.SIGKILL)
+                kills += 1
+        time.sleep(1)
+    assert workers.stop() == 0, workers.text()
+
+    assert statuses() == {JobStatus.SUCCESSFUL: count}
+    repeated = assert_side_effects_once_unless_rescued(count)
+    rescued = [job for job in Job.objects.all() if WORKER_LOST in error_classes(job)]
+    print(f"chaos: {kills} workers killed, {len(rescued)} jobs rescued, {len(repeated)} side effects repeated")
+    assert kills >= 3
+    assert rescued, "no kill ever hit a job: the chaos test tested nothing"
+    assert not Worker.objects.exists()
+
+
+def test_sigterm_lets_a_running_job_finish(start_workers: StartWorkers) -> None:
+    slow = Job.objects.enqueue(sleep, (3,))
+    workers = start_workers("--processes", "1")
+    wait_until(lambda: Job.objects.filter(pk=slow.pk, status=JobStatus.RUNNING).exists(), timeout=60)
+    workers.signal(signal.SIGTERM)
+    assert workers.wait(30) == 0, workers.text()
+    slow.refresh_from_db()
+    assert (slow.status, slow.result, slow.attempts, slow.errors) == (JobStatus.SUCCESSFUL, 3, 1, [])
+    assert "Stopping: running jobs have 10 s to finish" in workers.text()
+    assert not Worker.objects.exists()
+
+
+def test_sigterm_gives_claimed_unstarted_jobs_back_at_once(start_workers: StartWorkers) -> None:
+    Job.objects.enqueue_many(Job.objects.build(sleep, (0.05,)) for _ in range(400))
+    workers = start_workers("--processes", "1")
+    # By now the worker claims batches of about a second's work (20 of these jobs).
+    wait_until(lambda: Job.objects.filter(status=JobStatus.SUCCESSFUL).count() >= 60, timeout=60)
+    workers.signal(signal.SIGTERM)
+    began = time.monotonic()
+    assert workers.wait(30) == 0, workers.text()
+    assert time.monotonic() - began < 5
+    counts = statuses()
+    assert set(counts) == {JobStatus.SUCCESSFUL, JobStatus.READY}
+    assert not Job.objects.filter(status=JobStatus.READY).exclude(attempts=0).exists()
+    assert not Job.objects.filter(status=JobStatus.SUCCESSFUL).exclude(attempts=1).exists()
+
+
+def test_grace_period_running_out_fails_the_attempt_and_retries_it(start_workers: StartWorkers) -> None:
+    slow = Job.objects.enqueue(sleep, (60,))
+    workers = start_workers("--processes", "1", SQLQUEUE_SHUTDOWN_GRACE="1")
+    wait_until(lambda: Job.objects.filter(pk=slow.pk, status=JobStatus.RUNNING).exists(), timeout=60)
+    workers.signal(signal.SIGTERM)
+    assert workers.wait(30) == 0, workers.text()
+    slow.refresh_from_db()
+    assert (slow.status, slow.attempts, error_classes(slow)) == (JobStatus.READY, 1, [WORKER_LOST])
+
+
+def test_second_signal_exits_at_once_and_a_later_supervisor_rescues(start_workers: StartWorkers) -> None:
+    slow = Job.objects.enqueue(sleep, (60,), max_attempts=1)
+    first = start_workers("--processes", "1")
+    wait_until(lambda: Job.objects.filter(pk=slow.pk, status=JobStatus.RUNNING).exists(), timeout=60)
+    first.signal(signal.SIGTERM)
+    time.sleep(0.5)
+    first.signal(signal.SIGTERM)
+    assert first.wait(5) == 1, first.text()
+    slow.refresh_from_db()
+    assert slow.status == JobStatus.RUNNING  # nobody gave it back: its lease will
+
+    second = start_workers("--processes", "1")
+    wait_until(lambda: Job.objects.filter(pk=slow.pk, status=JobStatus.FAILED).exists(), timeout=60)
+    assert second.stop() == 0, second.text()
+    slow.refresh_from_db()
+    assert error_classes(slow) == [WORKER_LOST]
+    assert "sent no heartbeat" in slow.errors[0]["message"]
+
+
+def test_timeout_kills_the_process_and_retries_the_job(start_workers: StartWorkers) -> None:
+    stuck = Job.objects.enqueue(sleep, (60,), timeout=1, max_attempts=2)
+    others = Job.objects.enqueue_many(Job.objects.build(add, (n, 1)) for n in range(50))
+    workers = start_workers("--processes", "1")
+    wait_until(lambda: not unfinished(), timeout=90, why=lambda: f"{statuses()}\n{workers.text()}")
+    assert workers.stop() == 0, workers.text()
+    stuck.refresh_from_db()
+    assert (stuck.status, stuck.attempts, error_classes(stuck)) == (JobStatus.FAILED, 2, [JOB_TIMEOUT] * 2)
+    assert "longer than its timeout of 1.0 s" in stuck.errors[0]["message"]
+    results = dict(Job.objects.filter(pk__in=[job.pk for job in others]).values_list("pk", "result"))
+    assert results == {job.pk: job.args[0] + 1 for job in others}
+
+
+def test_poison_job_fails_after_max_attempts_while_others_flow(start_workers: StartWorkers) -> None:
+    poison = Job.objects.enqueue(crash)
+    others = Job.objects.enqueue_many(Job.objects.build(add, (n, 2)) for n in range(300))
+    workers = start_workers("--processes", "2")
+    wait_until(lambda: not unfinished(), timeout=90, why=lambda: f"{statuses()}\n{workers.text()}")
+    assert workers.stop() == 0, workers.text()
+    poison.refresh_from_db()
+    assert (poison.status, poison.attempts, error_classes(poison)) == (JobStatus.FAILED, 2, [WORKER_LOST] * 2)
+    assert "exited with status 3" in poison.errors[0]["message"]
+    assert statuses() == {JobStatus.FAILED: 1, JobStatus.SUCCESSFUL: len(others)}
+
+
+def kill_other_connections() -> int:
+    """End every other session on the test database, as a server restart or a DBA would."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            return int(cursor.fetchone()[0])
+        cursor.execute("SELECT id FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID()")
+        killed = 0
+        for (session,) in cursor.fetchall():
+            with contextlib.suppress(Exception):  # it may have ended meanwhile
+                cursor.execute(f"KILL CONNECTION {int(session)}")
+                killed += 1
+        return killed
+
+
+@pytest.mark.skipif(connection.vendor == "sqlite", reason="SQLite is a file: there is no server connection to kill")
+def test_connections_killed_mid_run_recover(start_workers: StartWorkers) -> None:
+    count = 1500
+    enqueue_records(count, pause=0.005)
+    workers = start_workers("--processes", "2", "--threads", "2")
+    wait_until(lambda: Job.objects.filter(status=JobStatus.SUCCESSFUL).exists(), timeout=60)
+    killed = []
+    for _ in range(5):  # a second apart, while the workers claim, run and finish
+        killed.append(kill_other_connections())
+        time.sleep(1)
+    wait_until(lambda: not unfinished(), timeout=120, why=lambda: f"{statuses()}:\n{workers.text()}")
+    assert workers.stop() == 0, workers.text()
+    assert statuses() == {JobStatus.SUCCESSFUL: count}
+    assert_side_effects_once_unless_rescued(count)
+    assert sum(killed) >= 3
+    assert "database error" in workers.text()

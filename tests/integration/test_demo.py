@@ -1,0 +1,43 @@
+"""``manage.py demo`` end to end: its producer and consumer processes, then a real
+``runworkers`` for the failed jobs it leaves in the admin."""
+
+from __future__ import annotations
+
+import re
+from io import StringIO
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.db import connection
+
+from django_sqlqueue.models import Job, JobStatus
+
+
+@pytest.fixture
+def demo_env(transactional_db: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo's processes must open this test's database."""
+    monkeypatch.setenv("DB_NAME", str(connection.settings_dict["NAME"]))
+
+
+@pytest.mark.slow
+def test_the_demo_runs_headless(demo_env: None) -> None:
+    out = StringIO()
+    call_command("demo", jobs=120, producers=2, consumers=3, serve=False, stdout=out)
+    output = out.getvalue()
+    assert re.search(r"^consumer \d+ #records = \d+ - \[\d+", output, re.MULTILINE), output
+    assert "summary: enqueued 120, done 120" in output
+    assert "candidates lost to other consumers" in output
+    assert output.splitlines()[-4:] == [
+        "status | count",
+        "FAILED | 3",
+        "SUCCESSFUL | 120",
+        "Demo superuser: demo / demo",
+    ]
+    assert Job.objects.filter(queue="demo", status=JobStatus.SUCCESSFUL).count() == 120
+    failed = Job.objects.filter(queue="triage", status=JobStatus.FAILED)
+    assert failed.count() == 3
+    assert all(job.errors[0]["exception_class_path"] == "builtins.RuntimeError" for job in failed)
+    user = get_user_model().objects.get(username="demo")
+    assert user.is_superuser
+    assert user.check_password("demo")

@@ -1,0 +1,81 @@
+"""Real ``manage.py runworkers`` processes for the tests: start them on the test's
+database, wait for what the database says, stop them, and never leave one behind."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+#: The repository's root: the working directory of ``manage.py`` and of ``python -m tests...``.
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Short clocks, so that retries, heartbeats and leases happen within a test.
+FAST_CLOCKS = {
+    "SQLQUEUE_RETRY_BACKOFF": "0.05",
+    "SQLQUEUE_RETRY_BACKOFF_MAX": "0.2",
+    "SQLQUEUE_HEARTBEAT_INTERVAL": "0.5",
+    "SQLQUEUE_LEASE": "3",
+    "SQLQUEUE_POLL_INTERVAL": "0.2",
+    "SQLQUEUE_SHUTDOWN_GRACE": "10",
+}
+
+
+class Workers:
+    """One ``runworkers`` supervisor in its own process group, its output in a file."""
+
+    def __init__(self, args: list[str], env: dict[str, str], python: str, log: Path) -> None:
+        self.log = log
+        self.output = log.open("w")
+        self.process = subprocess.Popen(
+            [python, "manage.py", "runworkers", *args],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self.output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def signal(self, signum: int) -> None:
+        self.process.send_signal(signum)
+
+    def wait(self, timeout: float) -> int:
+        """The exit code; fails the test (with the output) if it does not exit in time."""
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"runworkers did not exit within {timeout} s:\n{self.text()}")
+
+    def stop(self, timeout: float = 30) -> int:
+        self.signal(signal.SIGTERM)
+        return self.wait(timeout)
+
+    def kill(self) -> None:
+        """SIGKILL the supervisor and every worker process it started."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def text(self) -> str:
+        self.output.flush()
+        return self.log.read_text()
+
+
+def wait_until(condition: Callable[[], Any], *, timeout: float, why: Callable[[], str] = str) -> Any:
+    """Poll ``condition`` (usually a query) until it is truthy; fail with ``why()`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if value := condition():
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"gave up after {timeout} s: {why()}")
+        time.sleep(0.1)

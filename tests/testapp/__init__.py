@@ -1,0 +1,1 @@
+"""The tests' app: see ``apps.py``."""

@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class TestAppConfig(AppConfig):
+    """The tests' own app: the ``@job`` tasks they enqueue and the model those tasks write.
+
+    Installed by ``tests.settings`` only, so that the worker processes the tests start
+    find its ``tasks`` module the way a project's workers find theirs."""
+
+    name = "tests.testapp"
+    label = "testapp"

@@ -1,0 +1,66 @@
+"""The ``@job`` tasks the tests enqueue. As an installed app's ``tasks.py`` they are
+registered at import in the test process and found by autodiscovery in the worker
+processes the tests start, like any project's tasks."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from django.db import transaction
+from django.db.models import F
+
+from django_sqlqueue import job
+from tests.testapp.models import Receipt
+
+
+@job
+def noop(*args: object, **kwargs: object) -> None:
+    """Does nothing: for tests about the queue, not the task."""
+
+
+@job(queue="reports", priority=10, max_attempts=2, timeout=5)
+def report(name: str) -> str:
+    """A task whose decorator sets every default."""
+    return name
+
+
+@job
+def add(a: int, b: int) -> int:
+    """A task with a result."""
+    return a + b
+
+
+@job(name="testapp.fail")
+def fail(message: str) -> None:
+    """A task that always raises, registered under a name of its own."""
+    raise RuntimeError(message)
+
+
+@job(queue="mail", priority=5, max_attempts=7, timeout=30)
+def send_welcome(user_id: int, *, greeting: str = "Hello") -> None:
+    """A task with every option set by its decorator, on a queue of its own."""
+
+
+@job
+def record(token: str, pause: float = 0.0) -> None:
+    """Insert the token's receipt; a second run counts itself instead of failing.
+    ``pause`` stands in for the work, so that a test has time to kill workers mid-run."""
+    time.sleep(pause)
+    with transaction.atomic():
+        _, created = Receipt.objects.get_or_create(token=token)
+        if not created:
+            Receipt.objects.filter(token=token).update(runs=F("runs") + 1)
+
+
+@job
+def sleep(seconds: float) -> float:
+    """Takes its time: for timeouts, graceful shutdown and slow-job batching."""
+    time.sleep(seconds)
+    return seconds
+
+
+@job(max_attempts=2)
+def crash() -> None:
+    """A poison job: kills its worker process every time it runs."""
+    os._exit(3)

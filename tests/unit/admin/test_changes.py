@@ -1,0 +1,162 @@
+"""The admin's changelist actions (``admin/changes.py``): retry, cancel, run now and
+delete, their permissions, their messages and their admin log entries."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import pytest
+from django.contrib.admin.models import CHANGE, DELETION, LogEntry
+from django.contrib.auth.models import Permission
+from django.test import Client
+from django.utils import timezone
+
+from django_sqlqueue.admin import changes
+from django_sqlqueue.models import Job, JobStatus
+from tests.support.admin_helpers import action, make_job, staff_client
+
+pytestmark = pytest.mark.django_db
+
+LATER = datetime.timedelta(hours=1)
+
+
+def statuses() -> dict[int, str]:
+    return dict(Job.objects.values_list("pk", "status"))
+
+
+def messages(client: Client, response: Any) -> list[str]:
+    assert response.status_code == 302, response.content[:500]
+    return [str(message) for message in client.get(response["Location"]).context["messages"]]
+
+
+# Retry
+
+
+def test_retry_gives_failed_and_cancelled_jobs_a_fresh_start(admin_client: Client) -> None:
+    failed = make_job(
+        JobStatus.FAILED, errors=3, worker="w1", finished_at=timezone.now(), run_at=timezone.now() + LATER
+    )
+    cancelled = make_job(JobStatus.CANCELLED, finished_at=timezone.now())
+    successful = make_job(JobStatus.SUCCESSFUL)
+    response = action(admin_client, "retry", [failed, cancelled, successful])
+    assert messages(admin_client, response) == ["Retried 2 jobs. Skipped 1 job: not failed or cancelled."]
+    failed.refresh_from_db()
+    assert (failed.status, failed.attempts, failed.worker, failed.started_at, failed.finished_at) == (
+        JobStatus.READY,
+        0,
+        "",
+        None,
+        None,
+    )
+    assert [error["message"] for error in failed.errors] == ["boom 1", "boom 2", "boom 3"]
+    assert failed.run_at <= timezone.now()
+    assert statuses()[cancelled.pk] == JobStatus.READY
+    assert statuses()[successful.pk] == JobStatus.SUCCESSFUL
+    # A worker can run it now.
+    assert [job.pk for job in Job.objects.claim(worker_id="w2")] == [failed.pk, cancelled.pk]
+
+
+def test_each_changed_job_is_in_the_admin_log(admin_client: Client, admin_user: Any) -> None:
+    jobs = [make_job(JobStatus.FAILED) for _ in range(3)]
+    action(admin_client, "retry", [*jobs, make_job(JobStatus.RUNNING)])
+    entries = LogEntry.objects.order_by("object_id")
+    assert [(entry.object_id, entry.action_flag, entry.change_message) for entry in entries] == [
+        (str(job.pk), CHANGE, "Retried") for job in jobs
+    ]
+    assert {entry.user_id for entry in entries} == {admin_user.pk}
+
+
+def test_past_the_cap_one_entry_sums_up_the_rest(admin_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(changes, "LOGGED_JOBS", 2)
+    jobs = [make_job(JobStatus.FAILED) for _ in range(5)]
+    action(admin_client, "retry", jobs)
+    entries = list(LogEntry.objects.order_by("pk").values_list("object_id", "object_repr", "change_message"))
+    # Each entry names the job as it was when the change was made.
+    assert entries[:2] == [(str(job.pk), f"#{job.pk} tests.testapp.tasks.noop [FAILED]", "Retried") for job in jobs[:2]]
+    assert entries[2:] == [(None, f"3 more jobs, #{jobs[2].pk} to #{jobs[4].pk}", "Retried 3 more jobs")]
+
+
+def test_changes_go_chunk_by_chunk(admin_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(changes, "CHUNK_SIZE", 2)
+    jobs = [make_job(JobStatus.FAILED) for _ in range(5)] + [make_job(JobStatus.READY)]
+    response = action(admin_client, "retry", jobs)
+    assert messages(admin_client, response) == ["Retried 5 jobs. Skipped 1 job: not failed or cancelled."]
+    assert set(statuses().values()) == {JobStatus.READY}
+
+
+# Cancel, run now
+
+
+def test_cancel_only_ready_jobs(admin_client: Client) -> None:
+    ready = make_job(JobStatus.READY)
+    running = make_job(JobStatus.RUNNING, worker="w1")
+    response = action(admin_client, "cancel", [ready, running])
+    assert messages(admin_client, response) == ["Cancelled 1 job. Skipped 1 job: not ready."]
+    ready.refresh_from_db()
+    assert ready.status == JobStatus.CANCELLED
+    assert ready.finished_at is not None
+    assert statuses()[running.pk] == JobStatus.RUNNING
+
+
+def test_run_now_brings_a_scheduled_job_forward(admin_client: Client) -> None:
+    scheduled = make_job(run_at=timezone.now() + LATER)
+    due = make_job()
+    response = action(admin_client, "run_now", [scheduled, due])
+    assert messages(admin_client, response) == ["Brought forward 1 job. Skipped 1 job: not ready or already due."]
+    assert {job.pk for job in Job.objects.claim(worker_id="w")} == {scheduled.pk, due.pk}
+
+
+def test_nothing_to_do_is_a_warning(admin_client: Client) -> None:
+    response = action(admin_client, "cancel", [make_job(JobStatus.SUCCESSFUL)])
+    follow = admin_client.get(response["Location"])
+    [message] = follow.context["messages"]
+    assert (message.level_tag, str(message)) == ("warning", "Cancelled 0 jobs. Skipped 1 job: not ready.")
+
+
+# Delete
+
+
+def test_delete_asks_first_then_skips_running_jobs(admin_client: Client) -> None:
+    failed = make_job(JobStatus.FAILED)
+    running = make_job(JobStatus.RUNNING, worker="w1")
+    page = action(admin_client, "delete_selected", [failed, running])
+    assert page.status_code == 200
+    assert "Delete 2 jobs? 1 of them is running and will be skipped." in page.content.decode()
+    assert Job.objects.count() == 2
+    response = action(admin_client, "delete_selected", [failed, running], post="yes")
+    assert messages(admin_client, response) == ["Deleted 1 job. Skipped 1 job: running."]
+    assert list(statuses()) == [running.pk]
+    assert list(LogEntry.objects.values_list("object_id", "action_flag")) == [(str(failed.pk), DELETION)]
+
+
+def test_select_across_changes_the_whole_filtered_set(admin_client: Client) -> None:
+    jobs = [make_job(JobStatus.FAILED, queue="mail") for _ in range(3)]
+    other = make_job(JobStatus.FAILED)
+    response = action(admin_client, "retry", jobs[:1], query="?queue=mail", select_across="1")
+    assert messages(admin_client, response) == ["Retried 3 jobs."]
+    assert statuses() == {**{job.pk: JobStatus.READY for job in jobs}, other.pk: JobStatus.FAILED}
+
+
+# Permissions
+
+
+@pytest.mark.parametrize(
+    ("name", "codename", "status"),
+    [
+        ("retry", "retry_job", JobStatus.FAILED),
+        ("cancel", "cancel_job", JobStatus.READY),
+        ("run_now", "run_job_now", JobStatus.READY),
+        ("delete_selected", "delete_job", JobStatus.FAILED),
+    ],
+)
+def test_each_action_needs_its_own_permission(django_user_model: Any, name: str, codename: str, status: str) -> None:
+    job = make_job(status, run_at=timezone.now() + LATER)
+    others = [perm for perm in ("retry_job", "cancel_job", "run_job_now", "delete_job") if perm != codename]
+    client = staff_client(django_user_model, "view_job", *others)
+    assert action(client, name, [job], post="yes").status_code == 403
+    assert Job.objects.filter(pk=job.pk, status=status).exists()
+    assert not LogEntry.objects.exists()
+    django_user_model.objects.get(username="staff").user_permissions.add(Permission.objects.get(codename=codename))
+    assert action(client, name, [job], post="yes").status_code == 302
+    assert LogEntry.objects.count() == 1

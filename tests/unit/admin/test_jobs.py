@@ -1,0 +1,267 @@
+"""The job admin (``admin/jobs.py``, with ``admin/filters.py`` and ``admin/display.py``):
+the changelist, its filters and counts, a job's page and its buttons."""
+
+from __future__ import annotations
+
+import datetime
+import re
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from django_sqlqueue.admin import filters
+from django_sqlqueue.models import Job, JobStatus
+from tests.support.admin_helpers import CHANGELIST, make_job, staff_client
+
+pytestmark = pytest.mark.django_db
+
+EVIL = "<script>alert(1)</script>"
+
+
+def listed(client: Client, query: str = "") -> list[int]:
+    """The ids of the jobs the changelist shows, in its order."""
+    response = client.get(CHANGELIST + query)
+    assert response.status_code == 200
+    return [job.pk for job in response.context["cl"].result_list]
+
+
+# The changelist
+
+
+def test_the_changelist_shows_the_triage_columns(admin_client: Client) -> None:
+    job = make_job(JobStatus.FAILED, errors=2, worker="host:1:0")
+    page = admin_client.get(CHANGELIST).content.decode()
+    assert f'<a href="/admin/django_sqlqueue/job/{job.pk}/change/">{job.pk}</a>' in page
+    assert 'style="background:#c62828;color:#fff;padding:1px 6px;border-radius:3px">Failed</span>' in page
+    assert '<td class="field-attempts_of">2/3</td>' in page
+    assert '<td class="field-last_error">RuntimeError: boom 2</td>' in page
+    assert '<td class="field-worker">host:1:0</td>' in page
+
+
+def test_newest_first(admin_client: Client) -> None:
+    jobs = [make_job() for _ in range(3)]
+    assert listed(admin_client) == [job.pk for job in reversed(jobs)]
+
+
+def test_no_page_counts_the_whole_table(admin_client: Client) -> None:
+    make_job()
+    with CaptureQueriesContext(connection) as queries:
+        admin_client.get(CHANGELIST)
+        admin_client.get(CHANGELIST + "?status__exact=READY")
+    counts = [query["sql"] for query in queries if "COUNT(" in query["sql"].upper()]
+    assert counts
+    assert all("LIMIT" in sql.upper() for sql in counts), counts
+
+
+def test_a_filtered_count_stops_at_the_cap(admin_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(filters, "COUNT_CAP", 3)
+    for _ in range(5):
+        make_job(JobStatus.FAILED)
+    page = admin_client.get(CHANGELIST + "?status__exact=FAILED").content.decode()
+    assert re.search(r"more than 3 jobs\s*</nav>", page)
+
+
+def test_the_unfiltered_count_is_the_databases_estimate(admin_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(filters, "COUNT_CAP", 3)
+    monkeypatch.setattr(filters, "estimated_rows", lambda rows: 1234)
+    make_job()
+    assert re.search(r"about 1234 jobs\s*</nav>", admin_client.get(CHANGELIST).content.decode())
+
+
+@pytest.mark.django_db(transaction=True)  # ANALYZE TABLE commits on MySQL
+def test_the_database_estimates_the_table() -> None:
+    for _ in range(3):
+        make_job()
+    if connection.vendor == "sqlite":
+        assert filters.estimated_rows(Job.objects.all()) == -1
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {'' if connection.vendor == 'postgresql' else 'TABLE '}{Job._meta.db_table}")
+    assert filters.estimated_rows(Job.objects.all()) == 3
+
+
+# Filters and search
+
+
+def test_filter_by_status_queue_and_task(admin_client: Client) -> None:
+    failed = make_job(JobStatus.FAILED)
+    mail = make_job(queue="mail")
+    report = make_job(task="tests.testapp.tasks.report")
+    assert listed(admin_client, "?status__exact=FAILED") == [failed.pk]
+    assert listed(admin_client, "?queue=mail") == [mail.pk]
+    assert listed(admin_client, "?task=tests.testapp.tasks.report") == [report.pk]
+
+
+def test_queue_and_task_choices_come_from_the_code_not_the_table(admin_client: Client, settings: Any) -> None:
+    make_job(queue="stale")
+    with CaptureQueriesContext(connection) as queries:
+        response = admin_client.get(CHANGELIST)
+    assert not [query for query in queries if "DISTINCT" in query["sql"].upper()]
+    assert {"default", "reports"} <= set(choices(response, "queue"))
+    assert "stale" not in choices(response, "queue")
+    assert {"tests.testapp.tasks.noop", "tests.testapp.tasks.report"} <= set(choices(response, "task"))
+    settings.SQLQUEUE_QUEUES = ["default", "mail"]
+    assert choices(admin_client.get(CHANGELIST + "?queue=stale"), "queue") == ["All", "default", "mail", "stale"]
+
+
+def choices(response: Any, title: str) -> list[str]:
+    changelist = response.context["cl"]
+    spec = next(spec for spec in changelist.filter_specs if spec.title == title)
+    return [str(choice["display"]) for choice in spec.choices(changelist)]
+
+
+@pytest.mark.parametrize("column", ["enqueued_at", "finished_at", "run_at"])
+def test_date_ranges(admin_client: Client, column: str) -> None:
+    day = datetime.datetime(2026, 3, 10, 12, tzinfo=datetime.timezone.utc)
+    inside, *_ = [
+        make_job(JobStatus.SUCCESSFUL, **dict[str, Any]({column: when}))
+        for when in (day, day - datetime.timedelta(days=2), day + datetime.timedelta(days=2))
+    ]
+    query = f"?{column}__range__gte=2026-03-09&{column}__range__lte=2026-03-10"
+    assert listed(admin_client, query) == [inside.pk]
+
+
+def test_search_by_id_task_and_error_text(admin_client: Client) -> None:
+    first = make_job(JobStatus.FAILED, errors=1)
+    second = make_job(task="tests.testapp.tasks.report")
+    Job.objects.filter(pk=second.pk).update(errors=[{"message": "connection refused by mail.example.com"}])
+    assert listed(admin_client, f"?q={first.pk}") == [first.pk]
+    assert listed(admin_client, f"?q=%23{second.pk}") == [second.pk]
+    assert listed(admin_client, "?q=report") == [second.pk]
+    assert listed(admin_client, "?q=REFUSED+BY") == [second.pk]
+    assert listed(admin_client, "?q=boom") == [first.pk]
+
+
+# The job's page
+
+
+def test_the_page_escapes_what_the_job_carries(admin_client: Client) -> None:
+    job = make_job(JobStatus.FAILED, errors=1, args=[EVIL], result={"html": EVIL})
+    Job.objects.filter(pk=job.pk).update(
+        errors=[{"attempt": 1, "exception_class_path": "x.Error", "message": EVIL, "traceback": f"Trace\n{EVIL}\n"}]
+    )
+    page = admin_client.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+    assert EVIL not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<pre>Trace\n&lt;script&gt;alert(1)&lt;/script&gt;\n</pre>" in page
+    changelist = admin_client.get(CHANGELIST).content.decode()
+    assert EVIL not in changelist
+
+
+def test_the_page_shows_arguments_errors_and_timings(admin_client: Client) -> None:
+    started = timezone.now()
+    job = make_job(
+        JobStatus.FAILED,
+        errors=2,
+        args=[1, {"b": 2}],
+        started_at=started,
+        finished_at=started + datetime.timedelta(seconds=1.5),
+        worker="w1",
+    )
+    page = admin_client.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+    assert "<pre>[\n  1,\n  {\n    &quot;b&quot;: 2\n  }\n]</pre>" in page
+    assert page.index("<strong>Attempt 2</strong>") < page.index("<strong>Attempt 1</strong>")
+    assert "<pre>Traceback (most recent call last):\nRuntimeError: boom 1\n</pre>" in page
+    assert '<div class="readonly">1.500 s</div>' in page
+    assert "_save" not in page  # read-only: no form to save
+
+
+def test_the_page_offers_only_the_actions_that_apply(admin_client: Client, django_user_model: Any) -> None:
+    failed = make_job(JobStatus.FAILED)
+    scheduled = make_job(run_at=timezone.now() + datetime.timedelta(hours=1))
+
+    def buttons(client: Client, job: Job) -> list[str]:
+        return re.findall(r'name="change" value="(\w+)"', client.get(f"{CHANGELIST}{job.pk}/change/").content.decode())
+
+    assert buttons(admin_client, failed) == ["retry"]
+    assert buttons(admin_client, scheduled) == ["cancel", "run_now"]
+    assert buttons(staff_client(django_user_model, "view_job", "cancel_job"), scheduled) == ["cancel"]
+
+
+def test_a_button_changes_the_job_and_comes_back(admin_client: Client) -> None:
+    job = make_job(JobStatus.FAILED)
+    response = admin_client.post(f"{CHANGELIST}{job.pk}/change/retry/")
+    assert response["Location"] == f"{CHANGELIST}{job.pk}/change/"
+    assert [str(m) for m in admin_client.get(response["Location"]).context["messages"]] == ["Retried 1 job."]
+    assert Job.objects.get().status == JobStatus.READY
+
+
+def test_nothing_changes_on_get(admin_client: Client) -> None:
+    job = make_job(JobStatus.FAILED)
+    assert admin_client.get(f"{CHANGELIST}{job.pk}/change/retry/").status_code == 405
+    assert admin_client.get(f"{CHANGELIST}retry-failed/").status_code == 200
+    assert Job.objects.get().status == JobStatus.FAILED
+
+
+def test_a_button_needs_its_permission(django_user_model: Any) -> None:
+    job = make_job(JobStatus.FAILED)
+    client = staff_client(django_user_model, "view_job", "cancel_job")
+    assert client.post(f"{CHANGELIST}{job.pk}/change/retry/").status_code == 403
+    assert client.post(f"{CHANGELIST}{job.pk}/change/nonsense/").status_code == 403
+    assert client.post(f"{CHANGELIST}abc/change/cancel/").status_code == 404
+    assert Job.objects.get().status == JobStatus.FAILED
+
+
+def test_a_running_job_cannot_be_deleted_from_its_page(admin_client: Client) -> None:
+    job = make_job(JobStatus.RUNNING, worker="w1")
+    assert admin_client.post(f"{CHANGELIST}{job.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert Job.objects.exists()
+
+
+def test_jobs_are_not_added_or_edited_by_hand(admin_client: Client) -> None:
+    job = make_job()
+    assert admin_client.get(f"{CHANGELIST}add/").status_code == 403
+    assert admin_client.post(f"{CHANGELIST}{job.pk}/change/", {"priority": 5}).status_code == 403
+    assert Job.objects.get().priority == 0
+
+
+def test_staff_without_view_permission_see_nothing(django_user_model: Any) -> None:
+    make_job()
+    client = staff_client(django_user_model)
+    assert client.get(CHANGELIST).status_code == 403
+    assert client.get(f"{CHANGELIST}overview/").status_code == 403
+
+
+# Retry every failed job a filter matches
+
+
+def test_retry_every_failed_job_the_filter_matches(admin_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    from django_sqlqueue.admin import changes
+
+    monkeypatch.setattr(changes, "CHUNK_SIZE", 7)
+    matching = [make_job(JobStatus.FAILED, queue="mail") for _ in range(60)]  # more than a page
+    other_queue = make_job(JobStatus.FAILED)
+    ready = make_job(queue="mail")
+    url = f"{CHANGELIST}retry-failed/?queue=mail"
+    page = admin_client.get(url)
+    assert "60 failed jobs match" in page.content.decode()
+    assert "<li><code>queue</code> = mail</li>" in page.content.decode()
+    assert Job.objects.filter(status=JobStatus.FAILED).count() == 61
+    response = admin_client.post(url)
+    assert response["Location"] == f"{CHANGELIST}?queue=mail"
+    assert [str(m) for m in admin_client.get(response["Location"]).context["messages"]] == ["Retried 60 jobs."]
+    assert set(Job.objects.filter(pk__in=[job.pk for job in matching]).values_list("status", flat=True)) == {
+        JobStatus.READY
+    }
+    assert Job.objects.get(pk=other_queue.pk).status == JobStatus.FAILED
+    assert Job.objects.get(pk=ready.pk).status == JobStatus.READY
+
+
+def test_retry_every_failed_job_needs_the_permission(django_user_model: Any) -> None:
+    make_job(JobStatus.FAILED)
+    client = staff_client(django_user_model, "view_job")
+    assert "retry-failed" not in client.get(CHANGELIST).content.decode()
+    assert client.get(f"{CHANGELIST}retry-failed/").status_code == 403
+    assert client.post(f"{CHANGELIST}retry-failed/").status_code == 403
+    assert Job.objects.get().status == JobStatus.FAILED
+
+
+def test_retry_every_failed_job_with_a_bad_filter(admin_client: Client) -> None:
+    make_job(JobStatus.FAILED)
+    response = admin_client.post(f"{CHANGELIST}retry-failed/?nonsense__field=1")
+    assert response["Location"] == f"{CHANGELIST}?nonsense__field=1&e=1"
+    assert Job.objects.get().status == JobStatus.FAILED

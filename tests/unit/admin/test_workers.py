@@ -1,0 +1,62 @@
+"""The worker admin (``admin/workers.py``)."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from django_sqlqueue.models import JobStatus, Worker
+from tests.support.admin_helpers import CHANGELIST, make_job
+
+pytestmark = pytest.mark.django_db
+
+WORKERS = "/admin/django_sqlqueue/worker/"
+
+
+@pytest.fixture
+def workers() -> tuple[Worker, Worker]:
+    alive = Worker.objects.create(name="host:1:0", host="host", pid=1, queues=["mail"])
+    dead = Worker.objects.create(name="host:2:0", host="host", pid=2)
+    Worker.objects.filter(pk=dead.pk).update(heartbeat_at=timezone.now() - datetime.timedelta(hours=1))
+    for _ in range(2):
+        make_job(JobStatus.RUNNING, worker=alive.name)
+    make_job(JobStatus.SUCCESSFUL, worker=alive.name)
+    return alive, dead
+
+
+def test_the_list_shows_heartbeats_and_running_jobs(admin_client: Client, workers: tuple[Worker, Worker]) -> None:
+    page = admin_client.get(WORKERS).content.decode()
+    running = f"{CHANGELIST}?worker=host%3A1%3A0&amp;status__exact=RUNNING"
+    assert f'<td class="field-running"><a href="{running}">2</a></td>' in page
+    assert '<td class="field-queues_shown">mail</td>' in page
+    assert '<td class="field-queues_shown">all</td>' in page
+    assert page.count('alt="True"') == 1
+    assert page.count('alt="False"') == 1
+
+
+def test_filter_alive_and_dead(admin_client: Client, workers: tuple[Worker, Worker]) -> None:
+    alive, dead = workers
+    assert list(admin_client.get(WORKERS + "?alive=yes").context["cl"].result_list) == [alive]
+    assert list(admin_client.get(WORKERS + "?alive=no").context["cl"].result_list) == [dead]
+
+
+def test_the_link_lists_the_jobs_it_holds(admin_client: Client, workers: tuple[Worker, Worker]) -> None:
+    alive, _ = workers
+    response = admin_client.get(f"{CHANGELIST}?worker={alive.name}&status__exact=RUNNING")
+    assert len(response.context["cl"].result_list) == 2
+
+
+def test_the_page_lists_its_jobs(admin_client: Client, workers: tuple[Worker, Worker]) -> None:
+    alive, _ = workers
+    page = admin_client.get(f"{WORKERS}{alive.pk}/change/").content.decode()
+    assert page.count('<li><a href="/admin/django_sqlqueue/job/') == 2
+
+
+def test_workers_are_read_only(admin_client: Client, workers: tuple[Worker, Worker]) -> None:
+    alive, _ = workers
+    assert admin_client.get(f"{WORKERS}add/").status_code == 403
+    assert admin_client.post(f"{WORKERS}{alive.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert Worker.objects.count() == 2

@@ -1,0 +1,412 @@
+"""``Job.objects.finish()``, written by ``db/finishing.py``: outcomes in one UPDATE,
+retries with backoff, and no overwriting a job another worker holds."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
+
+from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.finishing import retry_delay
+from django_sqlqueue.models import Job, JobStatus
+from tests.testapp.tasks import noop
+
+pytestmark = pytest.mark.django_db
+
+UTC = datetime.timezone.utc
+PAST = datetime.datetime(2001, 1, 1, tzinfo=UTC)
+# The database's clock may keep only milliseconds (SQLite) while a delay has microseconds.
+SLACK = datetime.timedelta(milliseconds=2)
+
+
+def db_now() -> datetime.datetime:
+    """The database's clock, read through the jobs table (which must hold a row)."""
+    now = Job.objects.annotate(now=DatabaseNow()).values_list("now", flat=True).first()
+    assert now is not None, "db_now() reads the clock through a row: enqueue one first"
+    return now
+
+
+def claim(count: int = 1, worker_id: str = "w", **options: Any) -> list[Job]:
+    """Enqueue ``count`` jobs and claim them all."""
+    Job.objects.enqueue_many(Job.objects.build(noop, (index,), **options) for index in range(count))
+    claimed = Job.objects.claim(worker_id=worker_id, limit=count)
+    assert len(claimed) == count
+    return claimed
+
+
+def make_due(job: Job) -> None:
+    """Skip the backoff: the retry is due now."""
+    Job.objects.filter(pk=job.pk).update(run_at=PAST)
+
+
+def failing_task_body(message: str) -> None:
+    raise ValueError(message)
+
+
+def raised(message: str) -> ValueError:
+    """A real exception with a traceback through ``failing_task_body``."""
+    try:
+        failing_task_body(message)
+    except ValueError as error:
+        return error
+    raise AssertionError("unreachable")
+
+
+def updates(queries: CaptureQueriesContext) -> list[str]:
+    return [query["sql"] for query in queries.captured_queries if query["sql"].lstrip().upper().startswith("UPDATE")]
+
+
+# Successes
+
+
+def test_successes_are_written_in_one_update() -> None:
+    results: list[Any] = [
+        {"total": 3, "rows": [1, 2, {"x": None}]},
+        [1, "two", 3.5, False],
+        "done",
+        42,
+        None,
+        {"total": 4},
+        ["another list"],
+        "",
+        -7.25,
+    ]
+    jobs = claim(len(results))
+    with CaptureQueriesContext(connection) as queries:
+        written = Job.objects.finish(worker_id="w", succeeded=dict(zip(jobs, results, strict=True)))
+    assert written == len(results)
+    assert len(updates(queries)) == 1
+
+    for job, result in zip(jobs, results, strict=True):
+        job.refresh_from_db()
+        assert (job.status, job.result, job.errors, job.attempts) == (JobStatus.SUCCESSFUL, result, [], 1)
+        assert job.finished_at is not None
+        assert job.started_at is not None
+        assert job.finished_at >= job.started_at
+
+
+def test_finished_at_comes_from_the_database_clock() -> None:
+    (job,) = claim()
+    before = db_now()
+    Job.objects.finish(worker_id="w", succeeded={job: None})
+    after = db_now()
+    job.refresh_from_db()
+    # On PostgreSQL the clock stands still in the test's transaction: Python's time would be later.
+    assert job.finished_at is not None
+    assert before <= job.finished_at <= after
+
+
+def test_one_success_and_equal_results() -> None:
+    jobs = claim(3)
+    with CaptureQueriesContext(connection) as queries:
+        assert Job.objects.finish(worker_id="w", succeeded=dict.fromkeys(jobs, "same")) == 3
+    assert len(updates(queries)) == 1
+    assert list(Job.objects.values_list("status", "result").distinct()) == [(JobStatus.SUCCESSFUL, "same")]
+
+
+def test_results_equal_in_python_but_not_in_json_stay_apart() -> None:
+    # True == 1 == 1.0 and False == 0 in Python, and (1, True) == (1, 1), but not once stored as JSON.
+    results: list[Any] = [1, True, 1.0, 0, False, 1.5, "1", (1, 1), (1, True), [0], [False]]
+    jobs = claim(len(results))
+    Job.objects.finish(worker_id="w", succeeded=dict(zip(jobs, results, strict=True)))
+    stored = [json.dumps(Job.objects.get(pk=job.pk).result) for job in jobs]
+    assert stored == ["1", "true", "1.0", "0", "false", "1.5", '"1"', "[1, 1]", "[1, true]", "[0]", "[false]"]
+
+
+def test_tuple_result_is_stored_as_a_list() -> None:
+    # A tuple is accepted as JSON (it comes back as a list), even when it holds lists or dicts.
+    results: list[Any] = [(1, "two"), ([1, 2], {"total": 3})]
+    jobs = claim(len(results))
+    assert Job.objects.finish(worker_id="w", succeeded=dict(zip(jobs, results, strict=True))) == 2
+    assert [Job.objects.get(pk=job.pk).result for job in jobs] == [[1, "two"], [[1, 2], {"total": 3}]]
+
+
+def test_success_does_not_change_run_at_or_started_at() -> None:
+    (job,) = claim()
+    run_at, started_at = Job.objects.filter(pk=job.pk).values_list("run_at", "started_at").get()
+    Job.objects.finish(worker_id="w", succeeded={job: 1})
+    job.refresh_from_db()
+    assert (job.run_at, job.started_at, job.worker) == (run_at, started_at, "w")
+
+
+@pytest.mark.parametrize(
+    ("result", "kind"),
+    [
+        ({1, 2}, "a set"),
+        (datetime.datetime(2030, 1, 1, tzinfo=UTC), "a datetime.datetime"),
+        (b"bytes", "a bytes"),
+    ],
+)
+def test_result_that_is_not_json_fails_the_attempt(result: Any, kind: str) -> None:
+    (job,) = claim()
+    assert Job.objects.finish(worker_id="w", succeeded={job: result}) == 1
+    job.refresh_from_db()
+    assert (job.status, job.result, job.finished_at) == (JobStatus.READY, None, None)
+    (error,) = job.errors
+    assert error["exception_class_path"] == "django_sqlqueue.exceptions.InvalidJobError"
+    assert error["message"] == (
+        f"tests.testapp.tasks.noop finished, but the return value is {kind}, which is not JSON: "
+        "pass only None, bool, int, float, str, list and dict."
+    )
+    assert error["attempt"] == 1
+
+
+def test_result_with_nan_fails_the_last_attempt() -> None:
+    (job,) = claim(max_attempts=1)
+    Job.objects.finish(worker_id="w", succeeded={job: {"ratio": float("nan")}})
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.errors[0]["message"] == (
+        "tests.testapp.tasks.noop finished, but the return value['ratio'] is nan, which JSON cannot represent."
+    )
+
+
+# Failures
+
+
+def test_failure_keeps_the_exception_and_its_traceback() -> None:
+    (job,) = claim()
+    error = raised("it broke: ünïcode")
+    assert Job.objects.finish(worker_id="host:7:w", failed={job: error}) == 0  # not this worker's job
+    assert Job.objects.finish(worker_id="w", failed={job: error}) == 1
+    job.refresh_from_db()
+    (record,) = job.errors
+    assert set(record) == {"attempt", "worker", "started_at", "exception_class_path", "message", "traceback"}
+    assert record["attempt"] == 1
+    assert record["worker"] == "w"
+    assert job.started_at is not None
+    assert record["started_at"] == job.started_at.isoformat()
+    assert record["exception_class_path"] == "builtins.ValueError"
+    assert record["message"] == "it broke: ünïcode"
+    assert record["traceback"].startswith("Traceback (most recent call last):\n")
+    assert "in failing_task_body\n" in record["traceback"]
+    assert "raise ValueError(message)" in record["traceback"]
+    assert record["traceback"].endswith("ValueError: it broke: ünïcode\n")
+
+
+def test_exception_class_path_of_a_nested_class() -> None:
+    class Boom(Exception):
+        pass
+
+    (job,) = claim()
+    Job.objects.finish(worker_id="w", failed={job: Boom()})
+    job.refresh_from_db()
+    assert job.errors[0]["exception_class_path"] == (
+        "tests.unit.db.test_finishing.test_exception_class_path_of_a_nested_class.<locals>.Boom"
+    )
+    assert job.errors[0]["message"] == ""
+
+
+def test_every_attempt_keeps_its_error() -> None:
+    (job,) = claim(max_attempts=3)
+    Job.objects.finish(worker_id="w", failed={job: raised("first")})
+    make_due(job)
+    (again,) = Job.objects.claim(worker_id="w2")
+    assert (again.pk, again.attempts) == (job.pk, 2)
+    assert len(again.errors) == 1
+    Job.objects.finish(worker_id="w2", failed={again: raised("second")})
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.READY
+    assert [(e["attempt"], e["worker"], e["message"]) for e in job.errors] == [(1, "w", "first"), (2, "w2", "second")]
+    assert all("in failing_task_body" in e["traceback"] for e in job.errors)
+
+
+def test_last_attempt_fails_the_job() -> None:
+    (job,) = claim(max_attempts=2)
+    Job.objects.finish(worker_id="w", failed={job: raised("one")})
+    job.refresh_from_db()
+    assert (job.status, job.finished_at) == (JobStatus.READY, None)
+    make_due(job)
+    (again,) = Job.objects.claim(worker_id="w")
+    run_at = Job.objects.filter(pk=job.pk).values_list("run_at", flat=True).get()
+    before = db_now()
+    Job.objects.finish(worker_id="w", failed={again: raised("two")})
+    after = db_now()
+
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == (JobStatus.FAILED, 2)
+    assert job.finished_at is not None
+    assert before <= job.finished_at <= after
+    assert job.run_at == run_at  # no retry is scheduled
+    assert [e["attempt"] for e in job.errors] == [1, 2]
+    assert Job.objects.claim(worker_id="w") == []
+
+
+def test_single_attempt_job_fails_at_once() -> None:
+    (job,) = claim(max_attempts=1)
+    Job.objects.finish(worker_id="w", failed={job: raised("only")})
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.finished_at is not None
+
+
+# Backoff
+
+
+def test_retry_delay_doubles_within_its_jitter_window() -> None:
+    # Defaults: 10 s, doubling, at most an hour.
+    for attempt, ceiling in [(1, 10), (2, 20), (3, 40), (4, 80), (8, 1280), (9, 2560), (10, 3600), (30, 3600)]:
+        delays = [retry_delay(attempt).total_seconds() for _ in range(300)]
+        assert all(ceiling / 2 <= delay <= ceiling for delay in delays), (attempt, min(delays), max(delays))
+        # Spread over the whole upper half, so jobs that failed together do not retry together.
+        assert min(delays) < ceiling * 0.6
+        assert max(delays) > ceiling * 0.9
+        assert len(set(delays)) > 250
+
+
+@override_settings(SQLQUEUE_RETRY_BACKOFF=0.5, SQLQUEUE_RETRY_BACKOFF_MAX=3)
+def test_retry_delay_follows_the_settings() -> None:
+    for attempt, ceiling in [(1, 0.5), (2, 1), (3, 2), (4, 3), (5, 3)]:
+        delays = [retry_delay(attempt).total_seconds() for _ in range(100)]
+        assert all(ceiling / 2 <= delay <= ceiling for delay in delays)
+
+
+@override_settings(SQLQUEUE_RETRY_BACKOFF=5, SQLQUEUE_RETRY_BACKOFF_MAX=5)
+def test_retry_delay_with_backoff_equal_to_its_max() -> None:
+    assert all(2.5 <= retry_delay(attempt).total_seconds() <= 5 for attempt in (1, 2, 10))
+
+
+@pytest.mark.parametrize("attempt", [1030, 5000])
+def test_retry_delay_of_a_job_retried_for_ever_stays_capped(attempt: int) -> None:
+    # max_attempts has no upper bound, so attempt counts past 1024 (2**1024 overflows a float) happen.
+    assert 1800 <= retry_delay(attempt).total_seconds() <= 3600
+
+
+def test_failure_after_a_thousand_attempts_is_still_recorded() -> None:
+    Job.objects.enqueue(noop, max_attempts=5000)
+    Job.objects.update(attempts=1100)
+    (job,) = Job.objects.claim(worker_id="w")
+    (other,) = claim()
+    assert Job.objects.finish(worker_id="w", failed={job: raised("again")}, succeeded={other: 1}) == 2
+    job.refresh_from_db()
+    assert (job.status, job.attempts, len(job.errors)) == (JobStatus.READY, 1101, 1)
+    assert Job.objects.get(pk=other.pk).status == JobStatus.SUCCESSFUL
+
+
+@override_settings(SQLQUEUE_RETRY_BACKOFF=100, SQLQUEUE_RETRY_BACKOFF_MAX=1000)
+@pytest.mark.parametrize(
+    ("attempts_before", "low", "high"), [(0, 50, 100), (1, 100, 200), (3, 400, 800), (9, 500, 1000)]
+)
+def test_failure_with_attempts_left_is_retried_later(attempts_before: int, low: float, high: float) -> None:
+    Job.objects.enqueue(noop, max_attempts=20)
+    Job.objects.update(attempts=attempts_before)
+    (job,) = Job.objects.claim(worker_id="w")
+    before = db_now()
+    assert Job.objects.finish(worker_id="w", failed={job: raised("again")}) == 1
+    after = db_now()
+
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.finished_at) == (JobStatus.READY, attempts_before + 1, None)
+    assert before + datetime.timedelta(seconds=low) - SLACK <= job.run_at <= after + datetime.timedelta(seconds=high)
+    assert Job.objects.claim(worker_id="w") == []
+
+
+def test_jobs_failing_together_retry_at_different_times() -> None:
+    jobs = claim(20)
+    Job.objects.finish(worker_id="w", failed={job: raised("same") for job in jobs})
+    assert len(set(Job.objects.values_list("run_at", flat=True))) > 15
+
+
+# Fencing: only the worker that holds the job, at the attempt it claimed, writes it.
+
+
+def test_another_worker_cannot_finish_the_job() -> None:
+    (job,) = claim(worker_id="owner")
+    before = Job.objects.filter(pk=job.pk).values().get()
+    stolen = Job.objects.get(pk=job.pk)
+    with CaptureQueriesContext(connection) as queries:
+        assert Job.objects.finish(worker_id="thief", succeeded={stolen: "mine"}) == 0
+        assert Job.objects.finish(worker_id="thief", failed={stolen: raised("no")}) == 0
+    assert len(updates(queries)) == 2
+    assert Job.objects.filter(pk=job.pk).values().get() == before
+
+
+def test_a_stale_attempt_cannot_overwrite_the_next() -> None:
+    (stale,) = claim(worker_id="w")
+    # The job came back to the queue (e.g. a rescue) and the same worker claimed it again.
+    Job.objects.filter(pk=stale.pk).update(status=JobStatus.READY, run_at=PAST)
+    (current,) = Job.objects.claim(worker_id="w")
+    assert (current.pk, current.attempts, stale.attempts) == (stale.pk, 2, 1)
+    before = Job.objects.filter(pk=stale.pk).values().get()
+
+    assert Job.objects.finish(worker_id="w", succeeded={stale: "old"}) == 0
+    assert Job.objects.finish(worker_id="w", failed={stale: raised("old")}) == 0
+    assert Job.objects.filter(pk=stale.pk).values().get() == before
+
+    assert Job.objects.finish(worker_id="w", succeeded={current: "new"}) == 1
+    current.refresh_from_db()
+    assert (current.status, current.result, current.attempts) == (JobStatus.SUCCESSFUL, "new", 2)
+
+
+def test_a_finished_job_cannot_be_finished_again() -> None:
+    (job,) = claim()
+    assert Job.objects.finish(worker_id="w", succeeded={job: 1}) == 1
+    assert Job.objects.finish(worker_id="w", failed={job: raised("late")}) == 0
+    job.refresh_from_db()
+    assert (job.status, job.result, job.errors) == (JobStatus.SUCCESSFUL, 1, [])
+
+
+def test_only_the_held_jobs_of_a_batch_are_written() -> None:
+    jobs = claim(4)
+    Job.objects.filter(pk=jobs[1].pk).update(worker="rescuer")
+    Job.objects.filter(pk=jobs[2].pk).update(status=JobStatus.CANCELLED)
+    assert Job.objects.finish(worker_id="w", succeeded=dict.fromkeys(jobs, "ok")) == 2
+    assert dict(Job.objects.values_list("pk", "status")) == {
+        jobs[0].pk: JobStatus.SUCCESSFUL,
+        jobs[1].pk: JobStatus.RUNNING,
+        jobs[2].pk: JobStatus.CANCELLED,
+        jobs[3].pk: JobStatus.SUCCESSFUL,
+    }
+
+
+# Mixed batches
+
+
+def test_mixed_batch_in_one_update() -> None:
+    winners = claim(3, max_attempts=3)
+    retried = claim(2, max_attempts=3)
+    spent = claim(1, max_attempts=1)
+    run_at = dict(Job.objects.values_list("pk", "run_at"))
+    with CaptureQueriesContext(connection) as queries:
+        written = Job.objects.finish(
+            worker_id="w",
+            succeeded={winners[0]: {"a": 1}, winners[1]: None, winners[2]: "c", retried[1]: {1, 2}},
+            failed={retried[0]: raised("retry me"), spent[0]: raised("give up")},
+        )
+    assert written == 6
+    assert len(updates(queries)) == 1
+
+    stored = {job.pk: job for job in Job.objects.all()}
+    for job, result in zip(winners, [{"a": 1}, None, "c"], strict=True):
+        row = stored[job.pk]
+        assert (row.status, row.result, row.errors, row.run_at) == (JobStatus.SUCCESSFUL, result, [], run_at[job.pk])
+        assert row.finished_at is not None
+    for job, message in zip(retried, ["retry me", "tests.testapp.tasks.noop finished, but"], strict=True):
+        row = stored[job.pk]
+        assert (row.status, row.result, row.finished_at) == (JobStatus.READY, None, None)
+        assert row.run_at > run_at[job.pk]
+        assert row.errors[0]["message"].startswith(message)
+    row = stored[spent[0].pk]
+    assert (row.status, row.run_at, row.errors[0]["message"]) == (JobStatus.FAILED, run_at[spent[0].pk], "give up")
+    assert row.finished_at is not None
+
+
+def test_a_job_cannot_both_succeed_and_fail() -> None:
+    jobs = claim(2)
+    with pytest.raises(ValueError, match=rf"^Jobs \[{jobs[1].pk}\] cannot both succeed and fail\.$"):
+        Job.objects.finish(worker_id="w", succeeded=dict.fromkeys(jobs, 1), failed={jobs[1]: raised("x")})
+    assert set(Job.objects.values_list("status", flat=True)) == {JobStatus.RUNNING}
+
+
+def test_finishing_nothing_writes_nothing() -> None:
+    with CaptureQueriesContext(connection) as queries:
+        assert Job.objects.finish(worker_id="w") == 0
+        assert Job.objects.finish(worker_id="w", succeeded={}, failed={}) == 0
+    assert queries.captured_queries == []

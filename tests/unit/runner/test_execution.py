@@ -1,0 +1,139 @@
+"""Running claimed jobs in a worker (``execution.run``): ``@job`` functions, and Django
+tasks with their context, coroutines and Django's signals."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import re
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from django_sqlqueue.backends import SQLQueueBackend
+from django_sqlqueue.exceptions import UnknownTaskError
+from django_sqlqueue.models import Job
+from django_sqlqueue.runner import execution
+from django_sqlqueue.tasks_compat import TaskResult, TaskResultStatus, task_finished, task_started
+from tests.djtasks.tasks import add, async_double, fail, whoami
+from tests.testapp.tasks import report
+
+pytestmark = pytest.mark.django_db
+
+Sent = list[tuple[str, type, "TaskResult[..., Any]"]]
+
+
+@pytest.fixture
+def sent() -> Iterator[Sent]:
+    """Django's task signals as the worker sends them, in order."""
+    received: Sent = []
+
+    def started(sender: type, task_result: TaskResult[..., Any], **kwargs: Any) -> None:
+        received.append(("started", sender, task_result))
+
+    def finished(sender: type, task_result: TaskResult[..., Any], **kwargs: Any) -> None:
+        received.append(("finished", sender, task_result))
+
+    task_started.connect(started)
+    task_finished.connect(finished)
+    yield received
+    task_started.disconnect(started)
+    task_finished.disconnect(finished)
+
+
+def claim_one(worker: str = "worker-1") -> Job:
+    (job,) = Job.objects.claim(worker_id=worker)
+    return job
+
+
+def test_a_job_task_is_called_with_its_arguments(sent: Sent) -> None:
+    Job.objects.enqueue(report, ["monthly"])
+    assert execution.run(claim_one(), "worker-1") == "monthly"
+    assert sent == []
+
+
+def test_a_django_task_runs_between_djangos_signals(sent: Sent) -> None:
+    result = add.enqueue(2, 3)
+    job = claim_one()
+
+    assert execution.run(job, "worker-1") == 5
+
+    assert [(name, sender) for name, sender, _ in sent] == [
+        ("started", SQLQueueBackend),
+        ("finished", SQLQueueBackend),
+    ]
+    started, finished = (task_result for _, _, task_result in sent)
+    assert (started.id, started.status, started.worker_ids, started.started_at) == (
+        result.id,
+        TaskResultStatus.RUNNING,
+        ["worker-1"],
+        job.started_at,
+    )
+    assert (finished.status, finished.return_value, finished.attempts) == (TaskResultStatus.SUCCESSFUL, 5, 1)
+    assert finished.finished_at is not None
+    assert finished.task is add
+
+
+def test_the_context_has_the_attempt_number() -> None:
+    whoami.enqueue("again")
+    Job.objects.finish(worker_id="worker-0", failed={claim_one("worker-0"): RuntimeError("first attempt")})
+    Job.objects.update(run_at=timezone.now() - datetime.timedelta(hours=1))
+    assert execution.run(claim_one(), "worker-1") == {"label": "again", "attempt": 2, "status": "RUNNING"}
+
+
+def test_a_coroutine_function_runs_and_its_value_is_made_json() -> None:
+    async_double.enqueue(4)
+    assert execution.run(claim_one(), "worker-1") == [4, 8]
+
+
+def test_a_failed_attempt_is_retried_then_failed(sent: Sent, caplog: pytest.LogCaptureFixture) -> None:
+    result = fail.enqueue("boom")
+    Job.objects.update(max_attempts=2)
+
+    for worker, status in (("worker-1", TaskResultStatus.READY), ("worker-2", TaskResultStatus.FAILED)):
+        job = claim_one(worker)
+        with pytest.raises(ValueError, match="boom") as excinfo:
+            execution.run(job, worker)
+        Job.objects.finish(worker_id=worker, failed={job: excinfo.value})
+        Job.objects.update(run_at=timezone.now() - datetime.timedelta(hours=1))
+        _, _, finished = sent[-1]
+        assert (finished.status, finished.worker_ids) == (status, ["worker-1", "worker-2"][: job.attempts])
+        assert [error.exception_class_path for error in finished.errors] == ["builtins.ValueError"] * job.attempts
+        assert "raise ValueError(message)\nValueError: boom\n" in finished.errors[-1].traceback
+
+    # What the worker announced is what it wrote (the stored traceback also has the frames the exception left through).
+    result.refresh()
+    assert (result.status, result.worker_ids, [error.exception_class for error in result.errors]) == (
+        finished.status,
+        finished.worker_ids,
+        [ValueError, ValueError],
+    )
+    # Django's own task logging reports the failure with its traceback.
+    (logged,) = [record for record in caplog.records if record.levelno == logging.ERROR]
+    assert logged.getMessage() == f"Task id={result.id} path=tests.djtasks.tasks.fail state=FAILED"
+    assert logged.exc_info is not None
+    assert logged.exc_info[1] is excinfo.value
+
+
+def test_a_failing_receiver_changes_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    def broken(**kwargs: Any) -> None:
+        raise RuntimeError("receiver bug")
+
+    add.enqueue(1, 1)
+    task_finished.connect(broken)
+    try:
+        assert execution.run(claim_one(), "worker-1") == 2
+    finally:
+        task_finished.disconnect(broken)
+    (logged,) = [record for record in caplog.records if record.name == "django_sqlqueue.runner.execution"]
+    assert logged.getMessage().endswith("of tests.djtasks.tasks.add raised")
+
+
+def test_a_row_naming_an_unregistered_task_imports_nothing() -> None:
+    Job.objects.create(task="tests.support.poison.run", max_attempts=1, queue="default")
+    with pytest.raises(UnknownTaskError, match=re.escape("No task is registered as 'tests.support.poison.run'")):
+        execution.run(claim_one(), "worker-1")
+    assert "tests.support.poison" not in sys.modules

@@ -1,0 +1,64 @@
+"""How an idle worker waits for work (``runner/wakeup.py``): polling that backs off, or
+PostgreSQL's NOTIFY. A real idle ``runworkers`` is in ``tests/integration/runner/``."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from django.db import connection, transaction
+
+from django_sqlqueue.models import Job
+from django_sqlqueue.runner.wakeup import Waiter
+from tests.testapp.tasks import noop
+
+
+class RecordingStop(threading.Event):
+    """A stop event that never waits, and remembers how long it was asked to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float | None] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits.append(timeout)
+        return False
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor == "postgresql", reason="PostgreSQL waits for a NOTIFY instead of polling")
+def test_idle_polling_backs_off_to_the_poll_interval_and_resets_on_work(settings: Any) -> None:
+    settings.SQLQUEUE_POLL_INTERVAL = 0.4
+    stop = RecordingStop()
+    waiter = Waiter(stop)
+    waiter.listen()
+    for _ in range(5):
+        waiter.wait()
+    waiter.found_work()
+    waiter.wait()
+    assert stop.waits == [0.05, 0.1, 0.2, 0.4, 0.4, 0.05]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="LISTEN/NOTIFY is PostgreSQL's")
+def test_notify_wakes_an_idle_worker_when_the_enqueue_commits(settings: Any) -> None:
+    settings.SQLQUEUE_POLL_INTERVAL = 60
+    waiter = Waiter(threading.Event())
+    waiter.listen()
+    woke = threading.Event()
+
+    def idle() -> None:
+        waiter.wait()
+        woke.set()
+
+    try:
+        with transaction.atomic():
+            Job.objects.enqueue(noop)
+            sleeper = threading.Thread(target=idle)
+            sleeper.start()
+            assert not woke.wait(1), "woke for a job that is not committed"
+        assert woke.wait(20), "the commit's NOTIFY did not wake the waiter"
+        sleeper.join()
+    finally:
+        waiter.close()

@@ -1,0 +1,122 @@
+"""One worker process's pieces, run in the test process: a job's run, its signals,
+the recording of outcomes, and how big a batch it claims."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from django_sqlqueue import signals
+from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.runner.config import WorkerConfig
+from django_sqlqueue.runner.execution import JobOutcome
+from django_sqlqueue.runner.worker import Budget, WorkerProcess
+from tests.testapp.tasks import add, fail
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def process() -> Iterator[WorkerProcess]:
+    receiver, sender = multiprocessing.Pipe(duplex=False)
+    config = WorkerConfig(name="w", queues=None, threads=2, batch_size=100, burst=True, log_level=0)
+    yield WorkerProcess(config, sender, Budget(None), threading.Event())
+    receiver.close()
+    sender.close()
+
+
+def claim_one(task: Any, *args: Any, **options: Any) -> Job:
+    Job.objects.enqueue(task, args, **options)
+    [job] = Job.objects.claim(worker_id="w")
+    return job
+
+
+def test_a_job_runs_and_its_outcome_is_recorded(process: WorkerProcess) -> None:
+    job = claim_one(add, 2, 3)
+    outcome = process.run_job(job)
+    assert outcome == JobOutcome(job, result=5)
+    process.record([outcome])
+    job.refresh_from_db()
+    assert (job.status, job.result) == (JobStatus.SUCCESSFUL, 5)
+
+
+def test_signals_are_sent_around_each_job(process: WorkerProcess) -> None:
+    seen: list[tuple[str, Any]] = []
+
+    def started(sender: Any, job: Job, **kwargs: Any) -> None:
+        seen.append(("started", job.pk))
+
+    def finished(sender: Any, job: Job, result: Any, error: BaseException | None, **kwargs: Any) -> None:
+        seen.append(("finished", (job.pk, result, type(error).__name__)))
+
+    signals.job_started.connect(started)
+    signals.job_finished.connect(finished)
+    try:
+        ok = claim_one(add, 1, 1)
+        process.run_job(ok)
+        bad = claim_one(fail, "no")
+        process.run_job(bad)
+    finally:
+        signals.job_started.disconnect(started)
+        signals.job_finished.disconnect(finished)
+    assert seen == [
+        ("started", ok.pk),
+        ("finished", (ok.pk, 2, "NoneType")),
+        ("started", bad.pk),
+        ("finished", (bad.pk, None, "RuntimeError")),
+    ]
+
+
+def test_a_receiver_that_raises_changes_nothing(process: WorkerProcess) -> None:
+    def broken(**kwargs: Any) -> None:
+        raise ValueError("a bug in a hook")
+
+    signals.job_started.connect(broken)
+    signals.job_finished.connect(broken)
+    try:
+        job = claim_one(add, 4, 4)
+        assert process.run_job(job) == JobOutcome(job, result=8)
+    finally:
+        signals.job_started.disconnect(broken)
+        signals.job_finished.disconnect(broken)
+
+
+def test_a_row_naming_an_unregistered_task_fails_its_attempt_and_is_kept(process: WorkerProcess) -> None:
+    job = claim_one(add, 1, 2, max_attempts=1)
+    Job.objects.filter(pk=job.pk).update(task="os.system")
+    job.task = "os.system"
+    process.record([process.run_job(job)])
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.errors[0]["exception_class_path"] == "django_sqlqueue.exceptions.UnknownTaskError"
+    assert "'os.system'" in job.errors[0]["message"]
+
+
+def test_jobs_not_started_when_stopping_go_back_uncounted(process: WorkerProcess) -> None:
+    job = claim_one(add, 1, 2)
+    process.stop.set()
+    process.record([process.run_job(job)])
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.errors) == (JobStatus.READY, 0, [])
+
+
+def test_batches_start_at_one_job_a_thread_and_grow_while_jobs_are_quick(process: WorkerProcess) -> None:
+    assert process.next_batch_size() == 2
+    process.seconds_per_job = 0.001
+    assert [process.next_batch_size() for _ in range(7)] == [4, 8, 16, 32, 64, 100, 100]
+    process.seconds_per_job = 0.5  # two threads keep busy for a second with four such jobs
+    assert process.next_batch_size() == 4
+
+
+def test_budget_is_shared_and_given_back() -> None:
+    shared = multiprocessing.Value("q", 10)
+    budget = Budget(shared)
+    assert budget.take(7) == 7
+    assert budget.take(7) == 3
+    budget.give_back(2)
+    assert budget.take(5) == 2
+    assert Budget(None).take(1000) == 1000

@@ -1,0 +1,318 @@
+"""The backend against what Django's documentation promises of a task backend:
+enqueue, defer, priority, queues, validation, results read back from any process."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+from typing import Any
+
+import django
+import pytest
+from asgiref.sync import async_to_sync
+from django.core.exceptions import ImproperlyConfigured
+from django.db import transaction
+from django.test import override_settings
+from django.utils import timezone
+
+from django_sqlqueue.backends import SQLQueueBackend, SQLQueueTask
+from django_sqlqueue.exceptions import InvalidJobError
+from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.registry import get_task
+from django_sqlqueue.tasks_compat import (
+    InvalidTask,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultMismatch,
+    TaskResultStatus,
+    task,
+    task_backends,
+    task_enqueued,
+)
+from tests.djtasks.tasks import add, async_double, fail, whoami
+from tests.testapp.tasks import noop
+
+pytestmark = pytest.mark.django_db
+
+BACKEND = "django_sqlqueue.backends.SQLQueueBackend"
+
+
+def tasks_setting(**params: Any) -> dict[str, Any]:
+    return {"default": {"BACKEND": BACKEND, "QUEUES": ["default", "reports"], **params}}
+
+
+@pytest.fixture
+def enqueued() -> Iterator[list[tuple[type, TaskResult[..., Any]]]]:
+    sent: list[tuple[type, TaskResult[..., Any]]] = []
+
+    def receive(sender: type, task_result: TaskResult[..., Any], **kwargs: Any) -> None:
+        sent.append((sender, task_result))
+
+    task_enqueued.connect(receive)
+    yield sent
+    task_enqueued.disconnect(receive)
+
+
+# Undecorated module-level functions that tests make tasks of.
+def report(name: str) -> str:
+    return name
+
+
+def needs_context(label: str) -> None:
+    """Says it takes context, but its first argument is not ``context``."""
+
+
+# The backend
+
+
+def test_the_backend_supports_every_feature() -> None:
+    backend = task_backends["default"]
+    assert type(backend) is SQLQueueBackend
+    assert (
+        backend.supports_defer,
+        backend.supports_priority,
+        backend.supports_get_result,
+        backend.supports_async_task,
+    ) == (True, True, True, True)
+    assert isinstance(add, SQLQueueTask)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"retries": 3}, "TASKS['default']['OPTIONS'] has unknown keys ['retries']: it takes max_attempts, timeout."),
+        ({"max_attempts": 0}, "TASKS['default']['OPTIONS']: max_attempts must be an integer of at least 1, not 0."),
+        (
+            {"timeout": -1},
+            "TASKS['default']['OPTIONS']: timeout must be a positive number of seconds or None, not -1.",
+        ),
+    ],
+)
+def test_bad_options_are_refused(options: dict[str, Any], message: str) -> None:
+    with override_settings(TASKS=tasks_setting(OPTIONS=options)), pytest.raises(ImproperlyConfigured) as excinfo:
+        task_backends["default"]
+    assert str(excinfo.value) == message
+
+
+# Validation: Django's rules, then ours
+
+
+def test_tasks_are_registered_under_their_module_path_when_created() -> None:
+    registered = get_task("tests.djtasks.tasks.whoami")
+    assert (registered.func, registered.django_task) == (whoami.func, whoami)
+    # A variant made by using() keeps the registration of the task itself.
+    whoami.using(priority=3)
+    assert get_task("tests.djtasks.tasks.whoami").django_task is whoami
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: add.using(queue_name="elsewhere"), "Queue 'elsewhere' is not valid for backend."),
+        (lambda: add.using(priority=101), "priority must be a whole number between -100 and 100."),
+        (
+            lambda: add.using(run_after=datetime.datetime(2030, 1, 1)),
+            "run_after must be an aware datetime.",
+        ),
+        (
+            lambda: task(takes_context=True)(needs_context),  # type: ignore[arg-type]
+            "Task takes context but does not have a first argument of 'context'.",
+        ),
+    ],
+)
+def test_django_rules_are_kept(make: Any, message: str) -> None:
+    with pytest.raises(InvalidTask) as excinfo:
+        make()
+    assert str(excinfo.value) == message
+
+
+def test_our_queue_rules_apply_too() -> None:
+    with override_settings(SQLQUEUE_QUEUES=["default"]), pytest.raises(InvalidTask) as excinfo:
+        add.using(queue_name="reports")
+    assert str(excinfo.value) == ("tests.djtasks.tasks.add: queue 'reports' is not one of SQLQUEUE_QUEUES ['default'].")
+
+
+# Enqueue
+
+
+def test_enqueue_writes_a_job_and_returns_its_result(enqueued: list[tuple[type, Any]]) -> None:
+    result = add.enqueue(2, b=3)
+
+    job = Job.objects.get()
+    assert (job.task, job.args, job.kwargs, job.queue, job.priority, job.status) == (
+        "tests.djtasks.tasks.add",
+        [2],
+        {"b": 3},
+        "default",
+        0,
+        JobStatus.READY,
+    )
+    assert (result.id, result.status, result.args, result.kwargs, result.backend) == (
+        str(job.pk),
+        TaskResultStatus.READY,
+        [2],
+        {"b": 3},
+        "default",
+    )
+    assert result.enqueued_at == job.enqueued_at
+    assert (result.started_at, result.finished_at, result.errors, result.worker_ids) == (None, None, [], [])
+    assert not result.is_finished
+    with pytest.raises(ValueError, match="Task has not finished yet"):
+        _ = result.return_value
+    assert enqueued == [(SQLQueueBackend, result)]
+
+
+class Rollback(Exception):
+    pass
+
+
+def enqueue_then_roll_back() -> None:
+    with transaction.atomic():
+        add.enqueue(1, 2)
+        assert Job.objects.count() == 1
+        raise Rollback
+
+
+def test_enqueue_is_part_of_the_callers_transaction() -> None:
+    with pytest.raises(Rollback):
+        enqueue_then_roll_back()
+    assert Job.objects.count() == 0
+
+
+def test_queue_priority_and_run_after_become_the_jobs() -> None:
+    later = timezone.now() + datetime.timedelta(hours=1)
+    result = add.using(queue_name="reports", priority=-7, run_after=later).enqueue(1, 1)
+
+    job = Job.objects.get()
+    assert (job.queue, job.priority, job.run_at) == ("reports", -7, later)
+    assert (result.task.queue_name, result.task.priority, result.task.run_after) == ("reports", -7, later)
+    # Deferred: not claimable until then.
+    assert list(Job.objects.claim(worker_id="w")) == []
+
+
+def test_higher_priority_runs_first() -> None:
+    low = add.using(priority=-5).enqueue(1, 1)
+    high = add.using(priority=50).enqueue(2, 2)
+    middle = add.enqueue(3, 3)
+    assert [str(job.pk) for job in Job.objects.claim(worker_id="w")] == [high.id, middle.id, low.id]
+
+
+def test_options_defaults_come_from_the_backend() -> None:
+    with override_settings(TASKS=tasks_setting(OPTIONS={"max_attempts": 7, "timeout": 12.5})):
+        add.enqueue(1, 1)
+    assert Job.objects.values_list("max_attempts", "timeout").get() == (7, 12.5)
+
+
+def test_options_default_to_settings() -> None:
+    with override_settings(SQLQUEUE_MAX_ATTEMPTS=4, SQLQUEUE_TIMEOUT=9):
+        add.enqueue(1, 1)
+    assert Job.objects.values_list("max_attempts", "timeout").get() == (4, 9)
+
+
+@pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task passes no options to the backend")
+def test_task_options_come_from_the_decorator() -> None:
+    reporting = task(queue_name="reports", max_attempts=5, timeout=30)(report)  # type: ignore[call-overload]
+    assert (reporting.max_attempts, reporting.timeout) == (5, 30)
+    with override_settings(TASKS=tasks_setting(OPTIONS={"max_attempts": 7, "timeout": 12.5})):
+        reporting.enqueue("monthly")
+    assert Job.objects.values_list("queue", "max_attempts", "timeout").get() == ("reports", 5, 30)
+    with pytest.raises(InvalidTask) as excinfo:
+        task(max_attempts=0)(report)  # type: ignore[call-overload]
+    assert (
+        str(excinfo.value) == "tests.unit.test_backends.report: max_attempts must be an integer of at least 1, not 0."
+    )
+
+
+def test_arguments_must_be_json() -> None:
+    with pytest.raises(InvalidJobError, match=r"args\[0\] is a datetime.date, which is not JSON"):
+        add.enqueue(datetime.date(2030, 1, 1), 1)  # type: ignore[arg-type]
+    assert Job.objects.count() == 0
+
+
+def test_aenqueue_and_aget_result() -> None:
+    result = async_to_sync(async_double.aenqueue)(21)
+    assert Job.objects.get().args == [21]
+    fetched = async_to_sync(async_double.aget_result)(result.id)
+    assert (fetched.id, fetched.status, fetched.args) == (result.id, TaskResultStatus.READY, [21])
+
+
+# Results
+
+
+def test_get_result_reads_the_row() -> None:
+    result = whoami.enqueue("x")
+    fetched = whoami.get_result(result.id)
+    assert fetched == result
+    assert fetched.task is whoami
+
+
+def test_get_result_of_a_finished_job() -> None:
+    result = add.enqueue(2, 3)
+    (job,) = Job.objects.claim(worker_id="worker-1")
+    Job.objects.finish(worker_id="worker-1", succeeded={job: 5})
+
+    result.refresh()
+    job.refresh_from_db()
+    assert (result.status, result.return_value, result.is_finished) == (TaskResultStatus.SUCCESSFUL, 5, True)
+    assert (result.started_at, result.last_attempted_at, result.finished_at) == (
+        job.started_at,
+        job.started_at,
+        job.finished_at,
+    )
+    assert (result.worker_ids, result.attempts, result.errors) == (["worker-1"], 1, [])
+
+
+def test_every_attempts_worker_and_error_are_kept() -> None:
+    result = fail.enqueue("boom")
+    Job.objects.update(max_attempts=2)
+    for worker in ("worker-1", "worker-2"):
+        (job,) = Job.objects.claim(worker_id=worker)
+        Job.objects.finish(worker_id=worker, failed={job: ValueError("boom")})
+        Job.objects.update(run_at=timezone.now() - datetime.timedelta(hours=1))
+
+    async_to_sync(result.arefresh)()
+    assert (result.status, result.worker_ids, result.attempts) == (
+        TaskResultStatus.FAILED,
+        ["worker-1", "worker-2"],
+        2,
+    )
+    assert [error.exception_class for error in result.errors] == [ValueError, ValueError]
+    assert result.errors[0].traceback == "ValueError: boom\n"
+    with pytest.raises(ValueError, match="Task failed"):
+        _ = result.return_value
+
+
+def test_a_cancelled_job_is_failed() -> None:
+    result = add.enqueue(1, 1)
+    Job.objects.update(status=JobStatus.CANCELLED)
+    result.refresh()
+    assert (result.status, result.is_finished) == (TaskResultStatus.FAILED, True)
+
+
+@pytest.mark.parametrize("result_id", ["12345", "abc", "", "1.5", "-1", "\u0661"])
+def test_get_result_of_no_job(result_id: str) -> None:
+    with pytest.raises(TaskResultDoesNotExist) as excinfo:
+        task_backends["default"].get_result(result_id)
+    assert str(excinfo.value) == result_id
+
+
+def test_get_result_of_a_job_that_is_no_django_task() -> None:
+    job = Job.objects.enqueue(noop)
+    unknown = Job.objects.create(task="tests.support.poison.run", max_attempts=1, queue="default")
+    backend = task_backends["default"]
+    with pytest.raises(TaskResultDoesNotExist) as excinfo:
+        backend.get_result(str(job.pk))
+    assert str(excinfo.value) == f"Job {job.pk} runs 'tests.testapp.tasks.noop', which is not a registered Django task."
+    with pytest.raises(TaskResultDoesNotExist) as excinfo:
+        backend.get_result(str(unknown.pk))
+    assert (
+        str(excinfo.value)
+        == f"Job {unknown.pk} runs 'tests.support.poison.run', which is not a registered Django task."
+    )
+
+
+def test_get_result_of_another_task_is_a_mismatch() -> None:
+    result = add.enqueue(1, 1)
+    with pytest.raises(TaskResultMismatch) as excinfo:
+        whoami.get_result(result.id)
+    assert str(excinfo.value) == "Task does not match (received 'tests.djtasks.tasks.add')"

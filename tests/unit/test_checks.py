@@ -1,0 +1,251 @@
+"""The system checks (``checks.py``): settings, database settings and server versions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core import checks
+from django.core.management import call_command
+from django.db import connection, connections
+from django.test import override_settings
+
+from django_sqlqueue.checks import check_database_settings, check_database_version, check_settings
+from django_sqlqueue.db.vendors import version_problem
+
+SETTINGS_HINT = "See the settings table in django-sqlqueue's README."
+SQLITE_HINT = "Add 'OPTIONS': {'transaction_mode': 'IMMEDIATE'} to this database in settings.DATABASES."
+MYSQL_HINT = "Remove 'isolation_level' from this database's OPTIONS, or set it to 'read committed'."
+SQLITE_DEFERRED = (
+    "SQLite database 'jobs' opens transactions in DEFERRED mode, so two processes claiming at once fail "
+    "with 'database is locked'"
+)
+
+
+def mysql_isolation_problem(level: object) -> str:
+    return (
+        f"MySQL database 'jobs' uses isolation level {level!r}: above READ COMMITTED, InnoDB takes gap locks "
+        "that make concurrent claims deadlock and stale snapshots hide new jobs"
+    )
+
+
+@pytest.fixture
+def mysql_backend() -> None:
+    pytest.importorskip("MySQLdb", reason="mysqlclient is not installed")
+
+
+@pytest.fixture
+def mysql_server() -> None:
+    if connection.vendor != "mysql":
+        pytest.skip("MariaDB server versions: run with DB_BACKEND=mysql")
+
+
+@pytest.fixture
+def extra_database(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str, dict[str, Any]], None]]:
+    """Add a database alias to ``connections`` for one test (``override_settings(DATABASES=...)``
+    does not reach the cached connections)."""
+    added: list[str] = []
+
+    def add(alias: str, settings_dict: dict[str, Any]) -> None:
+        configured = connections.configure_settings({"default": {}, alias: settings_dict})[alias]
+        monkeypatch.setitem(connections.settings, alias, configured)
+        added.append(alias)
+
+    yield add
+    for alias in added:
+        if hasattr(connections._connections, alias):  # type: ignore[attr-defined]
+            connections[alias].close()
+            del connections[alias]
+
+
+class JobsOnDefaultOnly:
+    """A router that keeps the jobs table out of every database but ``default``."""
+
+    def allow_migrate(self, db: str, app_label: str, **hints: Any) -> bool | None:
+        return db == "default" if app_label == "django_sqlqueue" else None
+
+
+def test_current_settings_are_clean() -> None:
+    assert check_settings() == []
+    assert check_database_settings() == []
+
+
+@pytest.mark.django_db
+def test_check_command_is_clean() -> None:
+    stdout = StringIO()
+    call_command("check", "--database", "default", stdout=stdout)
+    assert stdout.getvalue() == "System check identified no issues (0 silenced).\n"
+
+
+def test_checks_are_registered_when_django_starts() -> None:
+    registered = checks.registry.registry.get_checks()
+    assert {check_settings, check_database_settings, check_database_version} <= set(registered)
+    # Only 'check --database' and 'migrate' ask the servers for their versions.
+    assert check_database_version.tags == (checks.Tags.database,)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "check_id", "message"),
+    [
+        (
+            {"SQLQUEUE_DEFAULT_QUEUE": ""},
+            "sqlqueue.E002",
+            "SQLQUEUE_DEFAULT_QUEUE: a queue name must be a non-empty string, not ''.",
+        ),
+        (
+            {"SQLQUEUE_QUEUES": ["mail"]},
+            "sqlqueue.E002",
+            "SQLQUEUE_DEFAULT_QUEUE 'default' is not one of SQLQUEUE_QUEUES ['mail'].",
+        ),
+        (
+            {"SQLQUEUE_MAX_ATTEMPTS": 0},
+            "sqlqueue.E003",
+            "SQLQUEUE_MAX_ATTEMPTS must be an integer of at least 1, not 0.",
+        ),
+        (
+            {"SQLQUEUE_TIMEOUT": -1},
+            "sqlqueue.E004",
+            "SQLQUEUE_TIMEOUT must be a positive number of seconds, not -1.",
+        ),
+        (
+            {"SQLQUEUE_RETRY_BACKOFF": 3601},
+            "sqlqueue.E006",
+            "SQLQUEUE_RETRY_BACKOFF_MAX must not be smaller than SQLQUEUE_RETRY_BACKOFF.",
+        ),
+        (
+            {"SQLQUEUE_RETRY_BACKOFF_MAX": "1h"},
+            "sqlqueue.E006",
+            "SQLQUEUE_RETRY_BACKOFF_MAX must be a positive number of seconds, not '1h'.",
+        ),
+        (
+            {"SQLQUEUE_BATCH_SIZE": 0.5},
+            "sqlqueue.E007",
+            "SQLQUEUE_BATCH_SIZE must be an integer of at least 1, not 0.5.",
+        ),
+        (
+            {"SQLQUEUE_LEASE": 10},
+            "sqlqueue.E013",
+            "SQLQUEUE_LEASE must be at least three SQLQUEUE_HEARTBEAT_INTERVALs.",
+        ),
+        (
+            {"SQLQUEUE_POLL_INTERVAL": 0},
+            "sqlqueue.E014",
+            "SQLQUEUE_POLL_INTERVAL must be a positive number of seconds, not 0.",
+        ),
+        (
+            {"SQLQUEUE_SHUTDOWN_GRACE": None},
+            "sqlqueue.E015",
+            "SQLQUEUE_SHUTDOWN_GRACE must be a positive number of seconds, not None.",
+        ),
+    ],
+    ids=[
+        "E002-empty",
+        "E002-not-allowed",
+        "E003",
+        "E004",
+        "E006-below-backoff",
+        "E006-str",
+        "E007",
+        "E013",
+        "E014",
+        "E015",
+    ],
+)
+def test_bad_setting_is_one_error(overrides: dict[str, Any], check_id: str, message: str) -> None:
+    with override_settings(**overrides):
+        errors = check_settings()
+    assert errors == [checks.Error(message, hint=SETTINGS_HINT, id=check_id)]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "check_id", "message"),
+    [
+        (
+            {"SQLQUEUE_QUEUES": []},
+            "sqlqueue.E001",
+            "SQLQUEUE_QUEUES is empty: no job could ever be enqueued. Use None to allow any queue.",
+        ),
+        (
+            {"SQLQUEUE_QUEUES": "mail"},
+            "sqlqueue.E001",
+            "SQLQUEUE_QUEUES must be a list of queue names or None, not 'mail'.",
+        ),
+        (
+            {"SQLQUEUE_RETRY_BACKOFF": 0},
+            "sqlqueue.E005",
+            "SQLQUEUE_RETRY_BACKOFF must be a positive number of seconds, not 0.",
+        ),
+        (
+            {"SQLQUEUE_HEARTBEAT_INTERVAL": -5},
+            "sqlqueue.E012",
+            "SQLQUEUE_HEARTBEAT_INTERVAL must be a positive number of seconds, not -5.",
+        ),
+    ],
+    ids=["E001-empty", "E001-str", "E005", "E012"],
+)
+def test_bad_setting_is_reported_once(overrides: dict[str, Any], check_id: str, message: str) -> None:
+    """A setting that another setting's validation reads must not be reported again under that
+    other setting's id (E002, E006, E013), which names a setting the user got right."""
+    with override_settings(**overrides):
+        errors = check_settings()
+    assert errors == [checks.Error(message, hint=SETTINGS_HINT, id=check_id)]
+
+
+def test_every_bad_setting_is_reported() -> None:
+    with override_settings(SQLQUEUE_MAX_ATTEMPTS=0, SQLQUEUE_TIMEOUT=0, SQLQUEUE_BATCH_SIZE=0):
+        errors = check_settings()
+    assert [error.id for error in errors] == ["sqlqueue.E003", "sqlqueue.E004", "sqlqueue.E007"]
+
+
+def test_check_database_settings_reports_an_unsafe_sqlite_database(
+    extra_database: Callable[[str, dict[str, Any]], None],
+) -> None:
+    extra_database("jobs", {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"})
+    assert check_database_settings() == [checks.Error(f"{SQLITE_DEFERRED}.", hint=SQLITE_HINT, id="sqlqueue.E010")]
+
+
+@pytest.mark.usefixtures("mysql_backend")
+def test_check_database_settings_reports_an_unsafe_mysql_database(
+    extra_database: Callable[[str, dict[str, Any]], None],
+) -> None:
+    extra_database(
+        "jobs",
+        {"ENGINE": "django.db.backends.mysql", "NAME": "jobs", "OPTIONS": {"isolation_level": "repeatable read"}},
+    )
+    assert check_database_settings() == [
+        checks.Error(f"{mysql_isolation_problem('repeatable read')}.", hint=MYSQL_HINT, id="sqlqueue.E010")
+    ]
+
+
+def test_database_without_the_jobs_table_is_not_checked(
+    extra_database: Callable[[str, dict[str, Any]], None],
+) -> None:
+    extra_database("jobs", {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"})
+    with override_settings(DATABASE_ROUTERS=[f"{__name__}.JobsOnDefaultOnly"]):
+        assert check_database_settings() == []
+
+
+@pytest.mark.django_db
+def test_running_server_version_is_supported() -> None:
+    assert version_problem(connection) is None
+    assert check_database_version(databases=["default"]) == []
+
+
+def test_version_is_checked_only_for_the_databases_django_asks_about() -> None:
+    assert check_database_version(databases=None) == []
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("mysql_server")
+def test_check_database_version_reports_an_old_mariadb(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(connections["default"].__dict__, "mysql_version", (10, 5, 26))
+    assert check_database_version(databases=["default"]) == [
+        checks.Error(
+            "MariaDB 10.5.26 has no SELECT ... SKIP LOCKED; django-sqlqueue needs MariaDB 10.6 or newer "
+            "(10.11+ is tested).",
+            hint="Upgrade the database server.",
+            id="sqlqueue.E011",
+        )
+    ]

@@ -1,0 +1,223 @@
+"""The settings object (``conf.py``): defaults, overrides and invalid values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.test import override_settings
+
+from django_sqlqueue.conf import conf
+
+DEFAULTS = {
+    "SQLQUEUE_QUEUES": None,
+    "SQLQUEUE_DEFAULT_QUEUE": "default",
+    "SQLQUEUE_MAX_ATTEMPTS": 3,
+    "SQLQUEUE_TIMEOUT": None,
+    "SQLQUEUE_RETRY_BACKOFF": 10.0,
+    "SQLQUEUE_RETRY_BACKOFF_MAX": 3600.0,
+    "SQLQUEUE_BATCH_SIZE": 100,
+    "SQLQUEUE_HEARTBEAT_INTERVAL": 5.0,
+    "SQLQUEUE_LEASE": 60.0,
+    "SQLQUEUE_POLL_INTERVAL": 1.0,
+    "SQLQUEUE_SHUTDOWN_GRACE": 30.0,
+}
+
+
+def test_every_setting_has_a_property() -> None:
+    assert {name for name in dir(conf) if name.startswith("SQLQUEUE_")} == set(DEFAULTS)
+
+
+@pytest.mark.parametrize(("name", "default"), DEFAULTS.items())
+def test_default(settings: Any, name: str, default: Any) -> None:
+    delattr(settings, name)
+    value = getattr(conf, name)
+    assert value == default
+    assert type(value) is type(default)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "name", "expected"),
+    [
+        ({"SQLQUEUE_QUEUES": ["default", "mail", "mail"]}, "SQLQUEUE_QUEUES", frozenset({"default", "mail"})),
+        ({"SQLQUEUE_QUEUES": ("default",)}, "SQLQUEUE_QUEUES", frozenset({"default"})),
+        ({"SQLQUEUE_QUEUES": None}, "SQLQUEUE_QUEUES", None),
+        ({"SQLQUEUE_DEFAULT_QUEUE": "mail"}, "SQLQUEUE_DEFAULT_QUEUE", "mail"),
+        ({"SQLQUEUE_DEFAULT_QUEUE": "mail", "SQLQUEUE_QUEUES": ["mail"]}, "SQLQUEUE_DEFAULT_QUEUE", "mail"),
+        ({"SQLQUEUE_MAX_ATTEMPTS": 1}, "SQLQUEUE_MAX_ATTEMPTS", 1),
+        ({"SQLQUEUE_MAX_ATTEMPTS": 25}, "SQLQUEUE_MAX_ATTEMPTS", 25),
+        ({"SQLQUEUE_TIMEOUT": 30}, "SQLQUEUE_TIMEOUT", 30.0),
+        ({"SQLQUEUE_TIMEOUT": 0.5}, "SQLQUEUE_TIMEOUT", 0.5),
+        ({"SQLQUEUE_RETRY_BACKOFF": 2}, "SQLQUEUE_RETRY_BACKOFF", 2.0),
+        ({"SQLQUEUE_RETRY_BACKOFF_MAX": 60}, "SQLQUEUE_RETRY_BACKOFF_MAX", 60.0),
+        ({"SQLQUEUE_RETRY_BACKOFF": 60, "SQLQUEUE_RETRY_BACKOFF_MAX": 60}, "SQLQUEUE_RETRY_BACKOFF_MAX", 60.0),
+        ({"SQLQUEUE_BATCH_SIZE": 1}, "SQLQUEUE_BATCH_SIZE", 1),
+        ({"SQLQUEUE_BATCH_SIZE": 5000}, "SQLQUEUE_BATCH_SIZE", 5000),
+        ({"SQLQUEUE_HEARTBEAT_INTERVAL": 0.5}, "SQLQUEUE_HEARTBEAT_INTERVAL", 0.5),
+        ({"SQLQUEUE_LEASE": 15}, "SQLQUEUE_LEASE", 15.0),
+        ({"SQLQUEUE_HEARTBEAT_INTERVAL": 1, "SQLQUEUE_LEASE": 3}, "SQLQUEUE_LEASE", 3.0),
+        ({"SQLQUEUE_POLL_INTERVAL": 0.1}, "SQLQUEUE_POLL_INTERVAL", 0.1),
+        ({"SQLQUEUE_SHUTDOWN_GRACE": 5}, "SQLQUEUE_SHUTDOWN_GRACE", 5.0),
+    ],
+)
+def test_valid_override(overrides: dict[str, Any], name: str, expected: Any) -> None:
+    with override_settings(**overrides):
+        value = getattr(conf, name)
+    assert value == expected
+    assert type(value) is type(expected)
+
+
+def test_settings_are_read_on_every_access() -> None:
+    with override_settings(SQLQUEUE_BATCH_SIZE=7):
+        assert conf.SQLQUEUE_BATCH_SIZE == 7
+    assert conf.SQLQUEUE_BATCH_SIZE == 100
+
+
+@pytest.mark.parametrize(
+    ("overrides", "name", "message"),
+    [
+        (
+            {"SQLQUEUE_QUEUES": "mail"},
+            "SQLQUEUE_QUEUES",
+            "SQLQUEUE_QUEUES must be a list of queue names or None, not 'mail'.",
+        ),
+        ({"SQLQUEUE_QUEUES": 3}, "SQLQUEUE_QUEUES", "SQLQUEUE_QUEUES must be a list of queue names or None, not 3."),
+        (
+            {"SQLQUEUE_QUEUES": []},
+            "SQLQUEUE_QUEUES",
+            "SQLQUEUE_QUEUES is empty: no job could ever be enqueued. Use None to allow any queue.",
+        ),
+        (
+            {"SQLQUEUE_QUEUES": ["default", ""]},
+            "SQLQUEUE_QUEUES",
+            "SQLQUEUE_QUEUES: a queue name must be a non-empty string, not ''.",
+        ),
+        (
+            {"SQLQUEUE_QUEUES": [1]},
+            "SQLQUEUE_QUEUES",
+            "SQLQUEUE_QUEUES: a queue name must be a non-empty string, not 1.",
+        ),
+        (
+            {"SQLQUEUE_QUEUES": ["q" * 101]},
+            "SQLQUEUE_QUEUES",
+            f"SQLQUEUE_QUEUES: queue name {'q' * 101!r} is longer than 100 characters.",
+        ),
+        (
+            {"SQLQUEUE_DEFAULT_QUEUE": ""},
+            "SQLQUEUE_DEFAULT_QUEUE",
+            "SQLQUEUE_DEFAULT_QUEUE: a queue name must be a non-empty string, not ''.",
+        ),
+        (
+            {"SQLQUEUE_DEFAULT_QUEUE": None},
+            "SQLQUEUE_DEFAULT_QUEUE",
+            "SQLQUEUE_DEFAULT_QUEUE: a queue name must be a non-empty string, not None.",
+        ),
+        (
+            {"SQLQUEUE_QUEUES": ["mail", "reports"]},
+            "SQLQUEUE_DEFAULT_QUEUE",
+            "SQLQUEUE_DEFAULT_QUEUE 'default' is not one of SQLQUEUE_QUEUES ['mail', 'reports'].",
+        ),
+        (
+            {"SQLQUEUE_MAX_ATTEMPTS": 0},
+            "SQLQUEUE_MAX_ATTEMPTS",
+            "SQLQUEUE_MAX_ATTEMPTS must be an integer of at least 1, not 0.",
+        ),
+        (
+            {"SQLQUEUE_MAX_ATTEMPTS": 2.0},
+            "SQLQUEUE_MAX_ATTEMPTS",
+            "SQLQUEUE_MAX_ATTEMPTS must be an integer of at least 1, not 2.0.",
+        ),
+        (
+            {"SQLQUEUE_MAX_ATTEMPTS": True},
+            "SQLQUEUE_MAX_ATTEMPTS",
+            "SQLQUEUE_MAX_ATTEMPTS must be an integer of at least 1, not True.",
+        ),
+        (
+            {"SQLQUEUE_TIMEOUT": 0},
+            "SQLQUEUE_TIMEOUT",
+            "SQLQUEUE_TIMEOUT must be a positive number of seconds, not 0.",
+        ),
+        (
+            {"SQLQUEUE_TIMEOUT": "30"},
+            "SQLQUEUE_TIMEOUT",
+            "SQLQUEUE_TIMEOUT must be a positive number of seconds, not '30'.",
+        ),
+        (
+            {"SQLQUEUE_RETRY_BACKOFF": -1},
+            "SQLQUEUE_RETRY_BACKOFF",
+            "SQLQUEUE_RETRY_BACKOFF must be a positive number of seconds, not -1.",
+        ),
+        (
+            {"SQLQUEUE_RETRY_BACKOFF_MAX": 0},
+            "SQLQUEUE_RETRY_BACKOFF_MAX",
+            "SQLQUEUE_RETRY_BACKOFF_MAX must be a positive number of seconds, not 0.",
+        ),
+        (
+            {"SQLQUEUE_RETRY_BACKOFF_MAX": 5},
+            "SQLQUEUE_RETRY_BACKOFF_MAX",
+            "SQLQUEUE_RETRY_BACKOFF_MAX must not be smaller than SQLQUEUE_RETRY_BACKOFF.",
+        ),
+        (
+            {"SQLQUEUE_BATCH_SIZE": 0},
+            "SQLQUEUE_BATCH_SIZE",
+            "SQLQUEUE_BATCH_SIZE must be an integer of at least 1, not 0.",
+        ),
+        (
+            {"SQLQUEUE_BATCH_SIZE": "100"},
+            "SQLQUEUE_BATCH_SIZE",
+            "SQLQUEUE_BATCH_SIZE must be an integer of at least 1, not '100'.",
+        ),
+        (
+            {"SQLQUEUE_HEARTBEAT_INTERVAL": False},
+            "SQLQUEUE_HEARTBEAT_INTERVAL",
+            "SQLQUEUE_HEARTBEAT_INTERVAL must be a positive number of seconds, not False.",
+        ),
+        (
+            {"SQLQUEUE_LEASE": 0},
+            "SQLQUEUE_LEASE",
+            "SQLQUEUE_LEASE must be a positive number of seconds, not 0.",
+        ),
+        (
+            {"SQLQUEUE_LEASE": 14.9},
+            "SQLQUEUE_LEASE",
+            "SQLQUEUE_LEASE must be at least three SQLQUEUE_HEARTBEAT_INTERVALs.",
+        ),
+        (
+            {"SQLQUEUE_HEARTBEAT_INTERVAL": 30},
+            "SQLQUEUE_LEASE",
+            "SQLQUEUE_LEASE must be at least three SQLQUEUE_HEARTBEAT_INTERVALs.",
+        ),
+        (
+            {"SQLQUEUE_POLL_INTERVAL": 0},
+            "SQLQUEUE_POLL_INTERVAL",
+            "SQLQUEUE_POLL_INTERVAL must be a positive number of seconds, not 0.",
+        ),
+        (
+            {"SQLQUEUE_SHUTDOWN_GRACE": -5},
+            "SQLQUEUE_SHUTDOWN_GRACE",
+            "SQLQUEUE_SHUTDOWN_GRACE must be a positive number of seconds, not -5.",
+        ),
+    ],
+)
+def test_invalid_value(overrides: dict[str, Any], name: str, message: str) -> None:
+    with override_settings(**overrides), pytest.raises(ImproperlyConfigured) as excinfo:
+        getattr(conf, name)
+    assert str(excinfo.value) == message
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("SQLQUEUE_TIMEOUT", float("nan")),
+        ("SQLQUEUE_TIMEOUT", float("inf")),
+        ("SQLQUEUE_POLL_INTERVAL", float("nan")),
+        ("SQLQUEUE_LEASE", float("nan")),
+    ],
+)
+def test_number_settings_refuse_nan_and_infinity(name: str, value: float) -> None:
+    """NaN slips past ``value <= 0``; an infinite SQLQUEUE_TIMEOUT passed here, yet every
+    enqueue that takes it as its default is then refused by ``job_options_problem``."""
+    with override_settings(**{name: value}), pytest.raises(ImproperlyConfigured) as excinfo:
+        getattr(conf, name)
+    assert str(excinfo.value) == f"{name} must be a positive number of seconds, not {value!r}."

@@ -1,0 +1,114 @@
+"""The migrations (``django_sqlqueue/migrations/``): in step with the models, reversible,
+and PostgreSQL's extras."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from django_sqlqueue.models import Job
+from tests.testapp.tasks import noop
+
+JOB_TABLE = Job._meta.db_table
+INDEXES = {"sqlqueue_job_ready", "sqlqueue_job_ready_queue", "sqlqueue_job_running"}
+AUTOVACUUM = [
+    "autovacuum_vacuum_scale_factor=0.01",
+    "autovacuum_vacuum_threshold=1000",
+    "autovacuum_vacuum_cost_delay=0",
+    "autovacuum_analyze_scale_factor=0.02",
+]
+
+
+@pytest.fixture
+def postgresql() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("table storage parameters and triggers exist on PostgreSQL only")
+
+
+def tables() -> set[str]:
+    with connection.cursor() as cursor:
+        return set(connection.introspection.table_names(cursor))
+
+
+def constraint_names() -> set[str]:
+    with connection.cursor() as cursor:
+        return set(connection.introspection.get_constraints(cursor, JOB_TABLE))
+
+
+def reloptions() -> list[str] | None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE oid = %s::regclass", [JOB_TABLE])
+        options: list[str] | None = cursor.fetchone()[0]
+        return options
+
+
+def notify_trigger_exists() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COUNT(*) FROM pg_trigger WHERE tgname = 'sqlqueue_job_notify' AND tgrelid = %s::regclass",
+            [JOB_TABLE],
+        )
+        return bool(cursor.fetchone()[0])
+
+
+def migrate(target: str | None) -> None:
+    args = ["django_sqlqueue"] if target is None else ["django_sqlqueue", target]
+    call_command("migrate", *args, verbosity=0, stdout=StringIO())
+
+
+@pytest.mark.django_db
+def test_models_and_migrations_agree() -> None:
+    stdout = StringIO()
+    try:
+        call_command("makemigrations", "django_sqlqueue", "--check", "--dry-run", stdout=stdout)
+    except SystemExit:
+        pytest.fail(
+            "The models changed without a migration. Run `python manage.py makemigrations django_sqlqueue "
+            f"--name <what_changed>` and commit it:\n{stdout.getvalue()}"
+        )
+    assert stdout.getvalue() == "No changes detected in app 'django_sqlqueue'\n"
+
+
+@pytest.mark.django_db
+def test_indexes_and_constraints_exist() -> None:
+    assert constraint_names() >= INDEXES | {
+        "sqlqueue_job_priority_range",
+        "sqlqueue_job_max_attempts_min",
+        "sqlqueue_job_timeout_positive",
+        "sqlqueue_job_status_valid",
+        "sqlqueue_job_queue_not_empty",
+    }
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("postgresql")
+def test_autovacuum_is_tuned_on_postgresql() -> None:
+    assert reloptions() == AUTOVACUUM
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migrations_reverse_and_apply_again() -> None:
+    migrate("zero")
+    assert JOB_TABLE not in tables()
+    assert "django_sqlqueue_worker" not in tables()
+
+    migrate(None)
+    assert {JOB_TABLE, "django_sqlqueue_worker"} <= tables()
+    assert constraint_names() >= INDEXES
+    job = Job.objects.enqueue(noop)
+    assert [claimed.pk for claimed in Job.objects.claim(worker_id="w")] == [job.pk]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("postgresql")
+def test_postgresql_migrations_reverse_and_apply_again() -> None:
+    migrate("0001_initial")
+    assert reloptions() is None
+    assert not notify_trigger_exists()
+
+    migrate(None)
+    assert reloptions() == AUTOVACUUM
+    assert notify_trigger_exists()
