@@ -54,8 +54,9 @@ def extra_database(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str, d
         added.append(alias)
 
     yield add
+    opened = {opened.alias for opened in connections.all(initialized_only=True)}
     for alias in added:
-        if hasattr(connections._connections, alias):  # type: ignore[attr-defined]
+        if alias in opened:
             connections[alias].close()
             del connections[alias]
 
