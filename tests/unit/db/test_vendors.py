@@ -1,16 +1,31 @@
-"""What each database needs (``db/vendors.py``): what makes a claim unsafe
-(``claim_problem``, ``version_problem``)."""
+"""What each database needs and how each fails (``db/vendors.py``): the errors worth
+running a transaction again for (``is_transient``), what a lost database raises
+(``DATABASE_AWAY``), and what makes a claim unsafe (``claim_problem``, ``version_problem``)."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import (
+    DatabaseError,
+    DataError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    ProgrammingError,
+    connection,
+    connections,
+)
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import F
 from django.db.utils import load_backend
 
-from django_sqlqueue.db.vendors import claim_problem, version_problem
+from django_sqlqueue.db.vendors import DATABASE_AWAY, claim_problem, is_transient, version_problem
+from django_sqlqueue.models import Job
+from tests.support.locks import held_elsewhere, impatient
+from tests.testapp.tasks import noop
 
 SQLITE_DEFERRED = (
     "SQLite database 'jobs' opens transactions in DEFERRED mode, so two processes claiming at once fail "
@@ -43,6 +58,183 @@ def mysql_backend() -> None:
 def mysql_server() -> None:
     if connection.vendor != "mysql":
         pytest.skip("MariaDB server versions: run with DB_BACKEND=mysql")
+
+
+# Transient errors: the classification, with each driver's own exceptions
+
+
+def as_django_raises(engine: str, driver_module: str, driver_class: str, args: tuple[Any, ...]) -> OperationalError:
+    """The driver's exception as Django raises it: through the backend's
+    ``wrap_database_errors``, with the driver's exception as its ``__cause__``."""
+    module = pytest.importorskip(driver_module, reason=f"{driver_module} is not installed")
+    cause = getattr(module, driver_class)(*args)
+    with pytest.raises(OperationalError) as excinfo, unopened(engine, None).wrap_database_errors:
+        raise cause
+    assert excinfo.value.__cause__ is cause
+    return excinfo.value
+
+
+@pytest.mark.parametrize(
+    ("engine", "driver_module", "driver_class", "args", "transient"),
+    [
+        # PostgreSQL: the SQLSTATE says.
+        pytest.param(
+            "postgresql", "psycopg.errors", "SerializationFailure", ("could not serialize access",), True, id="pg-40001"
+        ),
+        pytest.param("postgresql", "psycopg.errors", "DeadlockDetected", ("deadlock detected",), True, id="pg-40P01"),
+        pytest.param(
+            "postgresql",
+            "psycopg.errors",
+            "LockNotAvailable",
+            ("canceling statement due to lock timeout",),
+            True,
+            id="pg-55P03",
+        ),
+        pytest.param(
+            "postgresql",
+            "psycopg.errors",
+            "QueryCanceled",
+            ("canceling statement due to statement timeout",),
+            False,
+            id="pg-57014",
+        ),
+        pytest.param(
+            "postgresql",
+            "psycopg",
+            "OperationalError",
+            ("server closed the connection unexpectedly",),
+            False,
+            id="pg-no-sqlstate",
+        ),
+        # MySQL and MariaDB: the error code.
+        pytest.param(
+            "mysql",
+            "MySQLdb",
+            "OperationalError",
+            (1213, "Deadlock found when trying to get lock"),
+            True,
+            id="mysql-1213",
+        ),
+        pytest.param(
+            "mysql", "MySQLdb", "OperationalError", (1205, "Lock wait timeout exceeded"), True, id="mysql-1205"
+        ),
+        pytest.param(
+            "mysql", "MySQLdb", "OperationalError", (2006, "MySQL server has gone away"), False, id="mysql-2006"
+        ),
+        pytest.param(
+            "mysql",
+            "MySQLdb",
+            "OperationalError",
+            (1054, "Unknown column 'x' in 'field list'"),
+            False,
+            id="mysql-1054",
+        ),
+        # SQLite: the message alone.
+        pytest.param("sqlite3", "sqlite3", "OperationalError", ("database is locked",), True, id="sqlite-locked"),
+        pytest.param(
+            "sqlite3", "sqlite3", "OperationalError", ("database table is locked",), True, id="sqlite-table-locked"
+        ),
+        pytest.param("sqlite3", "sqlite3", "OperationalError", ("no such table: x",), False, id="sqlite-no-table"),
+        pytest.param("sqlite3", "sqlite3", "OperationalError", ("disk I/O error",), False, id="sqlite-io"),
+    ],
+)
+def test_is_transient(
+    engine: str, driver_module: str, driver_class: str, args: tuple[Any, ...], transient: bool
+) -> None:
+    assert is_transient(as_django_raises(engine, driver_module, driver_class, args)) is transient
+
+
+# Transient errors: real ones, from the database under test
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lock_wait_that_gives_up_is_transient() -> None:
+    job = Job.objects.enqueue(noop)
+    with held_elsewhere(job), impatient(), pytest.raises(OperationalError) as excinfo:
+        Job.objects.filter(pk=job.pk).update(priority=F("priority") + 1)
+    error = excinfo.value
+    # The error this test means, not another one.
+    if connection.vendor == "postgresql":
+        assert getattr(error.__cause__, "sqlstate", None) == "55P03"  # lock_not_available
+    elif connection.vendor == "mysql":
+        assert error.__cause__ is not None
+        assert error.__cause__.args[0] == 1205  # ER_LOCK_WAIT_TIMEOUT
+    else:
+        assert str(error) == "database is locked"
+    assert is_transient(error)
+
+
+#: A statement that fails with an OperationalError that running it again cannot cure,
+#: with the statements that set it up and clean up after it.
+INCURABLE = {
+    "postgresql": (["SET statement_timeout = '50ms'"], "SELECT pg_sleep(5)", ["RESET statement_timeout"]),
+    "mysql": ([], f"SELECT no_such_column FROM {Job._meta.db_table}", []),
+    "sqlite": ([], "SELECT * FROM no_such_table", []),
+}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_error_that_running_again_cannot_cure_is_not_transient() -> None:
+    before, statement, after = INCURABLE[connection.vendor]
+    with connection.cursor() as cursor:
+        for setup in before:
+            cursor.execute(setup)
+        try:
+            with pytest.raises(OperationalError) as excinfo:
+                cursor.execute(statement)
+        finally:
+            for cleanup in after:
+                cursor.execute(cleanup)
+    assert not is_transient(excinfo.value)
+
+
+# A database that went away
+
+
+@pytest.mark.parametrize(
+    ("error", "away"),
+    [
+        (OperationalError, True),
+        (InterfaceError, True),
+        (ProgrammingError, False),
+        (IntegrityError, False),
+        (DataError, False),
+        (DatabaseError, False),
+    ],
+)
+def test_database_away_is_an_operational_or_interface_error(error: type[DatabaseError], away: bool) -> None:
+    assert isinstance(error("x"), DATABASE_AWAY) is away
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor == "sqlite", reason="SQLite is a file: there is no server connection to lose")
+def test_a_connection_the_server_ended_is_database_away() -> None:
+    victim = connections.create_connection("default")
+    try:
+        with victim.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()" if connection.vendor == "postgresql" else "SELECT CONNECTION_ID()")
+            session = int(cursor.fetchone()[0])
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute("SELECT pg_terminate_backend(%s, 10000)", [session])  # waits until it has ended
+            else:
+                cursor.execute(f"KILL CONNECTION {session}")
+        with pytest.raises(DATABASE_AWAY), victim.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    finally:
+        with contextlib.suppress(*DATABASE_AWAY):
+            victim.close()
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(
+    connection.vendor == "sqlite",
+    reason="SQLite raises OperationalError for a missing table, the class DATABASE_AWAY counts as a lost database",
+)
+def test_a_missing_table_is_not_database_away() -> None:
+    with pytest.raises(DatabaseError) as excinfo, connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM no_such_table")
+    assert not isinstance(excinfo.value, DATABASE_AWAY)
 
 
 # Databases set up so that claims would be unsafe
