@@ -5,6 +5,7 @@ processes the tests start, like any project's tasks."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 from django.db import transaction
@@ -64,3 +65,9 @@ def sleep(seconds: float) -> float:
 def crash() -> None:
     """A poison job: kills its worker process every time it runs."""
     os._exit(3)
+
+
+@job(max_attempts=2)
+def exit_cleanly() -> None:
+    """Ends its worker process with status 0, as a task calling sys.exit() would."""
+    sys.exit(0)
