@@ -61,6 +61,15 @@ def sleep(seconds: float) -> float:
     return seconds
 
 
+@job
+def sleep_once_started(token: str, seconds: float) -> None:
+    """Writes the token's receipt, then sleeps: a test can wait for the receipt to know
+    the job has started, not merely been claimed (a worker told to stop gives back a
+    claimed job it has not started)."""
+    Receipt.objects.create(token=token)
+    time.sleep(seconds)
+
+
 @job(max_attempts=2)
 def crash() -> None:
     """A poison job: kills its worker process every time it runs."""
