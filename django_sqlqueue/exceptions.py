@@ -21,3 +21,8 @@ class JobTimeout(SQLQueueError):
 
 class WorkerLost(SQLQueueError):
     """Recorded on an attempt whose worker died or vanished before it finished."""
+
+
+class TaskModuleError(SQLQueueError):
+    """An installed app's ``tasks`` module raised when it was imported: no worker could
+    run its tasks, so ``runworkers`` refuses to start."""

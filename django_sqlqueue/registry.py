@@ -9,12 +9,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import import_module
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
-from django.utils.module_loading import autodiscover_modules
+from django.utils.module_loading import module_has_submodule
 
-from django_sqlqueue.exceptions import UnknownTaskError
+from django_sqlqueue.exceptions import TaskModuleError, UnknownTaskError
 from django_sqlqueue.validation import job_options_problem
 
 if TYPE_CHECKING:
@@ -101,8 +103,16 @@ def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
 
 @functools.cache
 def autodiscover() -> None:
-    """Import the ``tasks`` module of every installed app, once per process."""
-    autodiscover_modules("tasks")
+    """Import the ``tasks`` module of every installed app, once per process.
+
+    Raises :class:`TaskModuleError` naming the module that failed, and its error."""
+    for app_config in apps.get_app_configs():
+        if module_has_submodule(app_config.module, "tasks"):
+            name = f"{app_config.name}.tasks"
+            try:
+                import_module(name)
+            except Exception as error:
+                raise TaskModuleError(f"Importing {name} failed: {type(error).__name__}: {error}") from error
 
 
 def registered_tasks() -> list[RegisteredTask]:

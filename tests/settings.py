@@ -4,6 +4,7 @@ the demo project's (``testproject.settings``) plus the tests' own apps.
 - ``tests.testapp``: the ``@job`` tasks the tests enqueue and the ``Receipt`` model.
 - ``tests.djtasks``: Django Tasks ``@task`` functions (Django 6.0+, or the django-tasks
   backport on Django 5.2).
+- A ``replica`` database: a read-only connection to the same database.
 
 The worker tests shorten the queue's clocks for the processes they start through the
 environment (``tests.support.workers.FAST_CLOCKS``)."""
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 import os
 from importlib.util import find_spec
+from typing import Any
 
 import django
 
 from testproject.settings import *  # noqa: F403
-from testproject.settings import INSTALLED_APPS
+from testproject.settings import DATABASES, INSTALLED_APPS
 
 INSTALLED_APPS = [
     *INSTALLED_APPS,
@@ -34,3 +36,22 @@ for _name in (
 ):
     if _name in os.environ:
         globals()[_name] = float(os.environ[_name])
+
+
+def _read_only(primary: dict[str, Any]) -> dict[str, Any]:
+    """A read-only connection to ``primary``'s database: a faithful replica for the
+    routing tests, where a write that strays to it fails."""
+    options = dict(primary.get("OPTIONS", {}))
+    engine = primary["ENGINE"]
+    if engine.endswith("sqlite3"):
+        options["init_command"] = options.get("init_command", "") + "PRAGMA query_only=1;"
+    elif engine.endswith("postgresql"):
+        options["options"] = "-c default_transaction_read_only=on"
+    else:
+        options["init_command"] = "SET SESSION TRANSACTION READ ONLY"
+    # In the tests it points at the test database too.
+    return {**primary, "OPTIONS": options, "TEST": {"MIRROR": "default"}}
+
+
+# Only the routing tests use it, with tests.support.routers.PrimaryReplicaRouter.
+DATABASES = {**DATABASES, "replica": _read_only(DATABASES["default"])}

@@ -9,6 +9,7 @@ Every other runtime module may then import models at the top."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
@@ -22,17 +23,24 @@ from django_sqlqueue.runner.config import WorkerConfig
 
 def main(config: WorkerConfig, channel: Connection, budget: Any) -> None:
     """The worker process's entry point: set Django up, then run the worker until it
-    is told to stop (SIGTERM, SIGINT), runs out of work (``--burst``) or of budget."""
-    django.setup()
-    # Only now: the worker imports models.
-    from django_sqlqueue.runner.worker import Budget, WorkerProcess
+    is told to stop (SIGTERM, SIGINT), runs out of work (``--burst``) or of budget.
 
-    logging.getLogger("django_sqlqueue").setLevel(config.log_level)
-    stop = threading.Event()
+    What kills it is told to the supervisor first, which logs it with the exit."""
+    try:
+        django.setup()
+        # Only now: the worker imports models.
+        from django_sqlqueue.runner.worker import Budget, WorkerProcess
 
-    def request_stop(signum: int, frame: Any) -> None:
-        stop.set()
+        logging.getLogger("django_sqlqueue").setLevel(config.log_level)
+        stop = threading.Event()
 
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
-    WorkerProcess(config, channel, Budget(budget), stop).run()
+        def request_stop(signum: int, frame: Any) -> None:
+            stop.set()
+
+        signal.signal(signal.SIGTERM, request_stop)
+        signal.signal(signal.SIGINT, request_stop)
+        WorkerProcess(config, channel, Budget(budget), stop).run()
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            channel.send(("died", f"{type(error).__name__}: {error}"))
+        raise

@@ -4,6 +4,7 @@ gracefully on SIGTERM/SIGINT."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import multiprocessing
@@ -11,8 +12,9 @@ import os
 import secrets
 import signal
 import socket
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for_any
@@ -36,6 +38,13 @@ logger = logging.getLogger(__name__)
 STATUS_SECONDS = 30.0
 PROGRESS_SECONDS = 0.25
 TICK_SECONDS = 0.1
+#: A process that dies before it is ready is started again after this long, doubling
+#: with each failure in a row up to the most: a broken deployment is not respawned in
+#: a tight loop.
+STARTUP_BACKOFF_FIRST = 0.5
+STARTUP_BACKOFF_MAX = 30.0
+#: With ``--burst``, this many start-up failures in a row end the run with an error.
+STARTUP_ATTEMPTS = 5
 
 
 @dataclass
@@ -47,6 +56,10 @@ class Child:
     channel: Connection
     started: dict[int, tuple[float, float | None]] = field(default_factory=dict)
     timed_out: int | None = None
+    #: Whether it got through its start-up (Django, the tasks, its worker row).
+    ready: bool = False
+    #: The exception it said it died of, if it could say.
+    died_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +93,11 @@ class Supervisor:
         self.failed = 0
         self.rescued = 0
         self.total: int | None = None
+        #: Start-up failures in a row, and when each process waiting to replace one is due.
+        self.startup_failures = 0
+        self.respawns: list[float] = []
+        #: Why the run failed, when it did not end as asked (the command's error).
+        self.failure: str | None = None
 
     def run(self) -> int:
         """Supervise; returns the exit code (0, or 1 after a second signal).
@@ -103,13 +121,17 @@ class Supervisor:
         next_status = began + STATUS_SECONDS
         next_progress = began
         next_rescue = began
-        while self.children and not self.exit_now:
+        while (self.children or self.respawns) and not self.exit_now:
             self._listen(TICK_SECONDS)
             for child in [child for child in self.children if not child.process.is_alive()]:
                 if self.exit_now:  # a second signal: exit now, leave the rescue to the lease
                     break
                 self._reap(child)
             now = time.monotonic()
+            if due := [at for at in self.respawns if at <= now]:
+                self.respawns = [at for at in self.respawns if at > now]
+                for _ in due:
+                    self._spawn()
             self._enforce_timeouts(now)
             if self.stop_deadline is not None and now > self.stop_deadline:
                 self._kill_all("the shutdown grace period (SQLQUEUE_SHUTDOWN_GRACE) ran out")
@@ -122,7 +144,7 @@ class Supervisor:
             elif not self.progress_bar and now >= next_status:
                 self._status(now - began)
                 next_status = now + STATUS_SECONDS
-        if self.exit_now:
+        if self.exit_now or self.failure:
             return 1
         if self.progress_bar:
             self._draw_progress(time.monotonic() - began)
@@ -142,7 +164,8 @@ class Supervisor:
         )
         receiver, sender = self.context.Pipe(duplex=False)
         process = self.context.Process(target=bootstrap.main, args=(config, sender, self.budget), name=config.name)
-        process.start()
+        with _main_module_hidden():
+            process.start()
         sender.close()
         self.children.append(Child(config=config, process=process, channel=receiver))
         logger.info("Started worker %s (pid %s)", config.name, process.pid)
@@ -161,6 +184,11 @@ class Supervisor:
                 if kind == "start":
                     job_id, timeout = details
                     child.started[job_id] = (time.monotonic(), timeout)
+                elif kind == "ready":
+                    child.ready = True
+                    self.startup_failures = 0
+                elif kind == "died":
+                    (child.died_of,) = details
                 else:
                     job_ids, succeeded, failed = details
                     for job_id in job_ids:
@@ -176,8 +204,15 @@ class Supervisor:
         code = child.process.exitcode
         self.children.remove(child)
         child.channel.close()
-        if code != 0 or child.started:
-            how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with status {code}"
+        how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with status {code}"
+        if child.died_of:
+            how += f" ({child.died_of})"
+        if not child.ready:
+            self._startup_failed(child, how)
+            return
+        # Any exit, even status 0 (a task that called sys.exit), while jobs run is a crash.
+        crashed = code != 0 or bool(child.started)
+        if crashed:
             lost = WorkerLost(f"worker process {child.config.name} {how} while the job ran")
             timeouts: dict[int, BaseException] = {}
             if child.timed_out is not None:
@@ -188,16 +223,32 @@ class Supervisor:
             )
             self._database(lambda: Worker.objects.filter(name=child.config.name).delete(), None)
             logger.warning("Worker %s %s", child.config.name, how)
-        if self._should_replace(code):
+        if self._should_replace(crashed):
             self._spawn()
 
-    def _should_replace(self, code: int | None) -> bool:
-        if self.stop_deadline is not None or self.exit_now:
+    def _startup_failed(self, child: Child, how: str) -> None:
+        """A process died before it was ready: it held no job. Start another after a
+        backoff; with ``--burst``, give up after ``STARTUP_ATTEMPTS`` in a row."""
+        self.startup_failures += 1
+        logger.error("Worker %s %s during start-up (%d in a row)", child.config.name, how, self.startup_failures)
+        self._database(lambda: Worker.objects.filter(name=child.config.name).delete(), None)
+        if self.options.burst and self.startup_failures >= STARTUP_ATTEMPTS:
+            self.failure = (
+                f"{self.startup_failures} worker processes in a row died during start-up; the last one {how}."
+            )
+            self._stop_children()
+            self.respawns.clear()
+        elif self._should_replace(crashed=True):
+            backoff = min(STARTUP_BACKOFF_FIRST * 2 ** (self.startup_failures - 1), STARTUP_BACKOFF_MAX)
+            self.respawns.append(time.monotonic() + backoff)
+
+    def _should_replace(self, crashed: bool) -> bool:
+        if self.stop_deadline is not None or self.exit_now or self.failure:
             return False
         if self.budget is not None and self.budget.value <= 0:
             return False
-        # A burst worker that exits cleanly found nothing left to do.
-        return code != 0 or not self.options.burst
+        # A burst worker that exits cleanly, holding nothing, found nothing left to do.
+        return crashed or not self.options.burst
 
     def _enforce_timeouts(self, now: float) -> None:
         for child in self.children:
@@ -218,17 +269,22 @@ class Supervisor:
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         if self.stop_deadline is None:
-            self.stop_deadline = time.monotonic() + conf.SQLQUEUE_SHUTDOWN_GRACE
             self.write(
                 f"Stopping: running jobs have {conf.SQLQUEUE_SHUTDOWN_GRACE:g} s to finish "
                 "(signal again to exit at once)."
             )
-            for child in self.children:
-                if child.process.is_alive() and child.process.pid is not None:
-                    os.kill(child.process.pid, signal.SIGTERM)
+            self._stop_children()
         else:
             self.exit_now = True
             self._kill_all("a second signal asked to exit at once; the lease will rescue their jobs")
+
+    def _stop_children(self) -> None:
+        """Ask every process to stop: running jobs get ``SQLQUEUE_SHUTDOWN_GRACE`` to finish."""
+        self.stop_deadline = time.monotonic() + conf.SQLQUEUE_SHUTDOWN_GRACE
+        self.respawns.clear()
+        for child in self.children:
+            if child.process.is_alive() and child.process.pid is not None:
+                os.kill(child.process.pid, signal.SIGTERM)
 
     def _database(self, work: Callable[[], Any], fallback: Any) -> Any:
         """The supervisor carries on while the database is away; it retries next tick."""
@@ -271,3 +327,23 @@ class Supervisor:
         filled = width * done // total
         rate = done / elapsed if elapsed else 0.0
         self.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} jobs, {rate:.0f}/s ", ending="")
+
+
+@contextlib.contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """Start a process without telling it where ``__main__`` is.
+
+    A spawned child first imports its parent's ``__main__`` (as ``__mp_main__``): a
+    ``manage.py`` or a script without an ``if __name__ == "__main__"`` guard would run
+    again in every worker. The worker needs nothing from it (its entry point is
+    ``bootstrap.main``), and ``spawn`` reads where ``__main__`` is while ``start()``
+    runs, so it is hidden for just that long."""
+    main = sys.modules["__main__"]
+    saved: dict[str, Any] = {name: main.__dict__[name] for name in ("__file__", "__spec__") if name in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__spec__ = None
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)

@@ -78,6 +78,7 @@ class WorkerProcess:
     def run(self) -> None:
         autodiscover()
         self._register()
+        self._tell("ready")
         heartbeat = threading.Thread(target=self._beat, name="sqlqueue-heartbeat", daemon=True)
         heartbeat.start()
         waiter = Waiter(self.stop)

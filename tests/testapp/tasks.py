@@ -5,6 +5,7 @@ processes the tests start, like any project's tasks."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 from django.db import transaction
@@ -60,7 +61,22 @@ def sleep(seconds: float) -> float:
     return seconds
 
 
+@job
+def sleep_once_started(token: str, seconds: float) -> None:
+    """Writes the token's receipt, then sleeps: a test can wait for the receipt to know
+    the job has started, not merely been claimed (a worker told to stop gives back a
+    claimed job it has not started)."""
+    Receipt.objects.create(token=token)
+    time.sleep(seconds)
+
+
 @job(max_attempts=2)
 def crash() -> None:
     """A poison job: kills its worker process every time it runs."""
     os._exit(3)
+
+
+@job(max_attempts=2)
+def exit_cleanly() -> None:
+    """Ends its worker process with status 0, as a task calling sys.exit() would."""
+    sys.exit(0)

@@ -10,8 +10,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from django_sqlqueue.conf import conf
+from django_sqlqueue.exceptions import TaskModuleError
 from django_sqlqueue.management.arguments import positive_int, queue_list
 from django_sqlqueue.management.migrated import require_migrated
+from django_sqlqueue.registry import autodiscover
 from django_sqlqueue.runner.supervisor import Options, Supervisor
 
 _LOG_LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
@@ -58,6 +60,13 @@ class Command(BaseCommand):
         if queues and allowed is not None and (unknown := sorted(set(queues) - allowed)):
             raise CommandError(f"--queues names {unknown}, not in SQLQUEUE_QUEUES {sorted(allowed)}.")
         require_migrated()
+        try:
+            # Here, not in each process: a broken tasks module stops the start, named.
+            autodiscover()
+        except TaskModuleError as error:
+            raise CommandError(
+                f"{error}. No worker could run its tasks: fix it, then start runworkers again."
+            ) from error
         level = _LOG_LEVELS.get(verbosity, logging.DEBUG)
         logging.getLogger("django_sqlqueue").setLevel(level)
         supervisor = Supervisor(
@@ -75,7 +84,10 @@ class Command(BaseCommand):
             progress_bar=burst and self.stdout.isatty(),
         )
         if code := supervisor.run():
-            raise CommandError("Exited at once on a second signal; the jobs it held will be rescued.", returncode=code)
+            raise CommandError(
+                supervisor.failure or "Exited at once on a second signal; the jobs it held will be rescued.",
+                returncode=code,
+            )
 
     def _write(self, text: str, ending: str = "\n") -> None:
         self.stdout.write(text, ending=ending)

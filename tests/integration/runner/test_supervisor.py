@@ -18,7 +18,7 @@ from django.db.models import Count
 from django_sqlqueue.models import Job, JobStatus, Worker
 from tests.support.workers import Workers, wait_until
 from tests.testapp.models import Receipt
-from tests.testapp.tasks import add, crash, record, sleep
+from tests.testapp.tasks import add, crash, record, sleep, sleep_once_started
 
 pytestmark = pytest.mark.slow
 
@@ -118,9 +118,9 @@ def test_sigterm_gives_claimed_unstarted_jobs_back_at_once(start_workers: StartW
 
 
 def test_grace_period_running_out_fails_the_attempt_and_retries_it(start_workers: StartWorkers) -> None:
-    slow = Job.objects.enqueue(sleep, (60,))
+    slow = Job.objects.enqueue(sleep_once_started, ("slow", 60))
     workers = start_workers("--processes", "1", SQLQUEUE_SHUTDOWN_GRACE="1")
-    wait_until(lambda: Job.objects.filter(pk=slow.pk, status=JobStatus.RUNNING).exists(), timeout=60)
+    wait_until(lambda: Receipt.objects.filter(token="slow").exists(), timeout=60)
     workers.signal(signal.SIGTERM)
     assert workers.wait(30) == 0, workers.text()
     slow.refresh_from_db()
@@ -128,9 +128,9 @@ def test_grace_period_running_out_fails_the_attempt_and_retries_it(start_workers
 
 
 def test_second_signal_exits_at_once_and_a_later_supervisor_rescues(start_workers: StartWorkers) -> None:
-    slow = Job.objects.enqueue(sleep, (60,), max_attempts=1)
+    slow = Job.objects.enqueue(sleep_once_started, ("slow", 60), max_attempts=1)
     first = start_workers("--processes", "1")
-    wait_until(lambda: Job.objects.filter(pk=slow.pk, status=JobStatus.RUNNING).exists(), timeout=60)
+    wait_until(lambda: Receipt.objects.filter(token="slow").exists(), timeout=60)
     first.signal(signal.SIGTERM)
     time.sleep(0.5)
     first.signal(signal.SIGTERM)
