@@ -34,7 +34,7 @@ def produce(count: int, done: Any) -> None:
 
 def consume(number: int, producers: int, producers_done: Any, lost: Any, log: Any) -> None:
     """Claim batches whose ``d`` starts with a random letter until the producers are done
-    and nothing is left; each batch is reported on ``log`` as the original run log did."""
+    and nothing is left; each batch is reported on ``log`` as the article's run log did."""
     import django
 
     django.setup()

@@ -62,12 +62,13 @@ def sleep(seconds: float) -> float:
 
 
 @job
-def sleep_once_started(token: str, seconds: float) -> None:
+def sleep_once_started(token: str, seconds: float) -> float:
     """Writes the token's receipt, then sleeps: a test can wait for the receipt to know
     the job has started, not merely been claimed (a worker told to stop gives back a
     claimed job it has not started)."""
     Receipt.objects.create(token=token)
     time.sleep(seconds)
+    return seconds
 
 
 @job(max_attempts=2)

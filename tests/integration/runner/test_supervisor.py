@@ -91,9 +91,9 @@ def test_chaos_kill_9_a_worker_every_second_loses_nothing(start_workers: StartWo
 
 
 def test_sigterm_lets_a_running_job_finish(start_workers: StartWorkers) -> None:
-    slow = Job.objects.enqueue(sleep, (3,))
+    slow = Job.objects.enqueue(sleep_once_started, ("slow", 3))
     workers = start_workers("--processes", "1")
-    wait_until(lambda: Job.objects.filter(pk=slow.pk, status=JobStatus.RUNNING).exists(), timeout=60)
+    wait_until(lambda: Receipt.objects.filter(token="slow").exists(), timeout=60)
     workers.signal(signal.SIGTERM)
     assert workers.wait(30) == 0, workers.text()
     slow.refresh_from_db()

@@ -1,8 +1,9 @@
-"""``manage.py demo``: the original design made real, then the admin to look at it.
+"""``manage.py demo``: Kristian Köhntopp's "MySQL: A job queue in Python" (2021) re-enacted
+on the jobs table, then the admin to look at it.
 
 Producers insert jobs with random 64-letter payloads ``d`` and ``e``, committing every
 ten; consumers claim batches of up to 100 with a claim filter on a random first letter
-of ``d``, process them and finish them, printing each batch as the original run log did."""
+of ``d``, process them and finish them, printing each batch as the article's run log did."""
 
 from __future__ import annotations
 
