@@ -14,21 +14,11 @@ from django.test import override_settings
 
 from django_sqlqueue.checks import check_database_settings, check_database_version, check_settings
 from django_sqlqueue.db.vendors import version_problem
+from tests.support.messages import SQLITE_DEFERRED, mysql_isolation_problem
 
 SETTINGS_HINT = "See the settings table in django-sqlqueue's README."
 SQLITE_HINT = "Add 'OPTIONS': {'transaction_mode': 'IMMEDIATE'} to this database in settings.DATABASES."
 MYSQL_HINT = "Remove 'isolation_level' from this database's OPTIONS, or set it to 'read committed'."
-SQLITE_DEFERRED = (
-    "SQLite database 'jobs' opens transactions in DEFERRED mode, so two processes claiming at once fail "
-    "with 'database is locked'"
-)
-
-
-def mysql_isolation_problem(level: object) -> str:
-    return (
-        f"MySQL database 'jobs' uses isolation level {level!r}: above READ COMMITTED, InnoDB takes gap locks "
-        "that make concurrent claims deadlock and stale snapshots hide new jobs"
-    )
 
 
 @pytest.fixture

@@ -25,19 +25,8 @@ from django.db.utils import load_backend
 from django_sqlqueue.db.vendors import DATABASE_AWAY, claim_problem, is_transient, version_problem
 from django_sqlqueue.models import Job
 from tests.support.locks import held_elsewhere, impatient
+from tests.support.messages import SQLITE_DEFERRED, mysql_isolation_problem
 from tests.testapp.tasks import noop
-
-SQLITE_DEFERRED = (
-    "SQLite database 'jobs' opens transactions in DEFERRED mode, so two processes claiming at once fail "
-    "with 'database is locked'"
-)
-
-
-def mysql_isolation_problem(level: object) -> str:
-    return (
-        f"MySQL database 'jobs' uses isolation level {level!r}: above READ COMMITTED, InnoDB takes gap locks "
-        "that make concurrent claims deadlock and stale snapshots hide new jobs"
-    )
 
 
 def unopened(engine: str, options: dict[str, Any] | None, alias: str = "jobs") -> BaseDatabaseWrapper:
