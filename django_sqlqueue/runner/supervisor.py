@@ -100,7 +100,8 @@ class Supervisor:
         self.failure: str | None = None
 
     def run(self) -> int:
-        """Supervise; returns the exit code (0, or 1 after a second signal).
+        """Supervise; returns the exit code: 0, or 1 after a second signal or when the
+        run failed (``failure`` says why).
 
         The signal handlers are the caller's again afterwards (``call_command`` from a
         test or a script must not keep ours)."""
@@ -237,7 +238,6 @@ class Supervisor:
                 f"{self.startup_failures} worker processes in a row died during start-up; the last one {how}."
             )
             self._stop_children()
-            self.respawns.clear()
         elif self._should_replace(crashed=True):
             backoff = min(STARTUP_BACKOFF_FIRST * 2 ** (self.startup_failures - 1), STARTUP_BACKOFF_MAX)
             self.respawns.append(time.monotonic() + backoff)
