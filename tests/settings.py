@@ -53,5 +53,6 @@ def _read_only(primary: dict[str, Any]) -> dict[str, Any]:
     return {**primary, "OPTIONS": options, "TEST": {"MIRROR": "default"}}
 
 
-# Only the routing tests use it, with tests.support.routers.PrimaryReplicaRouter.
+# Only the routing tests read from it, with tests.support.routers.PrimaryReplicaRouter.
 DATABASES = {**DATABASES, "replica": _read_only(DATABASES["default"])}
+DATABASE_ROUTERS = ["tests.support.routers.ReplicaNeverMigrated"]

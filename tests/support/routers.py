@@ -1,4 +1,4 @@
-"""The database router most projects with a replica have."""
+"""Database routers for the tests' ``replica`` alias."""
 
 from __future__ import annotations
 
@@ -21,3 +21,12 @@ class PrimaryReplicaRouter:
 
     def allow_migrate(self, db: str, app_label: str, **hints: Any) -> bool:
         return db == "default"
+
+
+class ReplicaNeverMigrated:
+    """The tests' settings always have it: the replica is a copy of the primary, so no
+    model is migrated or checked there (a read-only connection cannot even open the
+    write transaction some checks take). Reads and writes are left to the default."""
+
+    def allow_migrate(self, db: str, app_label: str, **hints: Any) -> bool | None:
+        return False if db == "replica" else None
