@@ -29,6 +29,9 @@ from django_sqlqueue.admin.changes import CHANGES, Change
 from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, TaskFilter
 from django_sqlqueue.models import Job, JobStatus, Worker
 
+#: The largest id a job can have (the id is a signed 64-bit integer on every database).
+MAX_JOB_ID = 2**63 - 1
+
 #: The action names of the changelist, each the name of a change; ``delete_selected``
 #: replaces Django's own so that running jobs are skipped.
 ACTION_CHANGES = {"retry": "retry", "cancel": "cancel", "run_now": "run_now", "delete_selected": "delete"}
@@ -110,8 +113,11 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         self, request: HttpRequest, queryset: QuerySet[Job], search_term: str
     ) -> tuple[QuerySet[Job], bool]:
         term = search_term.strip().lstrip("#")
-        if term.isdigit():
-            return queryset.filter(pk=int(term)), False
+        # ASCII only: "²" is a digit to str.isdigit() but not to int().
+        if term.isascii() and term.isdigit():
+            pk = int(term)
+            # Past the id column's range no job can match, and the database would refuse the number.
+            return (queryset.filter(pk=pk) if pk <= MAX_JOB_ID else queryset.none()), False
         return super().get_search_results(request, queryset, search_term)
 
     # Permissions: jobs are never added or edited by hand.

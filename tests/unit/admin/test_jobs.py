@@ -136,6 +136,23 @@ def test_search_by_id_task_and_error_text(admin_client: Client) -> None:
     assert listed(admin_client, "?q=boom") == [first.pk]
 
 
+@pytest.mark.parametrize(
+    "term",
+    ["²", "٣", "%23¹²", "9223372036854775808", "99999999999999999999999999", "-1", "\uff11\uff12"],
+    ids=["superscript", "arabic-indic", "hash-superscripts", "bigint+1", "huge", "negative", "fullwidth"],
+)
+def test_any_search_text_lists_without_error(admin_client: Client, term: str) -> None:
+    """Digits that int() refuses, and ids past the column's range, find nothing; nothing fails."""
+    make_job(JobStatus.FAILED, errors=1)
+    assert listed(admin_client, f"?q={term}") == []
+    assert admin_client.get(f"{CHANGELIST}retry-failed/?q={term}").status_code == 200
+
+
+def test_the_largest_possible_id_is_searched_as_an_id(admin_client: Client) -> None:
+    make_job()
+    assert listed(admin_client, "?q=9223372036854775807") == []
+
+
 # The job's page
 
 
