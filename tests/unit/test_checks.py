@@ -22,17 +22,6 @@ MYSQL_HINT = "Remove 'isolation_level' from this database's OPTIONS, or set it t
 
 
 @pytest.fixture
-def mysql_backend() -> None:
-    pytest.importorskip("MySQLdb", reason="mysqlclient is not installed")
-
-
-@pytest.fixture
-def mysql_server() -> None:
-    if connection.vendor != "mysql":
-        pytest.skip("MariaDB server versions: run with DB_BACKEND=mysql")
-
-
-@pytest.fixture
 def extra_database(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str, dict[str, Any]], None]]:
     """Add a database alias to ``connections`` for one test (``override_settings(DATABASES=...)``
     does not reach the cached connections)."""

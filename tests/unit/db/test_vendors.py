@@ -38,17 +38,6 @@ def unopened(engine: str, options: dict[str, Any] | None, alias: str = "jobs") -
     return made
 
 
-@pytest.fixture
-def mysql_backend() -> None:
-    pytest.importorskip("MySQLdb", reason="mysqlclient is not installed")
-
-
-@pytest.fixture
-def mysql_server() -> None:
-    if connection.vendor != "mysql":
-        pytest.skip("MariaDB server versions: run with DB_BACKEND=mysql")
-
-
 # Transient errors: the classification, with each driver's own exceptions
 
 
