@@ -14,7 +14,13 @@ from django.db import connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db.vendors import CLAIM_PROBLEM_HINTS, claim_problem, version_problem
+from django_sqlqueue.db.vendors import (
+    CLAIM_PROBLEM_HINTS,
+    DRIVER_PROBLEM_HINTS,
+    claim_problem,
+    driver_problem,
+    version_problem,
+)
 from django_sqlqueue.models import Job
 
 _SETTING_IDS = {
@@ -36,6 +42,7 @@ def register() -> None:
     """Called from ``AppConfig.ready()``."""
     checks.register(check_settings)
     checks.register(check_database_settings)
+    checks.register(check_database_drivers)
     checks.register(check_database_version, checks.Tags.database)
 
 
@@ -66,6 +73,17 @@ def check_database_settings(**kwargs: Any) -> list[checks.CheckMessage]:
         checks.Error(f"{problem}.", hint=CLAIM_PROBLEM_HINTS[connection.vendor], id="sqlqueue.E010")
         for connection in _queue_connections(connections)
         if (problem := claim_problem(connection))
+    ]
+
+
+def check_database_drivers(**kwargs: Any) -> list[checks.CheckMessage]:
+    """The databases that may hold the jobs table are reached through a driver the queue can use.
+
+    Asks the installed driver, not the server, so it runs with every command."""
+    return [
+        checks.Error(f"{problem}.", hint=DRIVER_PROBLEM_HINTS[connection.vendor], id="sqlqueue.E016")
+        for connection in _queue_connections(connections)
+        if (problem := driver_problem(connection))
     ]
 
 

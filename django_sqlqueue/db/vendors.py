@@ -4,7 +4,8 @@ start-up and the claim refuses to run into them)."""
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, cast
 
 from django.db import InterfaceError, OperationalError
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -21,6 +22,10 @@ _POSTGRES_TRANSIENT_STATES = {"40001", "40P01", "55P03"}
 _SQLITE_TRANSIENT_MESSAGES = ("database is locked", "database table is locked")
 
 MARIADB_MIN_VERSION = (10, 6)
+#: ``Connection.notifies(timeout=, stop_after=)``, which the idle wait uses, came in 3.2.
+PSYCOPG_MIN_VERSION = (3, 2)
+#: ``UPDATE ... RETURNING``, which the claim uses on SQLite, came in 3.35.
+SQLITE_MIN_VERSION = (3, 35)
 
 
 def is_transient(error: OperationalError) -> bool:
@@ -70,7 +75,44 @@ def version_problem(connection: BaseDatabaseWrapper) -> str | None:
         version = server.mysql_version
         if version < MARIADB_MIN_VERSION:
             return (
-                f"MariaDB {'.'.join(map(str, version))} has no SELECT ... SKIP LOCKED; "
-                f"django-sqlqueue needs MariaDB {'.'.join(map(str, MARIADB_MIN_VERSION))} or newer (10.11+ is tested)"
+                f"MariaDB {_dotted(version)} has no SELECT ... SKIP LOCKED; "
+                f"django-sqlqueue needs MariaDB {_dotted(MARIADB_MIN_VERSION)} or newer (10.11+ is tested)"
             )
     return None
+
+
+def driver_problem(connection: BaseDatabaseWrapper) -> str | None:
+    """Why the driver this connection uses cannot run the queue, or None.
+
+    Asks the driver module, never the server, so it is cheap enough for every command."""
+    # Django's Database attribute is the driver's DB-API module: psycopg or psycopg2, sqlite3's dbapi2.
+    driver = cast(Any, connection).Database
+    if connection.vendor == "postgresql":
+        name, version = driver.__name__, _numbers(driver.__version__)
+        if name != "psycopg" or version < PSYCOPG_MIN_VERSION:
+            return (
+                f"PostgreSQL database {connection.alias!r} uses {name} {driver.__version__}; "
+                f"django-sqlqueue needs psycopg {_dotted(PSYCOPG_MIN_VERSION)} or newer"
+            )
+    if connection.vendor == "sqlite" and driver.sqlite_version_info < SQLITE_MIN_VERSION:
+        return (
+            f"SQLite database {connection.alias!r} runs on SQLite {driver.sqlite_version}, which has no "
+            f"UPDATE ... RETURNING; django-sqlqueue needs SQLite {_dotted(SQLITE_MIN_VERSION)} or newer"
+        )
+    return None
+
+
+DRIVER_PROBLEM_HINTS = {
+    # Django takes psycopg 3 over psycopg2 when both are installed.
+    "postgresql": "Install psycopg 3.2 or newer: pip install 'django-sqlqueue[postgres]'.",
+    "sqlite": "Run on a Python linked with a newer SQLite, or on PostgreSQL or MySQL.",
+}
+
+
+def _numbers(version: str) -> tuple[int, ...]:
+    """The major and minor numbers of a version string: ``"3.2.1"`` is ``(3, 2)``."""
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+
+
+def _dotted(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))

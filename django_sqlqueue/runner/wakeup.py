@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from typing import Any
+from typing import Any, cast
 
 from django.db import DatabaseError, connections
 
@@ -51,7 +51,8 @@ class Waiter:
             # Drain what else arrived, so the next wait does not return at once.
             for _ in listener.notifies(timeout=0):
                 pass
-        except (DatabaseError, OSError, _psycopg_error()) as error:
+        # The listener is the driver's own connection: its errors are the driver's, not Django's.
+        except (DatabaseError, OSError, cast(Any, connections[self.alias]).Database.Error) as error:
             logger.warning("Lost the LISTEN connection (%s); polling until it is back.", error)
             self.close()
             self.stop.wait(timeout)
@@ -70,10 +71,3 @@ class Waiter:
             with contextlib.suppress(Exception):  # already broken: nothing to keep
                 self.listener.close()
             self.listener = None
-
-
-def _psycopg_error() -> type[BaseException]:
-    # Only asked on PostgreSQL, so only there does psycopg need to be installed.
-    import psycopg
-
-    return psycopg.Error

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable, Iterator
 from io import StringIO
 from typing import Any
@@ -12,7 +13,12 @@ from django.core.management import call_command
 from django.db import connection, connections
 from django.test import override_settings
 
-from django_sqlqueue.checks import check_database_settings, check_database_version, check_settings
+from django_sqlqueue.checks import (
+    check_database_drivers,
+    check_database_settings,
+    check_database_version,
+    check_settings,
+)
 from django_sqlqueue.db.vendors import version_problem
 from tests.support.messages import SQLITE_DEFERRED, mysql_isolation_problem
 
@@ -205,6 +211,30 @@ def test_database_without_the_jobs_table_is_not_checked(
     extra_database("jobs", {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"})
     with override_settings(DATABASE_ROUTERS=[f"{__name__}.JobsOnDefaultOnly"]):
         assert check_database_settings() == []
+
+
+def test_installed_drivers_are_supported() -> None:
+    assert check_database_drivers() == []
+
+
+def test_check_database_drivers_reports_an_old_sqlite(
+    extra_database: Callable[[str, dict[str, Any]], None],
+) -> None:
+    extra_database(
+        "jobs",
+        {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:", "OPTIONS": {"transaction_mode": "IMMEDIATE"}},
+    )
+    connections["jobs"].__dict__["Database"] = types.SimpleNamespace(
+        sqlite_version="3.31.1", sqlite_version_info=(3, 31, 1)
+    )
+    assert check_database_drivers() == [
+        checks.Error(
+            "SQLite database 'jobs' runs on SQLite 3.31.1, which has no UPDATE ... RETURNING; "
+            "django-sqlqueue needs SQLite 3.35 or newer.",
+            hint="Run on a Python linked with a newer SQLite, or on PostgreSQL or MySQL.",
+            id="sqlqueue.E016",
+        )
+    ]
 
 
 @pytest.mark.django_db

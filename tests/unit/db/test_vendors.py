@@ -1,10 +1,12 @@
 """What each database needs and how each fails (``db/vendors.py``): the errors worth
 running a transaction again for (``is_transient``), what a lost database raises
-(``DATABASE_AWAY``), and what makes a claim unsafe (``claim_problem``, ``version_problem``)."""
+(``DATABASE_AWAY``), and what makes a claim unsafe (``claim_problem``, ``version_problem``,
+``driver_problem``)."""
 
 from __future__ import annotations
 
 import contextlib
+import types
 from typing import Any
 
 import pytest
@@ -22,7 +24,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F
 from django.db.utils import load_backend
 
-from django_sqlqueue.db.vendors import DATABASE_AWAY, claim_problem, is_transient, version_problem
+from django_sqlqueue.db.vendors import DATABASE_AWAY, claim_problem, driver_problem, is_transient, version_problem
 from django_sqlqueue.models import Job
 from tests.support.locks import held_elsewhere, impatient
 from tests.support.messages import SQLITE_DEFERRED, mysql_isolation_problem
@@ -320,3 +322,53 @@ def test_mysql_server_version_is_not_checked() -> None:
     mysql = unopened("mysql", None)
     mysql.__dict__.update(mysql_is_mariadb=False, mysql_version=(5, 7, 0))
     assert version_problem(mysql) is None
+
+
+# Drivers: what the installed driver module says of itself
+
+
+def with_driver(engine: str, **module: Any) -> BaseDatabaseWrapper:
+    """An unopened wrapper whose driver module is ``module``: the driver check reads only
+    the module's name and version, so a stand-in shows what an older install would say."""
+    wrapper = unopened(engine, None)
+    wrapper.__dict__["Database"] = types.SimpleNamespace(**module)
+    return wrapper
+
+
+def test_the_installed_driver_has_no_problem() -> None:
+    assert driver_problem(connection) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "problem"),
+    [
+        ("psycopg", "3.2.0", None),
+        ("psycopg", "3.10.1", None),
+        # No Connection.notifies(timeout=, stop_after=): the idle wait would fail on its first call.
+        (
+            "psycopg",
+            "3.1.18",
+            "PostgreSQL database 'jobs' uses psycopg 3.1.18; django-sqlqueue needs psycopg 3.2 or newer",
+        ),
+        # Django still runs on psycopg2 when psycopg 3 is not installed; the idle wait cannot.
+        (
+            "psycopg2",
+            "2.9.10 (dt dec pq3 ext lo64)",
+            "PostgreSQL database 'jobs' uses psycopg2 2.9.10 (dt dec pq3 ext lo64); "
+            "django-sqlqueue needs psycopg 3.2 or newer",
+        ),
+    ],
+)
+def test_postgresql_driver_problem(name: str, version: str, problem: str | None) -> None:
+    pytest.importorskip("psycopg", reason="Django's PostgreSQL backend needs a driver to load")
+    assert driver_problem(with_driver("postgresql", __name__=name, __version__=version)) == problem
+
+
+def test_sqlite_before_3_35_is_refused() -> None:
+    """The claim on SQLite is one UPDATE ... RETURNING, which SQLite 3.31 (Django's minimum) lacks."""
+    old = with_driver("sqlite3", sqlite_version="3.34.1", sqlite_version_info=(3, 34, 1))
+    assert driver_problem(old) == (
+        "SQLite database 'jobs' runs on SQLite 3.34.1, which has no UPDATE ... RETURNING; "
+        "django-sqlqueue needs SQLite 3.35 or newer"
+    )
+    assert driver_problem(with_driver("sqlite3", sqlite_version="3.35.0", sqlite_version_info=(3, 35, 0))) is None

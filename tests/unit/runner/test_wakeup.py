@@ -62,3 +62,25 @@ def test_notify_wakes_an_idle_worker_when_the_enqueue_commits(settings: Any) -> 
         sleeper.join()
     finally:
         waiter.close()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="LISTEN/NOTIFY is PostgreSQL's")
+def test_a_lost_listen_connection_falls_back_to_polling_then_listens_again(
+    settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The listener is the driver's own connection, so its errors are the driver's, not Django's."""
+    settings.SQLQUEUE_POLL_INTERVAL = 0.2
+    stop = RecordingStop()
+    waiter = Waiter(stop)
+    waiter.listen()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [waiter.listener.connection.info.backend_pid])
+        waiter.wait()
+        assert stop.waits == [0.05]
+        assert "Lost the LISTEN connection" in caplog.text
+        waiter.wait()
+        assert waiter.listener is not None, "the next wait did not listen again"
+    finally:
+        waiter.close()
