@@ -137,10 +137,14 @@ def job_result(job: Job, task: Task[_P, _R], *, backend: str) -> TaskResult[_P, 
     """``job`` as Django's ``TaskResult`` of ``task``.
 
     A cancelled job is ``FAILED`` (Django has no such status: it will not run again).
-    ``worker_ids`` has the worker of each attempt, so ``attempts`` counts them."""
+    ``worker_ids`` has the worker of each attempt of the job's life, so ``attempts``
+    counts them across admin Retries: every attempt that ended without success left an
+    error naming its worker, and a running or successful job's last attempt is its own."""
     if (task.queue_name, task.priority) != (job.queue, job.priority):
         task = task.using(queue_name=job.queue, priority=job.priority)
-    worker_by_attempt = {error.get("attempt"): error.get("worker") for error in job.errors}
+    worker_ids = [error.get("worker") or "" for error in job.errors]
+    if job.status in (JobStatus.RUNNING, JobStatus.SUCCESSFUL):
+        worker_ids.append(job.worker)
     result = TaskResult(
         task=task,
         id=str(job.pk),
@@ -156,7 +160,7 @@ def job_result(job: Job, task: Task[_P, _R], *, backend: str) -> TaskResult[_P, 
             TaskError(exception_class_path=error["exception_class_path"], traceback=error["traceback"])
             for error in job.errors
         ],
-        worker_ids=[worker_by_attempt.get(attempt) or job.worker for attempt in range(1, job.attempts + 1)],
+        worker_ids=worker_ids,
     )
     # Django's own backends set the return value this way: it is not an init field.
     object.__setattr__(result, "_return_value", job.result)

@@ -42,10 +42,14 @@ def retry_delay(attempt: int) -> datetime.timedelta:
 
 
 def error_record(job: Job, error: BaseException, worker_id: str) -> dict[str, Any]:
-    """What is kept of a failed attempt; the keys follow Django Tasks' ``TaskError``."""
+    """What is kept of a failed attempt; the keys follow Django Tasks' ``TaskError``.
+
+    ``attempt`` numbers the attempt over the job's whole life, not within its current
+    ``max_attempts``: an admin Retry starts ``attempts`` from 0 again, but every attempt
+    before it that ended without success left one record here."""
     kind = type(error)
     return {
-        "attempt": job.attempts,
+        "attempt": len(job.errors) + 1,
         "worker": worker_id,
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "exception_class_path": f"{kind.__module__}.{kind.__qualname__}",

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.test import override_settings
 from django.utils import timezone
 
+from django_sqlqueue.admin import changes
 from django_sqlqueue.backends import SQLQueueBackend, SQLQueueTask
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.models import Job, JobStatus
@@ -280,6 +281,32 @@ def test_every_attempts_worker_and_error_are_kept() -> None:
     assert result.errors[0].traceback == "ValueError: boom\n"
     with pytest.raises(ValueError, match="Task failed"):
         _ = result.return_value
+
+
+def test_attempts_and_workers_count_every_attempt_across_an_admin_retry() -> None:
+    result = fail.enqueue("boom")
+    Job.objects.update(max_attempts=1)
+    (job,) = Job.objects.claim(worker_id="worker-1")
+    Job.objects.finish(worker_id="worker-1", failed={job: ValueError("boom")})
+    retry = changes.RETRY.writes
+    assert retry is not None
+    Job.objects.update(**retry())
+    (job,) = Job.objects.claim(worker_id="worker-2")
+
+    result.refresh()
+    assert (result.status, result.worker_ids, result.attempts) == (
+        TaskResultStatus.RUNNING,
+        ["worker-1", "worker-2"],
+        2,
+    )
+    Job.objects.finish(worker_id="worker-2", succeeded={job: None})
+    result.refresh()
+    assert (result.status, result.worker_ids, result.attempts) == (
+        TaskResultStatus.SUCCESSFUL,
+        ["worker-1", "worker-2"],
+        2,
+    )
+    assert [error.exception_class for error in result.errors] == [ValueError]
 
 
 def test_a_cancelled_job_is_failed() -> None:

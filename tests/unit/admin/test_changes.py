@@ -57,6 +57,21 @@ def test_retry_gives_failed_and_cancelled_jobs_a_fresh_start(admin_client: Clien
     assert [job.pk for job in Job.objects.claim(worker_id="w2")] == [failed.pk, cancelled.pk]
 
 
+def test_attempts_after_a_retry_are_numbered_after_the_earlier_ones(admin_client: Client) -> None:
+    """A retried job's next failure is its fourth attempt, not a second "Attempt 1"."""
+    failed = make_job(JobStatus.FAILED, errors=3, finished_at=timezone.now())
+    action(admin_client, "retry", [failed])
+    (job,) = Job.objects.claim(worker_id="w2")
+    Job.objects.finish(worker_id="w2", failed={job: RuntimeError("boom 4")})
+    job.refresh_from_db()
+    assert [(error["attempt"], error["worker"], error["message"]) for error in job.errors] == [
+        (1, "w1", "boom 1"),
+        (2, "w1", "boom 2"),
+        (3, "w1", "boom 3"),
+        (4, "w2", "boom 4"),
+    ]
+
+
 def test_each_changed_job_is_in_the_admin_log(admin_client: Client, admin_user: Any) -> None:
     jobs = [make_job(JobStatus.FAILED) for _ in range(3)]
     action(admin_client, "retry", [*jobs, make_job(JobStatus.RUNNING)])
