@@ -187,27 +187,19 @@ def _write_alone(jobs: JobQuerySet, worker_id: str, job: Job, outcome: Mapping[s
 
 
 def _refused(using: str, error: DatabaseError) -> bool:
-    """Whether the database refused the data of the statement that raised ``error``
-    rather than being out of reach: an unwritable value, or a connection lost while
-    a new one opens at once. (MariaDB ends the connection of a statement larger than
-    ``max_allowed_packet``; past a few times that size the client sees only 'server has
-    gone away'.) A lost connection is closed, so the next statement opens another;
-    inside a transaction nothing can be reconnected, and a lost connection is away."""
+    """Whether the database refused the data of the statement that raised ``error``:
+    an unwritable value, or a connection that this statement lost. (MariaDB ends the
+    connection of a statement larger than ``max_allowed_packet``; past a few times that
+    size the client sees only 'server has gone away'.) A lost connection is closed: the
+    next statement opens another, and where the server is out of reach indeed, that
+    fails to connect, which is no refusal. Inside a transaction nothing can reconnect."""
     connection = connections[using]
     if connection.in_atomic_block:
         return is_unwritable(error)
     lost = connection.connection is not None and not connection.is_usable()
     if lost:
         connection.close()
-    if is_unwritable(error):
-        return True
-    if not lost or not is_away(error):
-        return False
-    try:
-        connection.ensure_connection()
-    except DatabaseError:
-        return False  # the server is away indeed
-    return True
+    return is_unwritable(error) or (lost and is_away(error))
 
 
 def release(jobs: JobQuerySet, *, worker_id: str, unstarted: Iterable[Job]) -> int:
