@@ -167,8 +167,11 @@ class JobManager(models.Manager["Job"]):
         to its (JSON) return value, ``failed`` to the exception it raised.
 
         A failure with attempts left goes back to ``READY`` after a backoff; otherwise it
-        is ``FAILED``. Only jobs still ``RUNNING`` for ``worker_id`` at the attempt it
-        claimed are written: returns how many were, so a worker knows when it lost one."""
+        is ``FAILED``. A return value or error the database refuses to store fails that
+        job's attempt with an ``InvalidJobError`` saying why, and the other outcomes are
+        written one job at a time. Only jobs still ``RUNNING`` for ``worker_id`` at the
+        attempt it claimed are written: returns how many were, so a worker knows when it
+        lost one. Raises what the database raised when it is out of reach."""
         return finishing.finish(self.on_queue_db(), worker_id=worker_id, succeeded=succeeded or {}, failed=failed or {})
 
     def release(self, *, worker_id: str, unstarted: Iterable[Job]) -> int:

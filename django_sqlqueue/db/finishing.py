@@ -1,9 +1,12 @@
-"""Recording the outcomes of a batch of attempts in one UPDATE."""
+"""Recording the outcomes of a batch of attempts in one UPDATE; one job at a time
+when the database refuses the batch's data, so that one job's unstorable outcome
+is that job's failed attempt and never its neighbours'."""
 
 from __future__ import annotations
 
 import datetime
 import json
+import logging
 import math
 import random
 import traceback
@@ -13,6 +16,7 @@ from functools import reduce
 from operator import or_
 from typing import TYPE_CHECKING, Any, cast
 
+from django.db import DatabaseError, connections
 from django.db.models import Case, F, Field, Q, Value, When
 from django.db.models.expressions import Combinable
 
@@ -20,6 +24,7 @@ from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.transient import retry_transient
+from django_sqlqueue.db.vendors import is_away, is_unwritable
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.status import JobStatus
 from django_sqlqueue.validation import json_problem
@@ -28,6 +33,13 @@ if TYPE_CHECKING:
     # Type-only: the manager calls this module, and the model holds the manager.
     from django_sqlqueue.managers import JobQuerySet
     from django_sqlqueue.models import Job
+
+logger = logging.getLogger(__name__)
+
+#: The most of an exception's message and of its traceback kept in a job's errors:
+#: enough to debug, and small enough that every attempt's error fits in one row.
+MESSAGE_LIMIT = 10_000
+TRACEBACK_LIMIT = 50_000
 
 
 def retry_delay(attempt: int) -> datetime.timedelta:
@@ -48,14 +60,29 @@ def error_record(job: Job, error: BaseException, worker_id: str) -> dict[str, An
     ``max_attempts``: an admin Retry starts ``attempts`` from 0 again, but every attempt
     before it that ended without success left one record here."""
     kind = type(error)
+    try:
+        message = str(error)
+    except Exception as problem:
+        message = f"<str() of this {kind.__qualname__} raised {type(problem).__qualname__}>"
     return {
         "attempt": len(job.errors) + 1,
         "worker": worker_id,
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "exception_class_path": f"{kind.__module__}.{kind.__qualname__}",
-        "message": str(error),
-        "traceback": "".join(traceback.format_exception(error)),
+        "message": _storable(message, MESSAGE_LIMIT),
+        "traceback": _storable("".join(traceback.format_exception(error)), TRACEBACK_LIMIT),
     }
+
+
+def _storable(text: str, limit: int) -> str:
+    """``text`` as every database stores it: NUL (refused by PostgreSQL) and lone
+    surrogates (refused by PostgreSQL and MariaDB) written out as escapes, and the middle cut,
+    saying so, past ``limit`` characters (the end of a traceback says the most)."""
+    text = text.replace("\0", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
+    if len(text) <= limit:
+        return text
+    cut = len(text) - limit
+    return f"{text[: limit // 2]}\n[... {cut} characters cut ...]\n{text[-(limit - limit // 2) :]}"
 
 
 def after_failure(job: Job, error: BaseException, worker_id: str, now: Any) -> dict[str, Any]:
@@ -73,12 +100,11 @@ def after_failure(job: Job, error: BaseException, worker_id: str, now: Any) -> d
 class _Changes:
     """The new value of each changed column, by job id."""
 
-    def __init__(self) -> None:
+    def __init__(self, outcomes: Mapping[Job, Mapping[str, Any]]) -> None:
         self.by_column: dict[str, dict[int, Any]] = defaultdict(dict)
-
-    def set(self, job: Job, **values: Any) -> None:
-        for column, value in values.items():
-            self.by_column[column][job.pk] = value
+        for job, values in outcomes.items():
+            for column, value in values.items():
+                self.by_column[column][job.pk] = value
 
     def expression(self, column: str, output_field: Field[Any, Any], rows: int) -> Any:
         """One ``CASE`` over job ids (one value when it is the same for all ``rows``);
@@ -106,28 +132,78 @@ def finish(
     """See :meth:`JobManager.finish`."""
     if both := {job.pk for job in succeeded} & {job.pk for job in failed}:
         raise ValueError(f"Jobs {sorted(both)} cannot both succeed and fail.")
-    failures = dict(failed)
     now = DatabaseNow()
-    changes = _Changes()
+    outcomes: dict[Job, dict[str, Any]] = {}
     for job, value in succeeded.items():
         if problem := json_problem(value, "the return value"):
-            failures[job] = InvalidJobError(f"{job.task} finished, but {problem}.")
+            outcomes[job] = after_failure(job, InvalidJobError(f"{job.task} finished, but {problem}."), worker_id, now)
         else:
-            changes.set(job, status=JobStatus.SUCCESSFUL, finished_at=now)
+            outcomes[job] = {"status": JobStatus.SUCCESSFUL, "finished_at": now}
             if value is not None:
-                changes.set(job, result=value)
-    for job, error in failures.items():
-        changes.set(job, **after_failure(job, error, worker_id, now))
-    # A success whose result was refused is also in failures: count each job once.
-    owned = list({job.pk: job for job in (*succeeded, *failures)}.values())
-    if not owned:
+                outcomes[job]["result"] = value
+    for job, error in failed.items():
+        outcomes[job] = after_failure(job, error, worker_id, now)
+    if not outcomes:
         return 0
+    try:
+        return _write(jobs, worker_id, outcomes)
+    except DatabaseError as error:
+        if not _refused(jobs.db, error):
+            raise
+    return sum(_write_alone(jobs, worker_id, job, outcome, now) for job, outcome in outcomes.items())
+
+
+def _write(jobs: JobQuerySet, worker_id: str, outcomes: Mapping[Job, Mapping[str, Any]]) -> int:
+    """One UPDATE of the held jobs among ``outcomes``; in a savepoint inside a caller's
+    transaction, which a refused statement would otherwise break (PostgreSQL)."""
+    changes = _Changes(outcomes)
     model = jobs.model
     updates = {
-        column: changes.expression(column, cast("Field[Any, Any]", model._meta.get_field(column)), len(owned))
+        column: changes.expression(column, cast("Field[Any, Any]", model._meta.get_field(column)), len(outcomes))
         for column in changes.by_column
     }
-    return retry_transient(jobs.db, lambda: still_held(jobs, worker_id, owned).update(**updates), atomic=False)
+    held = still_held(jobs, worker_id, outcomes)
+    return retry_transient(jobs.db, lambda: held.update(**updates), atomic=connections[jobs.db].in_atomic_block)
+
+
+def _write_alone(jobs: JobQuerySet, worker_id: str, job: Job, outcome: Mapping[str, Any], now: Any) -> int:
+    """Write one job's outcome; if the database refuses it, a failed attempt saying so
+    instead; if it refuses that too (the job's earlier errors are as much as a row can
+    take), the job ``FAILED`` with its errors as they were, and the refusal logged."""
+    try:
+        return _write(jobs, worker_id, {job: outcome})
+    except DatabaseError as error:
+        if not _refused(jobs.db, error):
+            raise
+        if outcome["status"] == JobStatus.SUCCESSFUL:
+            what = f"{job.task} finished, but the database refused to store its return value"
+        else:
+            raised = outcome["errors"][-1]["exception_class_path"]
+            what = f"{job.task} raised {raised}, but the database refused to store that error"
+        refusal = InvalidJobError(f"{what}: {error}")
+    try:
+        return _write(jobs, worker_id, {job: after_failure(job, refusal, worker_id, now)})
+    except DatabaseError as error:
+        if not _refused(jobs.db, error):
+            raise
+        logger.error("Job %s: %s, and the error saying so (%s); it is FAILED", job.pk, refusal, error)
+    return _write(jobs, worker_id, {job: {"status": JobStatus.FAILED, "finished_at": now}})
+
+
+def _refused(using: str, error: DatabaseError) -> bool:
+    """Whether the database refused the data of the statement that raised ``error``:
+    an unwritable value, or a connection that this statement lost. (MariaDB ends the
+    connection of a statement larger than ``max_allowed_packet``; past a few times that
+    size the client sees only 'server has gone away'.) A lost connection is closed: the
+    next statement opens another, and where the server is out of reach indeed, that
+    fails to connect, which is no refusal. Inside a transaction nothing can reconnect."""
+    connection = connections[using]
+    if connection.in_atomic_block:
+        return is_unwritable(error)
+    lost = connection.connection is not None and not connection.is_usable()
+    if lost:
+        connection.close()
+    return is_unwritable(error) or (lost and is_away(error))
 
 
 def release(jobs: JobQuerySet, *, worker_id: str, unstarted: Iterable[Job]) -> int:

@@ -1,42 +1,117 @@
 """What each database needs and how each fails, in one place: the errors worth trying
-again, and the settings a safe claim needs (the checks report those problems at
-start-up and the claim refuses to run into them)."""
+again, those of a database out of reach and those of data it cannot store (each
+vendor's codes in one table per kind), the settings a safe claim needs (the checks
+report those problems at start-up and the claim refuses to run into them), and the
+oldest driver and server versions it runs on."""
 
 from __future__ import annotations
 
 import re
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
-from django.db import InterfaceError, OperationalError
+from django.db import DataError, InterfaceError, OperationalError
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-#: What a lost or restarting database raises: wait, reconnect and try again. Anything
-#: else (a missing table, say) is a bug or a misconfiguration and should stop a worker
-#: loudly rather than loop.
-DATABASE_AWAY = (OperationalError, InterfaceError)
 
-# MySQL/MariaDB: ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT.
-_MYSQL_TRANSIENT_CODES = {1213, 1205}
-# PostgreSQL: serialization_failure, deadlock_detected, lock_not_available.
-_POSTGRES_TRANSIENT_STATES = {"40001", "40P01", "55P03"}
-_SQLITE_TRANSIENT_MESSAGES = ("database is locked", "database table is locked")
+class _Codes(NamedTuple):
+    """Errors of one kind, as each database names them."""
+
+    #: PostgreSQL SQLSTATEs, or their first characters for a whole class.
+    postgresql: tuple[str, ...]
+    #: MySQL and MariaDB error numbers.
+    mysql: frozenset[int]
+    #: Words of SQLite's message (its only detail on Python 3.10).
+    sqlite: tuple[str, ...]
+
+
+#: Deadlocks and lock waits that gave up: the whole transaction may succeed if run again.
+_TRANSIENT = _Codes(
+    # serialization_failure, deadlock_detected, lock_not_available.
+    postgresql=("40001", "40P01", "55P03"),
+    # ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT.
+    mysql=frozenset({1213, 1205}),
+    sqlite=("database is locked", "database table is locked"),
+)
+
+#: The connection is gone, or the server cannot write for now (restart, killed
+#: connection, shutdown, failover, full disk): wait, reconnect and try again.
+_AWAY = _Codes(
+    # connection_exception, insufficient_resources, system_error, read_only_sql_transaction,
+    # query_canceled, admin_shutdown, crash_shutdown, cannot_connect_now, idle_session_timeout.
+    postgresql=("08", "53", "58", "25006", "57014", "57P01", "57P02", "57P03", "57P05"),
+    mysql=frozenset(
+        {
+            *(2002, 2003, 2006, 2013, 2055),  # client: cannot connect, gone away, lost connection
+            *(1040, 1053, 1077, 1152, 1158, 1159, 1160, 1161, 1184),  # too many connections, shutdown, network
+            *(1927, 4031, 1317, 1969, 3024),  # killed, idle timeout, query interrupted, statement time limits
+            *(1290, 1792, 1836),  # read-only (after a failover)
+            *(1021, 1114),  # disk or table full
+        }
+    ),
+    sqlite=("disk I/O error", "unable to open database file", "attempt to write a readonly database", "disk is full"),
+)
+
+#: This data cannot be written, however often it is tried: too large, out of range,
+#: invalid JSON or text. Only the statement that carried it fails.
+_UNWRITABLE = _Codes(
+    # data_exception (invalid JSON, NUL, out of range...), program_limit_exceeded, check_violation.
+    postgresql=("22", "54", "23514"),
+    mysql=frozenset(
+        {
+            1153,  # ER_NET_PACKET_TOO_LARGE: larger than max_allowed_packet
+            1301,  # ER_WARN_ALLOWED_PACKET_OVERFLOWED
+            *(1264, 1690),  # out of range
+            *(1292, 1366, 1367, 1406),  # incorrect or too long a value
+            *(3140, 4025, 3819),  # invalid JSON (MySQL), a failed CHECK such as MariaDB's JSON_VALID
+        }
+    ),
+    sqlite=("string or blob too big", "CHECK constraint failed"),
+)
+
+
+def _is(error: BaseException, codes: _Codes) -> bool:
+    # Django raises its own exception with the driver's as the cause, except MySQL's
+    # IntegrityError, which it raises with the driver's arguments and no cause.
+    cause = error.__cause__ or error
+    if state := getattr(cause, "sqlstate", None):
+        return str(state).startswith(codes.postgresql)
+    args = getattr(cause, "args", ())
+    if args and isinstance(args[0], int):
+        return args[0] in codes.mysql
+    return any(words in str(error) for words in codes.sqlite)
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether a failed statement may succeed if its whole transaction is run again."""
+    return _is(error, _TRANSIENT)
+
+
+def is_away(error: BaseException) -> bool:
+    """Whether the database is out of reach or cannot write for now: wait and try again.
+
+    A transient error is one that :func:`~django_sqlqueue.db.transient.retry_transient`
+    gave up on. An error that is neither this nor :func:`is_unwritable` (a missing
+    table or column, a syntax error) is a bug or a misconfiguration: it should stop a
+    worker loudly rather than loop."""
+    if isinstance(error, InterfaceError):
+        return True
+    cause = error.__cause__
+    psycopg = type(cause).__module__.startswith("psycopg")
+    if isinstance(error, OperationalError) and psycopg and not getattr(cause, "sqlstate", None):
+        return True  # psycopg's own connection failures carry no SQLSTATE
+    return _is(error, _AWAY) or _is(error, _TRANSIENT)
+
+
+def is_unwritable(error: BaseException) -> bool:
+    """Whether the database refused the data a statement carried: no retry can write it."""
+    return isinstance(error, DataError) or _is(error, _UNWRITABLE)
+
 
 MARIADB_MIN_VERSION = (10, 6)
 #: ``Connection.notifies(timeout=, stop_after=)``, which the idle wait uses, came in 3.2.
 PSYCOPG_MIN_VERSION = (3, 2)
 #: ``UPDATE ... RETURNING``, which the claim uses on SQLite, came in 3.35.
 SQLITE_MIN_VERSION = (3, 35)
-
-
-def is_transient(error: OperationalError) -> bool:
-    """Whether a failed statement may succeed if its whole transaction is run again."""
-    cause = error.__cause__
-    if getattr(cause, "sqlstate", None) in _POSTGRES_TRANSIENT_STATES:
-        return True
-    args = getattr(cause, "args", ())
-    if args and args[0] in _MYSQL_TRANSIENT_CODES:
-        return True
-    return any(message in str(error) for message in _SQLITE_TRANSIENT_MESSAGES)
 
 
 def claim_problem(connection: BaseDatabaseWrapper) -> str | None:

@@ -22,11 +22,11 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connections
+from django.db import Error, close_old_connections, connections
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.routing import queue_db
-from django_sqlqueue.db.vendors import DATABASE_AWAY
+from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.exceptions import JobTimeout, WorkerLost
 from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.runner import bootstrap
@@ -287,10 +287,13 @@ class Supervisor:
                 os.kill(child.process.pid, signal.SIGTERM)
 
     def _database(self, work: Callable[[], Any], fallback: Any) -> Any:
-        """The supervisor carries on while the database is away; it retries next tick."""
+        """The supervisor carries on while the database is away; it retries next tick.
+        Any other database error (a missing table) stops it."""
         try:
             return work()
-        except DATABASE_AWAY as error:
+        except Error as error:
+            if not is_away(error):
+                raise
             logger.warning("Database error in the supervisor (%s); retrying", error)
             return fallback
         finally:

@@ -16,11 +16,11 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from multiprocessing.connection import Connection
 from typing import Any
 
-from django.db import close_old_connections
+from django.db import Error, close_old_connections
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.vendors import DATABASE_AWAY
+from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.registry import autodiscover
 from django_sqlqueue.runner.config import WorkerConfig
@@ -92,7 +92,7 @@ class WorkerProcess:
                     close_old_connections()
                     try:
                         batch = Job.objects.claim(worker_id=self.config.name, queues=self.config.queues, limit=wanted)
-                    except DATABASE_AWAY as error:
+                    except Error as error:
                         self.budget.give_back(wanted)
                         self._database_down(error)
                         continue
@@ -178,19 +178,25 @@ class WorkerProcess:
 
     def _persist(self, write: Callable[[], int]) -> int:
         """``write()``, tried until the database takes it: outcomes are all the proof
-        that the jobs ran, and a rescue would run them again."""
+        that the jobs ran, and a rescue would run them again. (``finish`` itself turns
+        an outcome the database refuses into that job's failed attempt.)"""
         while True:
             try:
                 count = write()
-            except DATABASE_AWAY as error:
+            except Error as error:
                 self._database_down(error, keep_going=True)
             else:
                 self.database_failures = 0
                 return count
 
-    def _database_down(self, error: Exception, *, keep_going: bool = False) -> None:
+    def _database_down(self, error: Error, *, keep_going: bool = False) -> None:
         """Wait before reconnecting: briefly at first (a killed connection comes back at
-        once), longer while the server stays away (a restart), so as not to hammer it."""
+        once), longer while the server stays away (a restart), so as not to hammer it.
+
+        Raises ``error`` itself unless the database is away: a missing table or column
+        is a bug or a misconfiguration that trying again cannot cure."""
+        if not is_away(error):
+            raise error
         delay = min(RECONNECT_FIRST_SECONDS * 2**self.database_failures, RECONNECT_MAX_SECONDS)
         self.database_failures += 1
         logger.warning("%s: database error (%s); reconnecting in %.1f s", self.config.name, error, delay)
@@ -212,13 +218,13 @@ class WorkerProcess:
                     defaults={"host": socket.gethostname(), "pid": os.getpid(), "queues": self.config.queues},
                 )
                 return
-            except DATABASE_AWAY as error:
+            except Error as error:
                 self._database_down(error, keep_going=True)
 
     def _unregister(self) -> None:
         try:
             Worker.objects.filter(name=self.config.name).delete()
-        except DATABASE_AWAY as error:
+        except Error as error:  # at exit, whatever it is: the lease will expire
             logger.warning("%s: could not unregister (%s); the lease will expire", self.config.name, error)
 
     def _beat(self) -> None:
@@ -234,7 +240,10 @@ class WorkerProcess:
                 )
                 if not beat:
                     self._register()
-            except DATABASE_AWAY as error:
+            except Error as error:
+                if not is_away(error):
+                    self.stop.set()  # the worker stops too, rather than run without a lease
+                    raise
                 logger.warning("%s: heartbeat failed (%s)", self.config.name, error)
             finally:
                 close_old_connections()

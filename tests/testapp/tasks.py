@@ -7,11 +7,13 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 
 from django_sqlqueue import job
+from tests.support.unstorable import max_allowed_packet, refused_json
 from tests.testapp.models import Receipt
 
 
@@ -81,3 +83,24 @@ def crash() -> None:
 def exit_cleanly() -> None:
     """Ends its worker process with status 0, as a task calling sys.exit() would."""
     sys.exit(0)
+
+
+@job(max_attempts=1)
+def unstorable() -> Any:
+    """Returns what the database refuses to store: on MariaDB more than its
+    ``max_allowed_packet``, on PostgreSQL a NUL in a string (SQLite would take both)."""
+    if connection.vendor == "mysql":
+        return "x" * max_allowed_packet()
+    return refused_json()
+
+
+class Unprintable(Exception):
+    """An exception with no words: its ``__str__`` raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no words for it")
+
+
+@job(max_attempts=1)
+def raise_unprintable() -> None:
+    raise Unprintable

@@ -13,8 +13,9 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.finishing import retry_delay
+from django_sqlqueue.db.finishing import MESSAGE_LIMIT, TRACEBACK_LIMIT, retry_delay
 from django_sqlqueue.models import Job, JobStatus
+from tests.support.unstorable import max_allowed_packet, refused_json
 from tests.testapp.tasks import noop
 
 pytestmark = pytest.mark.django_db
@@ -410,3 +411,134 @@ def test_finishing_nothing_writes_nothing() -> None:
         assert Job.objects.finish(worker_id="w") == 0
         assert Job.objects.finish(worker_id="w", succeeded={}, failed={}) == 0
     assert queries.captured_queries == []
+
+
+# Outcomes the database cannot store as they are
+
+INVALID_JOB = "django_sqlqueue.exceptions.InvalidJobError"
+
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no words for it")
+
+
+def test_an_exception_whose_str_raises_is_recorded_with_a_placeholder() -> None:
+    (job,) = claim()
+    assert Job.objects.finish(worker_id="w", failed={job: Unprintable()}) == 1
+    job.refresh_from_db()
+    (record,) = job.errors
+    assert record["exception_class_path"] == f"{__name__}.Unprintable"
+    assert record["message"] == "<str() of this Unprintable raised RuntimeError>"
+    assert record["traceback"].endswith("Unprintable: <exception str() failed>\n")
+
+
+def test_nul_and_lone_surrogates_in_an_error_are_stored_as_escapes() -> None:
+    (job,) = claim()
+    Job.objects.finish(worker_id="w", failed={job: raised("a NUL \x00 and a lone \ud800 surrogate")})
+    job.refresh_from_db()
+    (record,) = job.errors
+    assert record["message"] == "a NUL \\x00 and a lone \\ud800 surrogate"
+    assert record["traceback"].endswith("ValueError: a NUL \\x00 and a lone \\ud800 surrogate\n")
+
+
+def test_a_long_message_and_traceback_are_cut_in_the_middle_saying_so() -> None:
+    (job,) = claim()
+    message = "head " + "m" * (2 * TRACEBACK_LIMIT) + " tail"
+    Job.objects.finish(worker_id="w", failed={job: raised(message)})
+    job.refresh_from_db()
+    (record,) = job.errors
+    cut = f"\n[... {len(message) - MESSAGE_LIMIT} characters cut ...]\n"
+    assert record["message"] == message[: MESSAGE_LIMIT // 2] + cut + message[-MESSAGE_LIMIT // 2 :]
+    assert len(record["traceback"]) < TRACEBACK_LIMIT + 100
+    assert record["traceback"].startswith("Traceback (most recent call last):\n")
+    assert "characters cut ...]" in record["traceback"]
+    assert record["traceback"].endswith("m tail\n")
+
+
+@pytest.mark.skipif(
+    connection.vendor == "sqlite",
+    reason="SQLite refuses only JSON nested past 1000 levels, which the return value's check refuses first",
+)
+@pytest.mark.parametrize(
+    "in_transaction",
+    [
+        pytest.param(True, id="in-a-transaction"),
+        pytest.param(False, id="autocommit", marks=pytest.mark.django_db(transaction=True)),
+    ],
+)
+def test_a_result_the_database_refuses_fails_that_job_alone(in_transaction: bool) -> None:
+    """A savepoint keeps a caller's transaction usable after the refused batch (PostgreSQL)."""
+    assert connection.in_atomic_block is in_transaction
+    good, bad = claim(2, max_attempts=3)
+    (spent,) = claim(max_attempts=1)
+    (failure,) = claim(max_attempts=3)
+    written = Job.objects.finish(
+        worker_id="w",
+        succeeded={good: "fine", bad: refused_json(), spent: refused_json()},
+        failed={failure: raised("its own error")},
+    )
+    assert written == 4
+    stored = {job.pk: job for job in Job.objects.all()}
+    assert (stored[good.pk].status, stored[good.pk].result, stored[good.pk].errors) == (
+        JobStatus.SUCCESSFUL,
+        "fine",
+        [],
+    )
+    for job, status in [(bad, JobStatus.READY), (spent, JobStatus.FAILED)]:
+        (record,) = stored[job.pk].errors
+        assert (stored[job.pk].status, stored[job.pk].result) == (status, None)
+        assert record["exception_class_path"] == INVALID_JOB
+        assert record["message"].startswith("tests.testapp.tasks.noop finished, but ")
+        assert "return value" in record["message"]
+    assert [record["message"] for record in stored[failure.pk].errors] == ["its own error"]
+    assert stored[failure.pk].status == JobStatus.READY
+
+
+@pytest.mark.django_db(transaction=True)  # the server ends the connection, and with it any transaction
+@pytest.mark.skipif(connection.vendor != "mysql", reason="MariaDB's max_allowed_packet bounds a statement")
+@pytest.mark.parametrize(
+    ("times", "seen"),
+    [
+        pytest.param(1, "(1153, \"Got a packet bigger than 'max_allowed_packet' bytes\")", id="just-over"),
+        # Far over the limit, the client sees only the connection ending.
+        pytest.param(4, "(2006, 'Server has gone away')", id="far-over"),
+    ],
+)
+def test_a_result_larger_than_max_allowed_packet_fails_that_job_alone(times: int, seen: str) -> None:
+    good, bad = claim(2, max_attempts=3)
+    written = Job.objects.finish(worker_id="w", succeeded={good: "fine", bad: "x" * (times * max_allowed_packet())})
+    assert written == 2
+    good.refresh_from_db()
+    bad.refresh_from_db()
+    assert (good.status, good.result) == (JobStatus.SUCCESSFUL, "fine")
+    (record,) = bad.errors
+    assert (bad.status, bad.result, record["exception_class_path"]) == (JobStatus.READY, None, INVALID_JOB)
+    assert record["message"] == (
+        f"tests.testapp.tasks.noop finished, but the database refused to store its return value: {seen}"
+    )
+
+
+@pytest.mark.django_db(transaction=True)  # the server ends the connection, and with it any transaction
+@pytest.mark.skipif(connection.vendor != "mysql", reason="MariaDB's max_allowed_packet bounds a statement")
+def test_a_job_whose_errors_leave_no_room_for_the_refusal_fails_with_its_errors_kept(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    (job,) = claim(max_attempts=3)
+    # Earlier errors that the database took, just short of its largest statement: with
+    # one more error they are too large.
+    earlier = [{"message": "x" * (max_allowed_packet() - 400)}]
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {Job._meta.db_table} SET errors = %s WHERE id = %s", [json.dumps(earlier), job.pk])
+    job.refresh_from_db()
+    assert Job.objects.finish(worker_id="w", succeeded={job: "x" * max_allowed_packet()}) == 1
+    job.refresh_from_db()
+    assert (job.status, job.result, job.errors) == (JobStatus.FAILED, None, earlier)
+    assert job.finished_at is not None
+    (logged,) = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert logged.startswith(
+        f"Job {job.pk}: tests.testapp.tasks.noop finished, but the database refused to store its return value: "
+    )
+    assert logged.endswith(
+        "and the error saying so ((1153, \"Got a packet bigger than 'max_allowed_packet' bytes\")); it is FAILED"
+    )

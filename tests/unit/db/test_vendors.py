@@ -1,7 +1,8 @@
 """What each database needs and how each fails (``db/vendors.py``): the errors worth
-running a transaction again for (``is_transient``), what a lost database raises
-(``DATABASE_AWAY``), and what makes a claim unsafe (``claim_problem``, ``version_problem``,
-``driver_problem``)."""
+running a transaction again for (``is_transient``), those of a database out of reach
+(``is_away``) and of data it cannot store (``is_unwritable``), what makes a claim
+unsafe (``claim_problem``, ``version_problem``), and the drivers it runs on
+(``driver_problem``)."""
 
 from __future__ import annotations
 
@@ -10,24 +11,23 @@ import types
 from typing import Any
 
 import pytest
-from django.db import (
-    DatabaseError,
-    DataError,
-    IntegrityError,
-    InterfaceError,
-    OperationalError,
-    ProgrammingError,
-    connection,
-    connections,
-)
+from django.db import DatabaseError, Error, InterfaceError, OperationalError, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F
 from django.db.utils import load_backend
 
-from django_sqlqueue.db.vendors import DATABASE_AWAY, claim_problem, driver_problem, is_transient, version_problem
+from django_sqlqueue.db.vendors import (
+    claim_problem,
+    driver_problem,
+    is_away,
+    is_transient,
+    is_unwritable,
+    version_problem,
+)
 from django_sqlqueue.models import Job
 from tests.support.locks import held_elsewhere, impatient
 from tests.support.messages import SQLITE_DEFERRED, mysql_isolation_problem
+from tests.support.unstorable import max_allowed_packet, refused_json
 from tests.testapp.tasks import noop
 
 
@@ -43,12 +43,12 @@ def unopened(engine: str, options: dict[str, Any] | None, alias: str = "jobs") -
 # Transient errors: the classification, with each driver's own exceptions
 
 
-def as_django_raises(engine: str, driver_module: str, driver_class: str, args: tuple[Any, ...]) -> OperationalError:
+def as_django_raises(engine: str, driver_module: str, driver_class: str, args: tuple[Any, ...]) -> Error:
     """The driver's exception as Django raises it: through the backend's
     ``wrap_database_errors``, with the driver's exception as its ``__cause__``."""
     module = pytest.importorskip(driver_module, reason=f"{driver_module} is not installed")
     cause = getattr(module, driver_class)(*args)
-    with pytest.raises(OperationalError) as excinfo, unopened(engine, None).wrap_database_errors:
+    with pytest.raises(Error) as excinfo, unopened(engine, None).wrap_database_errors:
         raise cause
     assert excinfo.value.__cause__ is cause
     return excinfo.value
@@ -168,27 +168,76 @@ def test_an_error_that_running_again_cannot_cure_is_not_transient() -> None:
     assert not is_transient(excinfo.value)
 
 
-# A database that went away
+# A database out of reach, data it cannot store, and neither: the classification
+
+
+def pg(name: str, message: str) -> tuple[str, str, str, tuple[Any, ...]]:
+    return ("postgresql", "psycopg.errors", name, (message,))
+
+
+def mysql(code: int, message: str, driver_class: str = "OperationalError") -> tuple[str, str, str, tuple[Any, ...]]:
+    return ("mysql", "MySQLdb", driver_class, (code, message))
+
+
+def sqlite(message: str, driver_class: str = "OperationalError") -> tuple[str, str, str, tuple[Any, ...]]:
+    return ("sqlite3", "sqlite3", driver_class, (message,))
+
+
+AWAY, UNWRITABLE, NEITHER = "away", "unwritable", "neither"
 
 
 @pytest.mark.parametrize(
-    ("error", "away"),
+    ("raised", "kind"),
     [
-        (OperationalError, True),
-        (InterfaceError, True),
-        (ProgrammingError, False),
-        (IntegrityError, False),
-        (DataError, False),
-        (DatabaseError, False),
+        pytest.param(("postgresql", "psycopg", "OperationalError", ("consuming input failed",)), AWAY, id="pg-lost"),
+        pytest.param(pg("AdminShutdown", "terminating connection due to administrator command"), AWAY, id="pg-57P01"),
+        pytest.param(pg("CannotConnectNow", "the database system is starting up"), AWAY, id="pg-57P03"),
+        pytest.param(pg("ReadOnlySqlTransaction", "cannot execute UPDATE in a read-only transaction"), AWAY),
+        pytest.param(pg("QueryCanceled", "canceling statement due to statement timeout"), AWAY, id="pg-57014"),
+        pytest.param(pg("DeadlockDetected", "deadlock detected"), AWAY, id="pg-40P01"),
+        pytest.param(pg("UntranslatableCharacter", "unsupported Unicode escape sequence"), UNWRITABLE),
+        pytest.param(pg("InvalidTextRepresentation", "invalid input syntax for type json"), UNWRITABLE),
+        pytest.param(pg("NumericValueOutOfRange", "value overflows numeric format"), UNWRITABLE),
+        pytest.param(pg("ProgramLimitExceeded", "total size of jsonb array elements exceeds the maximum"), UNWRITABLE),
+        pytest.param(("postgresql", "psycopg", "DataError", ("text fields cannot contain NUL",)), UNWRITABLE),
+        pytest.param(pg("UndefinedTable", 'relation "x" does not exist'), NEITHER, id="pg-42P01"),
+        pytest.param(pg("UndefinedColumn", 'column "x" does not exist'), NEITHER, id="pg-42703"),
+        pytest.param(mysql(2006, "Server has gone away"), AWAY, id="mysql-2006"),
+        pytest.param(mysql(2013, "Lost connection to server during query"), AWAY, id="mysql-2013"),
+        pytest.param(mysql(1927, "Connection was killed"), AWAY, id="mysql-1927"),
+        pytest.param(mysql(1290, "The MariaDB server is running with the --read-only option"), AWAY, id="mysql-1290"),
+        pytest.param(mysql(1213, "Deadlock found when trying to get lock"), AWAY, id="mysql-1213"),
+        pytest.param(mysql(1153, "Got a packet bigger than 'max_allowed_packet' bytes"), UNWRITABLE, id="mysql-1153"),
+        pytest.param(mysql(1406, "Data too long for column 'x'", "DataError"), UNWRITABLE, id="mysql-1406"),
+        pytest.param(mysql(4025, "CONSTRAINT `x` failed", "IntegrityError"), UNWRITABLE, id="mysql-4025"),
+        pytest.param(mysql(1054, "Unknown column 'x' in 'field list'"), NEITHER, id="mysql-1054"),
+        pytest.param(mysql(1146, "Table 'x' doesn't exist", "ProgrammingError"), NEITHER, id="mysql-1146"),
+        pytest.param(sqlite("database is locked"), AWAY, id="sqlite-locked"),
+        pytest.param(sqlite("disk I/O error"), AWAY, id="sqlite-io"),
+        pytest.param(sqlite("attempt to write a readonly database"), AWAY, id="sqlite-readonly"),
+        pytest.param(sqlite("string or blob too big", "DataError"), UNWRITABLE, id="sqlite-too-big"),
+        pytest.param(sqlite('CHECK constraint failed: JSON_VALID("x")', "IntegrityError"), UNWRITABLE),
+        pytest.param(sqlite("no such table: x"), NEITHER, id="sqlite-no-table"),
+        pytest.param(sqlite("no such column: x"), NEITHER, id="sqlite-no-column"),
     ],
 )
-def test_database_away_is_an_operational_or_interface_error(error: type[DatabaseError], away: bool) -> None:
-    assert isinstance(error("x"), DATABASE_AWAY) is away
+def test_classification(raised: tuple[str, str, str, tuple[Any, ...]], kind: str) -> None:
+    error = as_django_raises(*raised)
+    assert (is_away(error), is_unwritable(error)) == (kind == AWAY, kind == UNWRITABLE)
+
+
+@pytest.mark.parametrize("error", [InterfaceError("connection already closed"), InterfaceError(0, "")])
+def test_an_interface_error_is_away(error: InterfaceError) -> None:
+    assert is_away(error)
+    assert not is_unwritable(error)
+
+
+# A database out of reach, data it cannot store, and neither: real errors from the database under test
 
 
 @pytest.mark.django_db
 @pytest.mark.skipif(connection.vendor == "sqlite", reason="SQLite is a file: there is no server connection to lose")
-def test_a_connection_the_server_ended_is_database_away() -> None:
+def test_a_connection_the_server_ended_is_away() -> None:
     victim = connections.create_connection("default")
     try:
         with victim.cursor() as cursor:
@@ -199,22 +248,61 @@ def test_a_connection_the_server_ended_is_database_away() -> None:
                 cursor.execute("SELECT pg_terminate_backend(%s, 10000)", [session])  # waits until it has ended
             else:
                 cursor.execute(f"KILL CONNECTION {session}")
-        with pytest.raises(DATABASE_AWAY), victim.cursor() as cursor:
+        with pytest.raises(Error) as excinfo, victim.cursor() as cursor:
             cursor.execute("SELECT 1")
+        assert is_away(excinfo.value)
+        assert not is_unwritable(excinfo.value)
     finally:
-        with contextlib.suppress(*DATABASE_AWAY):
+        with contextlib.suppress(Error):
             victim.close()
 
 
+#: Statements that fail because the schema is not what the code expects.
+SCHEMA_ERRORS = {
+    "missing table": "SELECT * FROM no_such_table",
+    "missing column": f"SELECT no_such_column FROM {Job._meta.db_table}",
+}
+
+
 @pytest.mark.django_db
-@pytest.mark.skipif(
-    connection.vendor == "sqlite",
-    reason="SQLite raises OperationalError for a missing table, the class DATABASE_AWAY counts as a lost database",
-)
-def test_a_missing_table_is_not_database_away() -> None:
+@pytest.mark.parametrize("statement", SCHEMA_ERRORS.values(), ids=SCHEMA_ERRORS)
+def test_a_schema_error_is_neither_away_nor_unwritable(statement: str) -> None:
     with pytest.raises(DatabaseError) as excinfo, connection.cursor() as cursor:
-        cursor.execute("SELECT * FROM no_such_table")
-    assert not isinstance(excinfo.value, DATABASE_AWAY)
+        cursor.execute(statement)
+    assert not is_away(excinfo.value)
+    assert not is_unwritable(excinfo.value)
+
+
+@pytest.mark.django_db
+def test_json_the_database_refuses_is_unwritable() -> None:
+    job = Job.objects.enqueue(noop)
+    with pytest.raises(DatabaseError) as excinfo:
+        Job.objects.filter(pk=job.pk).update(result=refused_json())
+    assert is_unwritable(excinfo.value)
+    assert not is_away(excinfo.value)
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="only PostgreSQL's jsonb refuses a lone surrogate")
+def test_a_lone_surrogate_in_jsonb_is_unwritable() -> None:
+    job = Job.objects.enqueue(noop)
+    with pytest.raises(DatabaseError) as excinfo:
+        Job.objects.filter(pk=job.pk).update(result="\ud800")
+    assert is_unwritable(excinfo.value)
+
+
+@pytest.mark.django_db(transaction=True)  # the server ends the connection, and with it any transaction
+@pytest.mark.skipif(connection.vendor != "mysql", reason="MariaDB's max_allowed_packet bounds a statement")
+def test_a_statement_larger_than_max_allowed_packet_is_unwritable() -> None:
+    job = Job.objects.enqueue(noop)
+    try:
+        with pytest.raises(DatabaseError) as excinfo:
+            Job.objects.filter(pk=job.pk).update(result="x" * max_allowed_packet())
+        assert excinfo.value.args[0] == 1153
+        assert is_unwritable(excinfo.value)
+        assert not is_away(excinfo.value)
+    finally:
+        connection.close()  # the server closed its end
 
 
 # Databases set up so that claims would be unsafe

@@ -9,8 +9,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.db import DatabaseError, connection
 
 from django_sqlqueue import signals
+from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.execution import JobOutcome
@@ -120,3 +122,21 @@ def test_budget_is_shared_and_given_back() -> None:
     budget.give_back(2)
     assert budget.take(5) == 2
     assert Budget(None).take(1000) == 1000
+
+
+def test_a_missing_table_stops_the_worker_instead_of_waiting_for_the_database(process: WorkerProcess) -> None:
+    """SQLite raises OperationalError for it, which once counted as a database away."""
+    table, moved = connection.ops.quote_name(Job._meta.db_table), connection.ops.quote_name("moved_away")
+    # Only if the worker loops instead (the bug): stop it, so that the test fails rather than hangs.
+    safety_net = threading.Timer(30, process.stop.set)
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER TABLE {table} RENAME TO {moved}")
+    try:
+        safety_net.start()
+        with pytest.raises(DatabaseError) as excinfo:
+            process.run()
+    finally:
+        safety_net.cancel()
+        with connection.cursor() as cursor:
+            cursor.execute(f"ALTER TABLE {moved} RENAME TO {table}")
+    assert not is_away(excinfo.value)
