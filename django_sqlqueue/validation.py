@@ -15,15 +15,10 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from django_sqlqueue.conf import conf, queue_name_problem
+from django_sqlqueue.conf import MAX_ATTEMPTS, MAX_CLAIM_LIMIT, conf, queue_name_problem
 
 MIN_PRIORITY = -100
 MAX_PRIORITY = 100
-#: ``max_attempts`` is an ``integer`` column on PostgreSQL (the smallest of the three).
-MAX_ATTEMPTS = 2**31 - 1
-#: The most jobs one claim may take: far more than a batch needs, few enough to hold
-#: in memory and to pass to every database as a ``LIMIT``.
-MAX_CLAIM_LIMIT = 100_000
 #: The longest delay: the database's clock plus this stays before the year 9999 while
 #: that clock reads a year before 8999, whatever the database and however it rounds.
 MAX_DELAY = datetime.timedelta(days=1000 * 365)
