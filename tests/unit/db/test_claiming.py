@@ -16,10 +16,10 @@ from django.db import connection, connections, transaction
 from django.db.models import Q
 from django.test import override_settings
 
+from django_sqlqueue.conf import MAX_CLAIM_LIMIT
 from django_sqlqueue.db.claiming import ClaimedJobs
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.models import Job, JobStatus
-from django_sqlqueue.validation import MAX_CLAIM_LIMIT
 from tests.testapp.tasks import noop, report
 
 UTC = datetime.timezone.utc
