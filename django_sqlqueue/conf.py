@@ -5,13 +5,18 @@ check errors at start-up)."""
 
 from __future__ import annotations
 
-import math
+import sys
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 QUEUE_NAME_MAX_LENGTH = 100
+#: ``max_attempts`` is an ``integer`` column on PostgreSQL (the smallest of the three).
+MAX_ATTEMPTS = 2**31 - 1
+#: The most jobs one claim may take: far more than a batch needs, few enough to hold
+#: in memory and to pass to every database as a ``LIMIT``.
+MAX_CLAIM_LIMIT = 100_000
 
 
 def _read(name: str, default: Any) -> Any:
@@ -20,15 +25,18 @@ def _read(name: str, default: Any) -> Any:
 
 def _positive_number(name: str, default: float) -> float:
     value = _read(name, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+    # An int past the largest float is below infinity, but not a number of seconds.
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= sys.float_info.max:
         raise ImproperlyConfigured(f"{name} must be a positive number of seconds, not {value!r}.")
     return float(value)
 
 
-def _positive_int(name: str, default: int) -> int:
+def _positive_int(name: str, default: int, most: int) -> int:
     value = _read(name, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ImproperlyConfigured(f"{name} must be an integer of at least 1, not {value!r}.")
+    if value > most:
+        raise ImproperlyConfigured(f"{name} must be at most {most}, not {value!r}.")
     return value
 
 
@@ -78,7 +86,7 @@ class Settings:
     @property
     def SQLQUEUE_MAX_ATTEMPTS(self) -> int:
         """How many times a job runs before it is FAILED, unless its task says otherwise (default 3)."""
-        return _positive_int("SQLQUEUE_MAX_ATTEMPTS", 3)
+        return _positive_int("SQLQUEUE_MAX_ATTEMPTS", 3, most=MAX_ATTEMPTS)
 
     @property
     def SQLQUEUE_TIMEOUT(self) -> float | None:
@@ -103,7 +111,7 @@ class Settings:
     @property
     def SQLQUEUE_BATCH_SIZE(self) -> int:
         """How many jobs one claim takes at most when the caller names no limit (default 100)."""
-        return _positive_int("SQLQUEUE_BATCH_SIZE", 100)
+        return _positive_int("SQLQUEUE_BATCH_SIZE", 100, most=MAX_CLAIM_LIMIT)
 
     @property
     def SQLQUEUE_HEARTBEAT_INTERVAL(self) -> float:

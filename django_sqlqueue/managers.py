@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import datetime
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from django.conf import settings
-from django.db import models
-from django.utils import timezone
+from django.db import models, transaction
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import claiming, finishing, inserting
@@ -18,7 +16,13 @@ from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.registry import get_task
 from django_sqlqueue.status import JobStatus
-from django_sqlqueue.validation import arguments_problem, job_options_problem
+from django_sqlqueue.validation import (
+    arguments_problem,
+    claim_limit_problem,
+    delay_problem,
+    job_options_problem,
+    run_at_problem,
+)
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -122,14 +126,20 @@ class JobManager(models.Manager["Job"]):
         return job
 
     def enqueue_many(self, jobs: Iterable[Job], *, batch_size: int = 1000) -> list[Job]:
-        """Write many jobs (usually made by :meth:`build`) in a few multi-row INSERTs.
+        """Write many jobs (usually made by :meth:`build`) in a few multi-row INSERTs, all
+        or none: every job is validated before anything is written (one bad job refuses
+        them all), and the INSERTs share one transaction (the caller's, if it has one).
 
-        Every job is validated before anything is written: one bad job refuses them all."""
+        Raises :class:`UnknownTaskError` or :class:`InvalidJobError` and writes nothing
+        when any job cannot be run as given."""
         jobs = list(jobs)
         for job in jobs:
             _validate(job)
         if jobs:
-            inserting.insert(jobs, queue_db(self.model, self._db), batch_size=batch_size)
+            using = queue_db(self.model, self._db)
+            # Inside the caller's transaction this is part of it, without a savepoint.
+            with transaction.atomic(using=using, savepoint=False):
+                inserting.insert(jobs, using, batch_size=batch_size)
         return jobs
 
     def claim(
@@ -147,8 +157,8 @@ class JobManager(models.Manager["Job"]):
         transaction): run the jobs after it returns, never inside it. ``filter`` is any
         ``Q`` on the jobs table."""
         limit = conf.SQLQUEUE_BATCH_SIZE if limit is None else limit
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"limit must be an integer of at least 1, not {limit!r}.")
+        if problem := claim_limit_problem(limit):
+            raise ValueError(f"{problem}.")
         if not worker_id:
             raise ValueError("worker_id must name the worker that claims.")
         candidates = self.on_queue_db().ready().in_queues(queues)
@@ -189,43 +199,36 @@ def _seconds(value: Any) -> Any:
 
 
 def _checked_run_at(run_at: Any) -> datetime.datetime:
-    if not isinstance(run_at, datetime.datetime):
-        raise InvalidJobError(f"run_at must be a datetime, not {type(run_at).__name__}.")
-    if settings.USE_TZ and timezone.is_naive(run_at):
-        raise InvalidJobError(
-            f"run_at {run_at.isoformat()} is naive but USE_TZ is on: say which time zone it is in, "
-            "e.g. with django.utils.timezone.make_aware()."
-        )
-    if not settings.USE_TZ and timezone.is_aware(run_at):
-        raise InvalidJobError(
-            f"run_at {run_at.isoformat()} has a time zone but USE_TZ is off: pass a naive local time."
-        )
-    return run_at
+    if problem := run_at_problem(run_at, use_tz=settings.USE_TZ):
+        raise InvalidJobError(f"{problem}.")
+    return cast("datetime.datetime", run_at)
 
 
 def _checked_delay(delay: Any) -> datetime.timedelta:
-    if isinstance(delay, datetime.timedelta):
-        seconds = delay.total_seconds()
-    elif isinstance(delay, (int, float)) and not isinstance(delay, bool):
-        seconds = delay
-    else:
-        seconds = -1
-    if not 0 <= seconds < math.inf:
-        raise InvalidJobError(f"delay must be a timedelta or a number of seconds of at least 0, not {delay!r}.")
-    try:
-        return datetime.timedelta(seconds=seconds)
-    except OverflowError:
-        raise InvalidJobError(f"delay {delay!r} reaches past the year 9999.") from None
+    if problem := delay_problem(delay):
+        raise InvalidJobError(f"{problem}.")
+    return delay if isinstance(delay, datetime.timedelta) else datetime.timedelta(seconds=delay)
 
 
 def _validate(job: Job) -> None:
+    """Everything :meth:`JobManager.build` checks, checked again on the job as it is
+    now: ``enqueue_many`` takes jobs a caller may have changed since."""
     get_task(job.task)
     missing = [name for name in ("queue", "priority", "max_attempts") if getattr(job, name) is None]
     if missing:
         problem: str | None = f"{', '.join(missing)} not set: make jobs with Job.objects.build()"
     else:
-        problem = arguments_problem(job.args, job.kwargs) or job_options_problem(
-            queue=job.queue, priority=job.priority, max_attempts=job.max_attempts, timeout=job.timeout
+        problem = (
+            arguments_problem(job.args, job.kwargs)
+            or job_options_problem(
+                queue=job.queue, priority=job.priority, max_attempts=job.max_attempts, timeout=job.timeout
+            )
+            # An expression is the database's now, or now plus a delay build() checked.
+            or (
+                None
+                if hasattr(job.run_at, "resolve_expression")
+                else run_at_problem(job.run_at, use_tz=settings.USE_TZ)
+            )
         )
     if problem:
         raise InvalidJobError(f"Cannot enqueue {job.task}: {problem}.")

@@ -1,42 +1,154 @@
 """The rules a job must meet before it is written: plain JSON arguments and
 options in range. Each function returns the problem in words, or None, so that the
-decorator, ``enqueue`` and the system checks can all say exactly what is wrong."""
+decorator, ``enqueue`` and the system checks can all say exactly what is wrong.
+
+One set of rules for every database: a job accepted on SQLite in development must
+not be refused, or changed, by PostgreSQL or MariaDB in production. So a value is
+accepted only when all three store it and give it back as itself."""
 
 from __future__ import annotations
 
+import datetime
 import math
+import re
+import sys
+from collections.abc import Iterable
 from typing import Any
 
-from django_sqlqueue.conf import conf, queue_name_problem
+from django_sqlqueue.conf import MAX_ATTEMPTS, MAX_CLAIM_LIMIT, conf, queue_name_problem
 
 MIN_PRIORITY = -100
 MAX_PRIORITY = 100
+#: The longest delay: the database's clock plus this stays before the year 9999 while
+#: that clock reads a year before 8999, whatever the database and however it rounds.
+MAX_DELAY = datetime.timedelta(days=1000 * 365)
+
+#: MariaDB's ``JSON_VALID`` (the check on its JSON columns) refuses a document nested
+#: 32 arrays and objects deep (its ``JSON_DEPTH_LIMIT``); PostgreSQL and SQLite go deeper.
+MAX_JSON_DEPTH = 31
+#: Integers SQLite's JSON functions and MySQL's JSON type read as themselves; past
+#: 64 bits they become floats.
+MIN_JSON_INT = -(2**63)
+MAX_JSON_INT = 2**63 - 1
+#: PostgreSQL's ``jsonb`` writes a float from 1e16 up (which Python writes as ``1e+16``)
+#: as digits without a point, which come back as an int.
+FLOAT_EXACT_BELOW = 1e16
+#: NUL, which PostgreSQL cannot store in ``jsonb`` or text, and surrogates, which are
+#: not characters: PostgreSQL and MariaDB refuse a lone one, JSON joins a pair into one.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+_NOT_JSON = "which is not JSON: pass only None, bool, int, float, str, list and dict"
+
+
+def text_problem(text: str) -> str | None:
+    """Why the string ``text`` cannot be stored as itself, or None."""
+    if text.isascii() and "\x00" not in text:  # the usual case, without a regular expression
+        return None
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return None
+    if found.group() == "\x00":
+        return "holds the character NUL (\\x00), which PostgreSQL cannot store"
+    return f"holds the surrogate {found.group()!r}, which is not a character: decode text with errors='strict'"
+
+
+def _scalar_problem(value: Any) -> str | None:
+    """Why a value that is not a list, tuple or dict is not stored as itself ("is …" or
+    "holds …"), or None."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        return text_problem(value)
+    if isinstance(value, int):
+        if MIN_JSON_INT <= value <= MAX_JSON_INT:
+            return None
+        # Not its digits: an int this long may be past Python's int-to-string limit.
+        return (
+            f"is an integer of {value.bit_length()} bits, past the 64-bit range that every database's JSON "
+            "stores exactly: pass it as a string"
+        )
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return f"is {value!r}, which JSON cannot represent"
+        if abs(value) >= FLOAT_EXACT_BELOW:
+            return f"is {value!r}, a float PostgreSQL would give back as an int: pass an int or a string"
+        if value == 0 and math.copysign(1, value) < 0:
+            return "is -0.0, which PostgreSQL would give back as 0.0"
+        return None
+    kind = f"{type(value).__module__}.{type(value).__qualname__}".removeprefix("builtins.")
+    return f"is a {kind}, {_NOT_JSON}"
+
+
+def _shown(value: Any) -> str:
+    try:
+        return repr(value)
+    except ValueError:  # an int past Python's int-to-string limit
+        return f"an int of {value.bit_length()} bits"
+
+
+class _Found:
+    """A problem, and the keys from the value walked down to the part that has it
+    (innermost first: each level adds its own on the way back)."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        self.keys: list[Any] = []
+
+    def at(self, where: str) -> str:
+        return where + "".join(f"[{key!r}]" for key in reversed(self.keys)) + " " + self.problem
 
 
 def json_problem(value: Any, where: str) -> str | None:
-    """Why ``value`` would not come back from JSON as itself, or None.
+    """Why ``value`` would not come back from every database's JSON as itself, or None;
+    the problem names the path to the first bad part, e.g. ``args[2]['items'][0]``.
 
-    Only what round-trips exactly is accepted: a tuple is allowed (it comes back as
-    a list, as every Python JSON user expects), but dict keys that are not strings,
-    NaN and infinities, sets, bytes, datetimes and arbitrary objects are refused."""
-    if value is None or isinstance(value, (bool, int, str)):
+    A tuple is allowed (it comes back as a list, as every Python JSON user expects);
+    refused are: dict keys that are not strings, NaN and infinities, integers past
+    64 bits, floats of 1e16 and more and -0.0, NUL and surrogates in strings and keys,
+    nesting deeper than :data:`MAX_JSON_DEPTH`, and anything but None, bool, int,
+    float, str, list, tuple and dict. The walk recurses at most :data:`MAX_JSON_DEPTH`
+    levels, so no value raises ``RecursionError``, not even one that holds itself."""
+    found = _walk(value, 1)
+    return None if found is None else found.at(where)
+
+
+def _walk(value: Any, depth: int) -> _Found | None:
+    if not isinstance(value, (list, tuple, dict)):
+        problem = _scalar_problem(value)
+        return None if problem is None else _Found(problem)
+    if depth > MAX_JSON_DEPTH:
+        return _Found(f"is nested deeper than {MAX_JSON_DEPTH} lists and dicts, which MariaDB refuses")
+    is_dict = isinstance(value, dict)
+    parts: Iterable[tuple[Any, Any]] = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, item in parts:
+        if is_dict and (problem := _key_problem(key)):
+            return _Found(problem)
+        # The usual parts pass here, without a call: this is on every enqueue's path.
+        kind = type(item)
+        if kind is str:
+            if item.isascii() and "\x00" not in item:
+                continue
+        elif kind is int:
+            if MIN_JSON_INT <= item <= MAX_JSON_INT:
+                continue
+        elif kind is float:
+            if -FLOAT_EXACT_BELOW < item < FLOAT_EXACT_BELOW and (item or math.copysign(1, item) > 0):
+                continue
+        elif item is None or kind is bool:
+            continue
+        if found := _walk(item, depth + 1):
+            found.keys.append(key)
+            return found
+    return None
+
+
+def _key_problem(key: Any) -> str | None:
+    if type(key) is str and key.isascii() and "\x00" not in key:
         return None
-    if isinstance(value, float):
-        return None if math.isfinite(value) else f"{where} is {value!r}, which JSON cannot represent"
-    if isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            if problem := json_problem(item, f"{where}[{index}]"):
-                return problem
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                return f"{where} has the key {key!r}: JSON object keys must be strings"
-            if problem := json_problem(item, f"{where}[{key!r}]"):
-                return problem
-        return None
-    kind = f"{type(value).__module__}.{type(value).__qualname__}".removeprefix("builtins.")
-    return f"{where} is a {kind}, which is not JSON: pass only None, bool, int, float, str, list and dict"
+    if not isinstance(key, str):
+        return f"has the key {_shown(key)}: JSON object keys must be strings"
+    problem = text_problem(key)
+    return None if problem is None else f"has the key {key!r}, which {problem}"
 
 
 def job_options_problem(
@@ -46,26 +158,36 @@ def job_options_problem(
     max_attempts: Any = None,
     timeout: Any = None,
 ) -> str | None:
-    """Why these job options are out of range, or None; ``None`` values are not checked."""
+    """Why these job options are out of their columns' range, or None; ``None`` values are not checked."""
     if queue is not None:
         if problem := queue_name_problem(queue):
             return problem
+        if problem := text_problem(queue):
+            return f"queue name {queue!r} {problem}"
         allowed = conf.SQLQUEUE_QUEUES
         if allowed is not None and queue not in allowed:
             return f"queue {queue!r} is not one of SQLQUEUE_QUEUES {sorted(allowed)}"
-    if priority is not None and (
-        isinstance(priority, bool) or not isinstance(priority, int) or not MIN_PRIORITY <= priority <= MAX_PRIORITY
-    ):
-        return f"priority must be an integer from {MIN_PRIORITY} to {MAX_PRIORITY}, not {priority!r}"
-    if max_attempts is not None and (
-        isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1
-    ):
-        return f"max_attempts must be an integer of at least 1, not {max_attempts!r}"
+    if priority is not None and not _int_in(priority, MIN_PRIORITY, MAX_PRIORITY):
+        return f"priority must be an integer from {MIN_PRIORITY} to {MAX_PRIORITY}, not {_shown(priority)}"
+    if max_attempts is not None and not _int_in(max_attempts, 1, MAX_ATTEMPTS):
+        return f"max_attempts must be an integer from 1 to {MAX_ATTEMPTS}, not {_shown(max_attempts)}"
     if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf
+        # An int past the largest float is below infinity, but no float column holds it.
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= sys.float_info.max
     ):
-        return f"timeout must be a positive number of seconds or None, not {timeout!r}"
+        return f"timeout must be a positive number of seconds or None, not {_shown(timeout)}"
     return None
+
+
+def _int_in(value: Any, lowest: int, highest: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and lowest <= value <= highest
+
+
+def claim_limit_problem(limit: Any) -> str | None:
+    """Why ``limit`` cannot be how many jobs one claim takes, or None."""
+    if _int_in(limit, 1, MAX_CLAIM_LIMIT):
+        return None
+    return f"limit must be an integer from 1 to {MAX_CLAIM_LIMIT}, not {_shown(limit)}"
 
 
 def arguments_problem(args: Any, kwargs: Any) -> str | None:
@@ -75,3 +197,39 @@ def arguments_problem(args: Any, kwargs: Any) -> str | None:
     if not isinstance(kwargs, dict):
         return f"kwargs must be a dict, not {type(kwargs).__name__}"
     return json_problem(list(args), "args") or json_problem(kwargs, "kwargs")
+
+
+def run_at_problem(run_at: Any, *, use_tz: bool) -> str | None:
+    """Why ``run_at`` cannot be a job's first run time, or None: it must be a datetime,
+    aware under ``USE_TZ`` (any offset) and naive without, between the years 1 and
+    9999 in UTC, which every database stores and Python reads back."""
+    if not isinstance(run_at, datetime.datetime):
+        return f"run_at must be a datetime, not {type(run_at).__name__}"
+    aware = run_at.utcoffset() is not None
+    if use_tz and not aware:
+        return (
+            f"run_at {run_at.isoformat()} is naive but USE_TZ is on: say which time zone it is in, "
+            "e.g. with django.utils.timezone.make_aware()"
+        )
+    if not use_tz and aware:
+        return f"run_at {run_at.isoformat()} has a time zone but USE_TZ is off: pass a naive local time"
+    if aware:
+        try:
+            run_at.astimezone(datetime.UTC)
+        except OverflowError:
+            return f"run_at {run_at.isoformat()} is outside the years 1 to 9999 in UTC"
+    return None
+
+
+def delay_problem(delay: Any) -> str | None:
+    """Why ``delay`` (a timedelta or seconds) cannot delay a job, or None: from 0 to
+    :data:`MAX_DELAY`, so the database's now plus the delay is a time it can store."""
+    if isinstance(delay, datetime.timedelta):
+        in_range = datetime.timedelta(0) <= delay <= MAX_DELAY
+    elif isinstance(delay, (int, float)) and not isinstance(delay, bool):
+        in_range = 0 <= delay <= MAX_DELAY.total_seconds()
+    else:
+        in_range = False
+    if in_range:
+        return None
+    return f"delay must be a timedelta or a number of seconds from 0 to {MAX_DELAY.days} days, not {_shown(delay)}"

@@ -4,15 +4,23 @@ can carry any text, and the admin must not run it as HTML."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
+from django.db import connections
+from django.db.models import Case, F, QuerySet, Value, When
+from django.utils import formats, timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from django_sqlqueue.status import JobStatus
+
+if TYPE_CHECKING:
+    from django_sqlqueue.models import Job
 
 #: Background colours of the status badges: readable with white text, and not told
 #: apart by colour alone (the label is always written).
@@ -35,9 +43,15 @@ def status_badge(status: str) -> SafeString:
     )
 
 
+def utf8(text: str) -> str:
+    """``text`` as a page can carry it: a surrogate, which a row written before they were
+    refused may hold (SQLite and JSON keep them, UTF-8 cannot), is shown as its escape."""
+    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def pretty_json(value: Any) -> SafeString:
     """A JSON value indented in a ``<pre>``."""
-    return format_html("<pre>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+    return format_html("<pre>{}</pre>", utf8(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)))
 
 
 def short_error(errors: list[dict[str, Any]]) -> str:
@@ -46,7 +60,7 @@ def short_error(errors: list[dict[str, Any]]) -> str:
         return ""
     last = errors[-1]
     kind = str(last.get("exception_class_path", "")).rsplit(".", 1)[-1]
-    return Truncator(f"{kind}: {last.get('message', '')}").chars(80)
+    return utf8(Truncator(f"{kind}: {last.get('message', '')}").chars(80))
 
 
 def errors_html(errors: list[dict[str, Any]]) -> SafeString:
@@ -59,16 +73,41 @@ def errors_html(errors: list[dict[str, Any]]) -> SafeString:
         '<span class="quiet">worker {}, started {}</span></p><pre>{}</pre></div>',
         (
             (
-                error.get("attempt", "?"),
-                error.get("exception_class_path", ""),
-                error.get("message", ""),
-                error.get("worker", "") or "-",
-                error.get("started_at", "") or "-",
-                error.get("traceback", ""),
+                utf8(str(part))
+                for part in (
+                    error.get("attempt", "?"),
+                    error.get("exception_class_path", ""),
+                    error.get("message", ""),
+                    error.get("worker", "") or "-",
+                    error.get("started_at", "") or "-",
+                    error.get("traceback", ""),
+                )
             )
             for error in reversed(errors)
         ),
     )
+
+
+def readable_run_at(jobs: QuerySet[Job]) -> QuerySet[Job]:
+    """``jobs`` with their ``run_at`` read as ``shown_run_at``, capped at the last time
+    Python holds. PostgreSQL holds later ones, which an old version could write (a
+    ``run_at`` with an offset, a long delay) and which the database driver cannot read:
+    capped, such a row is listed and shown instead of failing the whole page. (MariaDB's
+    and SQLite's columns end with Python's years.)"""
+    shown: Any = F("run_at")
+    if connections[jobs.db].vendor == "postgresql":
+        last = datetime.datetime.max.replace(tzinfo=datetime.UTC) if settings.USE_TZ else datetime.datetime.max
+        shown = Case(When(run_at__gt=last, then=Value(last)), default=shown)
+    return jobs.defer("run_at").annotate(shown_run_at=shown)
+
+
+def time(value: datetime.datetime) -> str:
+    """``value`` as the admin shows a time, in the current time zone; in its own when
+    the current one would carry it past the year 9999."""
+    if timezone.is_aware(value):
+        with contextlib.suppress(OverflowError):
+            value = timezone.localtime(value)
+    return formats.localize(value)
 
 
 def duration(start: datetime.datetime | None, end: datetime.datetime | None) -> str:

@@ -69,7 +69,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "status_badge",
         "priority",
         "attempts_of",
-        "run_at",
+        "run_at_shown",
         "enqueued_at",
         "finished_at",
         "worker",
@@ -100,11 +100,17 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     ]
     fieldsets = [
         (None, {"fields": ["id", "task", "queue", "status_badge", "priority", "attempts_of", "timeout"]}),
-        ("Timings", {"fields": ["enqueued_at", "run_at", "started_at", "finished_at", "waited", "ran", "worker_link"]}),
+        (
+            "Timings",
+            {"fields": ["enqueued_at", "run_at_shown", "started_at", "finished_at", "waited", "ran", "worker_link"]},
+        ),
         ("Arguments and result", {"fields": ["args_pretty", "kwargs_pretty", "result_pretty"]}),
         ("Errors", {"fields": ["errors_pretty"]}),
     ]
     readonly_fields = [str(field) for _, options in fieldsets for field in options["fields"]]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
+        return display.readable_run_at(super().get_queryset(request))
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return JobChangeList
@@ -274,6 +280,10 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description="status", ordering="status")
     def status_badge(self, job: Job) -> SafeString:
         return display.status_badge(job.status)
+
+    @admin.display(description="run at", ordering="run_at")
+    def run_at_shown(self, job: Job) -> str:
+        return display.time(getattr(job, "shown_run_at"))  # noqa: B009 (an annotation: the model does not declare it)
 
     @admin.display(description="attempts")
     def attempts_of(self, job: Job) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from django_sqlqueue.conf import queue_name_problem
+from django_sqlqueue.conf import MAX_CLAIM_LIMIT, queue_name_problem
 
 
 def positive_int(text: str) -> int:
@@ -16,6 +16,14 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is less than 1")
+    return value
+
+
+def claim_limit(text: str) -> int:
+    """How many jobs one claim takes: a whole number from 1 to ``MAX_CLAIM_LIMIT``."""
+    value = positive_int(text)
+    if value > MAX_CLAIM_LIMIT:
+        raise argparse.ArgumentTypeError(f"{value} is more than {MAX_CLAIM_LIMIT}, the most one claim takes")
     return value
 
 

@@ -82,7 +82,10 @@ def test_the_backend_supports_every_feature() -> None:
     ("options", "message"),
     [
         ({"retries": 3}, "TASKS['default']['OPTIONS'] has unknown keys ['retries']: it takes max_attempts, timeout."),
-        ({"max_attempts": 0}, "TASKS['default']['OPTIONS']: max_attempts must be an integer of at least 1, not 0."),
+        (
+            {"max_attempts": 0},
+            "TASKS['default']['OPTIONS']: max_attempts must be an integer from 1 to 2147483647, not 0.",
+        ),
         (
             {"timeout": -1},
             "TASKS['default']['OPTIONS']: timeout must be a positive number of seconds or None, not -1.",
@@ -220,7 +223,8 @@ def test_task_options_come_from_the_decorator() -> None:
     with pytest.raises(InvalidTask) as excinfo:
         task(max_attempts=0)(report)  # type: ignore[call-overload]
     assert (
-        str(excinfo.value) == "tests.unit.test_backends.report: max_attempts must be an integer of at least 1, not 0."
+        str(excinfo.value)
+        == "tests.unit.test_backends.report: max_attempts must be an integer from 1 to 2147483647, not 0."
     )
 
 

@@ -124,6 +124,21 @@ def test_settings_are_read_on_every_access() -> None:
             "SQLQUEUE_MAX_ATTEMPTS must be an integer of at least 1, not 0.",
         ),
         (
+            {"SQLQUEUE_MAX_ATTEMPTS": 2**31},
+            "SQLQUEUE_MAX_ATTEMPTS",
+            "SQLQUEUE_MAX_ATTEMPTS must be at most 2147483647, not 2147483648.",
+        ),
+        (
+            {"SQLQUEUE_BATCH_SIZE": 100_001},
+            "SQLQUEUE_BATCH_SIZE",
+            "SQLQUEUE_BATCH_SIZE must be at most 100000, not 100001.",
+        ),
+        (
+            {"SQLQUEUE_LEASE": 10**400},
+            "SQLQUEUE_LEASE",
+            f"SQLQUEUE_LEASE must be a positive number of seconds, not {10**400}.",
+        ),
+        (
             {"SQLQUEUE_MAX_ATTEMPTS": 2.0},
             "SQLQUEUE_MAX_ATTEMPTS",
             "SQLQUEUE_MAX_ATTEMPTS must be an integer of at least 1, not 2.0.",

@@ -153,7 +153,7 @@ def test_name_longer_than_the_column_is_refused() -> None:
     [
         ({"priority": 101}, "priority must be an integer from -100 to 100, not 101"),
         ({"priority": -101}, "priority must be an integer from -100 to 100, not -101"),
-        ({"max_attempts": 0}, "max_attempts must be an integer of at least 1, not 0"),
+        ({"max_attempts": 0}, "max_attempts must be an integer from 1 to 2147483647, not 0"),
         ({"timeout": -1}, "timeout must be a positive number of seconds or None, not -1"),
         ({"timeout": 0}, "timeout must be a positive number of seconds or None, not 0"),
         ({"queue": ""}, "a queue name must be a non-empty string, not ''"),

@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.exceptions import TaskModuleError
-from django_sqlqueue.management.arguments import positive_int, queue_list
+from django_sqlqueue.management.arguments import claim_limit, positive_int, queue_list
 from django_sqlqueue.management.migrated import require_migrated
 from django_sqlqueue.registry import autodiscover
 from django_sqlqueue.runner.supervisor import Options, Supervisor
@@ -35,7 +35,7 @@ class Command(BaseCommand):
         parser.add_argument("--threads", type=positive_int, default=1, help="Threads per process (default 1).")
         parser.add_argument(
             "--batch-size",
-            type=positive_int,
+            type=claim_limit,
             default=None,
             help="Most jobs one claim takes (default: SQLQUEUE_BATCH_SIZE).",
         )

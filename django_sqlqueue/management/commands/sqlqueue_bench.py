@@ -11,7 +11,7 @@ from django.db import connections
 
 from django_sqlqueue.bench import ceiling, measure
 from django_sqlqueue.db.routing import queue_db
-from django_sqlqueue.management.arguments import positive_int
+from django_sqlqueue.management.arguments import claim_limit, positive_int
 from django_sqlqueue.management.migrated import require_migrated
 from django_sqlqueue.models import Job
 
@@ -25,7 +25,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--jobs", type=positive_int, default=20_000, help="Jobs to drain (default 20000).")
         parser.add_argument("--processes", type=positive_int, default=2, help="Worker processes (default 2).")
-        parser.add_argument("--batch-size", type=positive_int, default=100, help="Claim batch size (default 100).")
+        parser.add_argument("--batch-size", type=claim_limit, default=100, help="Claim batch size (default 100).")
         parser.add_argument(
             "--backlog", type=int, default=0, help="Also drain beside N other ready and N finished jobs."
         )

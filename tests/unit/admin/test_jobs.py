@@ -169,6 +169,55 @@ def test_the_page_escapes_what_the_job_carries(admin_client: Client) -> None:
     assert EVIL not in changelist
 
 
+@pytest.mark.skipif(
+    connection.vendor != "sqlite", reason="only SQLite's JSON columns hold a lone surrogate (written by an old version)"
+)
+@pytest.mark.parametrize(
+    ("column", "stored"),
+    [
+        ("args", '["\\ud800"]'),
+        ("kwargs", '{"\\ud800": 1}'),
+        ("result", '"\\ud800"'),
+        ("errors", '[{"attempt": 1, "exception_class_path": "x.Error", "message": "\\ud800", "traceback": "\\ud800"}]'),
+    ],
+)
+def test_a_surrogate_the_table_holds_is_shown_escaped(admin_client: Client, column: str, stored: str) -> None:
+    """A row written before surrogates were refused: UTF-8 cannot carry the character, so
+    the changelist (which shows the last error) and the job's page show its escape."""
+    job = make_job()
+    with connection.cursor() as cursor:
+        table = connection.ops.quote_name(Job._meta.db_table)
+        cursor.execute(f"UPDATE {table} SET {connection.ops.quote_name(column)} = %s WHERE id = %s", [stored, job.pk])
+    assert "\\ud800" in pages_of(admin_client, job)[1]
+
+
+def pages_of(client: Client, job: Job) -> list[str]:
+    """The changelist and the job's page, which must render."""
+    responses = [client.get(CHANGELIST), client.get(f"{CHANGELIST}{job.pk}/change/")]
+    assert [response.status_code for response in responses] == [200, 200]
+    return [response.content.decode() for response in responses]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="only PostgreSQL holds a time past the year 9999")
+def test_a_run_at_past_the_year_9999_the_table_holds_is_shown_capped(admin_client: Client) -> None:
+    """A row an old version wrote (a run_at with an offset, a long delay): the driver
+    cannot read it, so the admin reads it capped at the last time Python holds."""
+    job = make_job()
+    with connection.cursor() as cursor:
+        table = connection.ops.quote_name(Job._meta.db_table)
+        cursor.execute(f"UPDATE {table} SET run_at = '10000-01-01 04:59:59+00' WHERE id = %s", [job.pk])
+    for page in pages_of(admin_client, job):
+        assert "Dec. 31, 9999, 11:59 p.m." in page
+
+
+def test_the_last_run_at_is_shown_in_a_time_zone_ahead_of_utc(admin_client: Client, settings: Any) -> None:
+    """9999-12-31 23:59 UTC is past the year 9999 in Paris: shown in UTC instead."""
+    settings.TIME_ZONE = "Europe/Paris"
+    job = make_job(run_at=datetime.datetime.max.replace(tzinfo=datetime.timezone.utc))
+    for page in pages_of(admin_client, job):
+        assert "Dec. 31, 9999, 11:59 p.m." in page
+
+
 def test_the_page_shows_arguments_errors_and_timings(admin_client: Client) -> None:
     started = timezone.now()
     job = make_job(

@@ -16,6 +16,7 @@ from django.db import connection, connections, transaction
 from django.db.models import Q
 from django.test import override_settings
 
+from django_sqlqueue.conf import MAX_CLAIM_LIMIT
 from django_sqlqueue.db.claiming import ClaimedJobs
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.models import Job, JobStatus
@@ -140,10 +141,12 @@ def test_batch_size_default_is_100() -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("limit", [0, -1, True, False, 2.0, "3"])
+@pytest.mark.parametrize("limit", [0, -1, True, False, 2.0, "3", MAX_CLAIM_LIMIT + 1, 2**63, 10**20])
 def test_invalid_limit_is_refused(limit: Any) -> None:
+    """A limit past the cap is refused in words, never handed to the database (which
+    refuses 10**20 with its own error)."""
     enqueue(2)
-    with pytest.raises(ValueError, match=r"^limit must be an integer of at least 1, not "):
+    with pytest.raises(ValueError, match=rf"^limit must be an integer from 1 to {MAX_CLAIM_LIMIT}, not "):
         Job.objects.claim(worker_id="w", limit=limit)
     assert Job.objects.filter(status=JobStatus.READY).count() == 2
 

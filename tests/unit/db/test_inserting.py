@@ -4,17 +4,21 @@ INSERT of ``db/inserting.py``: defaults, validation, and the caller's transactio
 from __future__ import annotations
 
 import datetime
+import json
 import math
 import zoneinfo
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import IntegrityError, connection, connections, transaction
+from django.db.models import Index
 from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
 from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.validation import MAX_DELAY
+from tests.support.hostile import HOLDS_NUL, HOLDS_SURROGATE, PAST_64_BITS, TOO_DEEP, holding_itself, nested
 from tests.testapp.tasks import noop, report
 
 pytestmark = pytest.mark.django_db
@@ -222,16 +226,16 @@ def test_arguments_that_are_not_json_are_refused(args: Any, kwargs: Any, problem
             {"run_at": datetime.datetime(2030, 1, 1, tzinfo=PARIS), "delay": 5},
             "Pass run_at or delay, not both.",
         ),
-        ({"delay": -1}, "delay must be a timedelta or a number of seconds of at least 0, not -1."),
+        ({"delay": -1}, "delay must be a timedelta or a number of seconds from 0 to 365000 days, not -1."),
         (
             {"delay": datetime.timedelta(seconds=-1)},
-            "delay must be a timedelta or a number of seconds of at least 0, not datetime.timedelta(days=-1, "
+            "delay must be a timedelta or a number of seconds from 0 to 365000 days, not datetime.timedelta(days=-1, "
             "seconds=86399).",
         ),
-        ({"delay": "10"}, "delay must be a timedelta or a number of seconds of at least 0, not '10'."),
-        ({"delay": True}, "delay must be a timedelta or a number of seconds of at least 0, not True."),
-        ({"delay": float("nan")}, "delay must be a timedelta or a number of seconds of at least 0, not nan."),
-        ({"delay": float("inf")}, "delay must be a timedelta or a number of seconds of at least 0, not inf."),
+        ({"delay": "10"}, "delay must be a timedelta or a number of seconds from 0 to 365000 days, not '10'."),
+        ({"delay": True}, "delay must be a timedelta or a number of seconds from 0 to 365000 days, not True."),
+        ({"delay": float("nan")}, "delay must be a timedelta or a number of seconds from 0 to 365000 days, not nan."),
+        ({"delay": float("inf")}, "delay must be a timedelta or a number of seconds from 0 to 365000 days, not inf."),
         (
             {"priority": 101},
             "Cannot enqueue tests.testapp.tasks.noop: priority must be an integer from -100 to 100, not 101.",
@@ -246,7 +250,7 @@ def test_arguments_that_are_not_json_are_refused(args: Any, kwargs: Any, problem
         ),
         (
             {"max_attempts": 0},
-            "Cannot enqueue tests.testapp.tasks.noop: max_attempts must be an integer of at least 1, not 0.",
+            "Cannot enqueue tests.testapp.tasks.noop: max_attempts must be an integer from 1 to 2147483647, not 0.",
         ),
         (
             {"timeout": 0},
@@ -448,3 +452,192 @@ def test_job_id_above_2_31_runs_to_the_end() -> None:
     assert Job.objects.finish(worker_id="w", succeeded={claimed[0]: {"big": 2**40}}) == 1
     job.refresh_from_db()
     assert (job.status, job.attempts, job.result) == (JobStatus.SUCCESSFUL, 1, {"big": 2**40})
+
+
+# All or none, on every database
+
+
+@pytest.fixture
+def one_job_a_queue() -> Iterator[None]:
+    """A unique index on ``queue``: the database refuses a second job on a queue when it
+    INSERTs it, which no validation can know of beforehand."""
+    # Not a UniqueConstraint: SQLite's schema editor would rebuild the table from the model.
+    index = Index(fields=["queue"], name="test_one_job_a_queue")
+    qn = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE UNIQUE INDEX {qn(index.name)} ON {qn(Job._meta.db_table)} ({qn('queue')})")
+    try:
+        yield
+    finally:
+        with connection.schema_editor() as editor:
+            editor.remove_index(Job, index)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue_many_outside_a_transaction_writes_nothing_when_a_later_chunk_is_bad() -> None:
+    """Issue 11, case 5: PostgreSQL refused the NUL only at the last chunk's INSERT, after
+    the first chunks had committed; SQLite and MariaDB stored it."""
+    jobs = [Job.objects.build(noop, [n]) for n in range(3)] + [Job.objects.build(noop, ["a\x00b"])]
+    with pytest.raises(InvalidJobError) as excinfo:
+        Job.objects.enqueue_many(jobs, batch_size=1)
+    assert str(excinfo.value) == f"Cannot enqueue tests.testapp.tasks.noop: args[0] {HOLDS_NUL}."
+    assert Job.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue_many_outside_a_transaction_writes_nothing_when_the_database_refuses_a_later_chunk(
+    one_job_a_queue: None,
+) -> None:
+    jobs = [Job.objects.build(noop, queue=queue) for queue in ("first", "second", "first")]
+    with pytest.raises(IntegrityError):
+        Job.objects.enqueue_many(jobs, batch_size=1)
+    assert Job.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue_many_in_a_transaction_leaves_it_to_roll_back(one_job_a_queue: None) -> None:
+    """Inside the caller's transaction a refused chunk marks that transaction for
+    rollback, without a savepoint: a caller who catches the error cannot commit the
+    chunks written before it."""
+    with transaction.atomic():
+        Job.objects.enqueue(noop, queue="before")
+        with pytest.raises(IntegrityError):
+            Job.objects.enqueue_many([Job.objects.build(noop, queue=queue) for queue in ("a", "b", "a")], batch_size=1)
+    assert Job.objects.count() == 0
+
+
+# What some database would refuse or change is refused on every database
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"args": ["a\x00b"]}, f"args[0] {HOLDS_NUL}"),
+        ({"kwargs": {"k\x00": 1}}, f"kwargs has the key 'k\\x00', which {HOLDS_NUL}"),
+        ({"args": [1, {"items": ["\ud800"]}]}, f"args[1]['items'][0] {HOLDS_SURROGATE}"),
+        ({"args": [nested(31)]}, f"args{'[0]' * 31} {TOO_DEEP}"),
+        ({"args": [nested(100_000)]}, f"args{'[0]' * 31} {TOO_DEEP}"),
+        ({"args": [holding_itself()]}, f"args{'[0]' * 31} {TOO_DEEP}"),
+        ({"args": [2**64]}, f"args[0] is an integer of 65 bits, {PAST_64_BITS}"),
+        ({"args": [10**5000]}, f"args[0] is an integer of 16610 bits, {PAST_64_BITS}"),
+        ({"args": [1e20]}, "args[0] is 1e+20, a float PostgreSQL would give back as an int: pass an int or a string"),
+        ({"max_attempts": 2**31}, "max_attempts must be an integer from 1 to 2147483647, not 2147483648"),
+        ({"timeout": 10**400}, f"timeout must be a positive number of seconds or None, not {10**400}"),
+        ({"queue": "mail\x00"}, f"queue name 'mail\\x00' {HOLDS_NUL}"),
+    ],
+    ids=[
+        "nul",
+        "nul-key",
+        "surrogate",
+        "32-deep",
+        "past-recursion-limit",
+        "loop",
+        "64-bits",
+        "int-to-str",
+        "1e20",
+        "max_attempts",
+        "timeout",
+        "nul-queue",
+    ],
+)
+def test_what_some_database_would_refuse_or_change_is_refused(options: dict[str, Any], problem: str) -> None:
+    """Issue 11, case 7: each was stored by one database and refused by another (or
+    raised RecursionError, or ValueError from int-to-str)."""
+    args, kwargs = options.pop("args", ()), options.pop("kwargs", None)
+    with pytest.raises(InvalidJobError) as excinfo:
+        Job.objects.enqueue(noop, args, kwargs, **options)
+    assert str(excinfo.value) == f"Cannot enqueue tests.testapp.tasks.noop: {problem}."
+    with pytest.raises(InvalidJobError):
+        Job.objects.enqueue_many([Job.objects.build(noop), Job.objects.build(noop, args, kwargs, **options)])
+    assert Job.objects.count() == 0
+
+
+def test_the_deepest_arguments_and_widest_numbers_every_database_stores_and_no_more() -> None:
+    """31 levels, counting the list of arguments and the dict of keyword arguments: the
+    most MariaDB's JSON_VALID takes (checked against the server there)."""
+    args = [nested(28, {"k": [2**63 - 1, -(2**63), 9.999999999999998e15, 5e-324, "😀 \x01"]})]
+    kwargs = {"ключ": nested(30, "✓")}
+    job = Job.objects.enqueue(noop, args, kwargs, max_attempts=2**31 - 1)
+    job.refresh_from_db()
+    assert (job.args, job.kwargs, job.max_attempts) == (args, kwargs, 2**31 - 1)
+    with pytest.raises(InvalidJobError):
+        Job.objects.enqueue(noop, kwargs={"ключ": nested(31, "✓")})
+    if connection.vendor == "mysql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT JSON_VALID(%s), JSON_VALID(%s)", [json.dumps(nested(31)), json.dumps(nested(32))])
+            assert cursor.fetchone() == (1, 0)
+    assert Job.objects.count() == 1
+
+
+# Times within the years 1 to 9999 in UTC
+
+PAST_9999 = datetime.datetime.max.replace(tzinfo=datetime.timezone(-datetime.timedelta(hours=5)))
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("run_at", "shown"),
+    [
+        (PAST_9999, "9999-12-31T23:59:59.999999-05:00"),
+        (
+            datetime.datetime.min.replace(tzinfo=datetime.timezone(datetime.timedelta(hours=1))),
+            "0001-01-01T00:00:00+01:00",
+        ),
+    ],
+    ids=["after-9999", "before-1"],
+)
+def test_run_at_outside_the_years_1_to_9999_in_utc_is_refused(run_at: datetime.datetime, shown: str) -> None:
+    """Issue 11, case 6: PostgreSQL stored the first, then raised DataError reading it
+    back, after the row had committed."""
+    with pytest.raises(InvalidJobError) as excinfo:
+        Job.objects.enqueue(noop, run_at=run_at)
+    assert str(excinfo.value) == f"run_at {shown} is outside the years 1 to 9999 in UTC."
+    job = Job.objects.build(noop)
+    job.run_at = run_at  # after build(): enqueue_many checks it again
+    with pytest.raises(InvalidJobError) as excinfo:
+        Job.objects.enqueue_many([job])
+    assert str(excinfo.value) == (
+        f"Cannot enqueue tests.testapp.tasks.noop: run_at {shown} is outside the years 1 to 9999 in UTC."
+    )
+    assert Job.objects.count() == 0
+
+
+def test_run_at_at_the_ends_of_the_range_is_stored_and_one_past_is_not(settings: Any) -> None:
+    ends = [
+        datetime.datetime.max.replace(tzinfo=datetime.timezone(datetime.timedelta(hours=5))),
+        datetime.datetime.max.replace(tzinfo=datetime.timezone.utc),
+        datetime.datetime.min.replace(tzinfo=datetime.timezone.utc),
+    ]
+    for run_at in ends:
+        job = Job.objects.enqueue(noop, run_at=run_at)
+        job.refresh_from_db()
+        assert job.run_at == run_at
+    with pytest.raises(InvalidJobError):
+        Job.objects.enqueue(noop, run_at=PAST_9999)
+    settings.USE_TZ = False  # a naive time is taken as it is
+    job = Job.objects.enqueue(noop, run_at=datetime.datetime.max)
+    job.refresh_from_db()
+    assert job.run_at == datetime.datetime.max
+    assert Job.objects.count() == len(ends) + 1
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("delay", [2.6e11, MAX_DELAY + datetime.timedelta(microseconds=1), 10**400])
+def test_a_delay_that_could_reach_past_9999_is_refused(delay: Any) -> None:
+    """Issue 11, case 6: PostgreSQL stored the database's now plus 2.6e11 s (a year past
+    10000), then raised DataError reading it back, after the row had committed."""
+    with pytest.raises(
+        InvalidJobError, match=r"^delay must be a timedelta or a number of seconds from 0 to 365000 days"
+    ):
+        Job.objects.enqueue(noop, delay=delay)
+    assert Job.objects.count() == 0
+
+
+def test_the_longest_delay_is_stored_and_one_more_second_is_not() -> None:
+    job = Job.objects.enqueue(noop, delay=MAX_DELAY)
+    job.refresh_from_db()
+    assert job.run_at - job.enqueued_at == MAX_DELAY
+    with pytest.raises(InvalidJobError):
+        Job.objects.enqueue(noop, delay=MAX_DELAY.total_seconds() + 1)
+    assert Job.objects.count() == 1

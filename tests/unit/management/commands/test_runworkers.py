@@ -19,6 +19,7 @@ from django_sqlqueue.models import Worker
         (["--processes", "two"], "argument --processes: 'two' is not a whole number"),
         (["--threads", "-1"], "argument --threads: -1 is less than 1"),
         (["--batch-size", "0"], "argument --batch-size: 0 is less than 1"),
+        (["--batch-size", "100001"], "argument --batch-size: 100001 is more than 100000, the most one claim takes"),
         (["--max-jobs", "1.5"], "argument --max-jobs: '1.5' is not a whole number"),
         (["--queues", "mail,,reports"], "argument --queues: a queue name must be a non-empty string, not ''"),
         (["--queues", "q" * 101], "longer than 100 characters"),
