@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import F
 
 from django_sqlqueue import job
+from django_sqlqueue.models import Job
 from tests.testapp.models import Receipt
 
 
@@ -81,3 +82,9 @@ def crash() -> None:
 def exit_cleanly() -> None:
     """Ends its worker process with status 0, as a task calling sys.exit() would."""
     sys.exit(0)
+
+
+@job
+def countdown(n: int) -> int:
+    """Enqueues itself with ``n - 1`` until 0: jobs that enqueue jobs."""
+    return Job.objects.enqueue(countdown, [n - 1]).pk if n > 0 else 0
