@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 from django.db import models
 
@@ -87,7 +88,15 @@ class WorkerQuerySet(models.QuerySet["Worker"]):
 
     def expired(self) -> WorkerQuerySet:
         """Workers whose last heartbeat is older than ``SQLQUEUE_LEASE`` by the database's clock."""
-        return self.filter(heartbeat_at__lt=DatabaseNow() - datetime.timedelta(seconds=conf.SQLQUEUE_LEASE))
+        return self.filter(heartbeat_at__lt=_lease_start())
+
+    def alive(self) -> WorkerQuerySet:
+        """Workers that have sent a heartbeat within ``SQLQUEUE_LEASE``."""
+        return self.filter(heartbeat_at__gte=_lease_start())
+
+
+def _lease_start() -> Any:
+    return DatabaseNow() - datetime.timedelta(seconds=conf.SQLQUEUE_LEASE)
 
 
 class Worker(models.Model):

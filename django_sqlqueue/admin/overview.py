@@ -10,11 +10,12 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Max, Min
+from django.db.models import Count, Max
 from django.db.models.functions import TruncMinute
 
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.models import Job
+from django_sqlqueue.stats import queue_lags
 from django_sqlqueue.status import JobStatus
 
 MINUTES = 60
@@ -80,7 +81,7 @@ def queue_stats() -> list[QueueStats]:
 
     for queue, status, count in jobs.values_list("queue", "status").annotate(count=Count("*")).order_by():
         of(queue).counts[status] = count
-    for queue, lag in jobs.ready().values_list("queue").annotate(lag=DatabaseNow() - Min("run_at")).order_by():
+    for queue, lag in queue_lags(jobs.get_queryset()).items():
         of(queue).lag = lag
     last_hour = jobs.filter(finished_at__gte=DatabaseNow() - datetime.timedelta(minutes=MINUTES))
     minutes = (

@@ -4,18 +4,39 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from django_sqlqueue.conf import MAX_CLAIM_LIMIT, queue_name_problem
 
 
 def positive_int(text: str) -> int:
     """A whole number of at least 1."""
+    return _whole_number(text, minimum=1)
+
+
+def non_negative_int(text: str) -> int:
+    """A whole number of at least 0."""
+    return _whole_number(text, minimum=0)
+
+
+def positive_number(text: str) -> float:
+    """A finite number above 0, such as a number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text} is not a number above 0")
+    return value
+
+
+def _whole_number(text: str, *, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is less than 1")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"{value} is less than {minimum}")
     return value
 
 

@@ -9,7 +9,6 @@ import copy
 import logging
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from django.db import close_old_connections
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -45,8 +44,6 @@ def attempt(job: Job, worker_id: str) -> JobOutcome:
         outcome = JobOutcome(job, result=run(job, worker_id))
     except Exception as error:
         outcome = JobOutcome(job, error=error)
-    finally:
-        close_old_connections()
     _send(signals.job_finished, Job, f"job {job.pk}", job=job, result=outcome.result, error=outcome.error)
     return outcome
 

@@ -153,7 +153,11 @@ class WorkerProcess:
         if self.stop.is_set():
             return JobOutcome(job, started=False)
         self._tell("start", job.pk, job.timeout)
-        return attempt(job, self.config.name)
+        try:
+            return attempt(job, self.config.name)
+        finally:
+            # A task may leave its thread's connection broken or past its age: not the next job's problem.
+            close_old_connections()
 
     def record(self, outcomes: list[JobOutcome]) -> None:
         """Write a batch of outcomes, keeping at it while the database is away."""

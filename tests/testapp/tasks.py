@@ -13,6 +13,7 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from django_sqlqueue import job
+from django_sqlqueue.models import Job
 from tests.support.unstorable import max_allowed_packet, refused_json
 from tests.testapp.models import Receipt
 
@@ -104,3 +105,9 @@ class Unprintable(Exception):
 @job(max_attempts=1)
 def raise_unprintable() -> None:
     raise Unprintable
+
+
+@job
+def countdown(n: int) -> int:
+    """Enqueues itself with ``n - 1`` until 0: jobs that enqueue jobs."""
+    return Job.objects.enqueue(countdown, [n - 1]).pk if n > 0 else 0
