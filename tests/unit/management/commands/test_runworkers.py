@@ -20,6 +20,8 @@ from django_sqlqueue.models import Worker
         (["--threads", "-1"], "argument --threads: -1 is less than 1"),
         (["--batch-size", "0"], "argument --batch-size: 0 is less than 1"),
         (["--max-jobs", "1.5"], "argument --max-jobs: '1.5' is not a whole number"),
+        (["--max-jobs-per-process", "0"], "argument --max-jobs-per-process: 0 is less than 1"),
+        (["--max-memory", "200MB"], "argument --max-memory: '200MB' is not a whole number"),
         (["--queues", "mail,,reports"], "argument --queues: a queue name must be a non-empty string, not ''"),
         (["--queues", "q" * 101], "longer than 100 characters"),
     ],
