@@ -97,8 +97,7 @@ class WorkerProcess:
             with ThreadPoolExecutor(self.config.threads, thread_name_prefix="sqlqueue-job") as pool:
                 while not self.stop.is_set():
                     if worn := self.worn_out():
-                        logger.info("%s: %s; exiting, to be replaced", self.config.name, worn)
-                        self._tell("recycle", worn)
+                        self._tell("recycle", worn)  # the supervisor logs it, and replaces this process
                         break
                     wanted = self.budget.take(min(self.next_batch_size(), self._jobs_left()))
                     if not wanted:
