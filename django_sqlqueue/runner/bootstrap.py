@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import threading
 from multiprocessing.connection import Connection
@@ -25,7 +26,13 @@ def main(config: WorkerConfig, channel: Connection, budget: Any) -> None:
     """The worker process's entry point: set Django up, then run the worker until it
     is told to stop (SIGTERM, SIGINT), runs out of work (``--burst``) or of budget.
 
-    What kills it is told to the supervisor first, which logs it with the exit."""
+    What kills it is told to the supervisor first, which logs it with the exit.
+
+    It leads a process group of its own, which whatever its tasks start joins: the
+    supervisor ends the group with the process (a timeout, a crash, a recycle, the end
+    of the run), so a task's child is never left running on its own. The terminal's
+    Ctrl-C reaches the supervisor's group only; the supervisor passes it on."""
+    os.setpgid(0, 0)
     try:
         django.setup()
         # Only now: the worker imports models.

@@ -16,3 +16,7 @@ class WorkerConfig:
     batch_size: int
     burst: bool
     log_level: int
+    #: Recycle the process once it has run this many jobs (``--max-jobs-per-process``).
+    max_jobs_per_process: int | None = None
+    #: Recycle the process once its resident memory passes this many MiB (``--max-memory``).
+    max_memory: int | None = None

@@ -55,11 +55,15 @@ class Child:
     process: BaseProcess
     channel: Connection
     started: dict[int, tuple[float, float | None]] = field(default_factory=dict)
-    timed_out: int | None = None
+    #: The job it was killed for overrunning, and that job's timeout.
+    timed_out: tuple[int, float] | None = None
     #: Whether it got through its start-up (Django, the tasks, its worker row).
     ready: bool = False
     #: The exception it said it died of, if it could say.
     died_of: str | None = None
+    #: Why it said it exits to make way for a fresh process (``--max-jobs-per-process``,
+    #: ``--max-memory``), once it has written its last batch.
+    recycled: str | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,8 @@ class Options:
     max_jobs: int | None
     name_prefix: str
     log_level: int
+    max_jobs_per_process: int | None = None
+    max_memory: int | None = None
 
 
 class Supervisor:
@@ -162,6 +168,8 @@ class Supervisor:
             batch_size=self.options.batch_size,
             burst=self.options.burst,
             log_level=self.options.log_level,
+            max_jobs_per_process=self.options.max_jobs_per_process,
+            max_memory=self.options.max_memory,
         )
         receiver, sender = self.context.Pipe(duplex=False)
         process = self.context.Process(target=bootstrap.main, args=(config, sender, self.budget), name=config.name)
@@ -190,6 +198,8 @@ class Supervisor:
                     self.startup_failures = 0
                 elif kind == "died":
                     (child.died_of,) = details
+                elif kind == "recycle":
+                    (child.recycled,) = details
                 else:
                     job_ids, succeeded, failed = details
                     for job_id in job_ids:
@@ -202,6 +212,7 @@ class Supervisor:
     def _reap(self, child: Child) -> None:
         self._drain(child)
         child.process.join()
+        _end_group(child.process)
         code = child.process.exitcode
         self.children.remove(child)
         child.channel.close()
@@ -214,18 +225,39 @@ class Supervisor:
         # Any exit, even status 0 (a task that called sys.exit), while jobs run is a crash.
         crashed = code != 0 or bool(child.started)
         if crashed:
-            lost = WorkerLost(f"worker process {child.config.name} {how} while the job ran")
-            timeouts: dict[int, BaseException] = {}
-            if child.timed_out is not None:
-                limit = child.started.get(child.timed_out, (0.0, None))[1]
-                timeouts[child.timed_out] = JobTimeout(f"the attempt ran longer than its timeout of {limit} s")
-            self.rescued += self._database(
-                lambda: rescue_worker(child.config.name, lost, started=set(child.started), errors=timeouts), 0
-            )
-            self._database(lambda: Worker.objects.filter(name=child.config.name).delete(), None)
-            logger.warning("Worker %s %s", child.config.name, how)
-        if self._should_replace(crashed):
+            self._rescue(child, how)
+        elif child.recycled:
+            logger.info("Worker %s %s: replacing it", child.config.name, child.recycled)
+        if self._should_replace(crashed or child.recycled is not None):
             self._spawn()
+
+    def _rescue(self, child: Child, how: str) -> None:
+        """Give back the jobs of a process that died holding them. Started jobs count a
+        failed attempt; but when the supervisor killed it for one job's timeout, only that
+        job does, and the others it interrupted go back to ``READY`` uncounted, to run
+        again, like the jobs it had not started."""
+        lost = WorkerLost(f"worker process {child.config.name} {how} while the job ran")
+        started = set(child.started)
+        timeouts: dict[int, BaseException] = {}
+        if child.timed_out is not None:
+            overran, limit = child.timed_out
+            timeouts[overran] = JobTimeout(
+                f"timed out after {limit:g} s (the job's timeout): its worker process {child.config.name} was killed"
+            )
+            started = {overran}
+            if interrupted := sorted(set(child.started) - started):
+                logger.warning(
+                    "Jobs %s were interrupted by the kill of %s for job %s's timeout: they go back "
+                    "to the queue, their attempt not counted",
+                    interrupted,
+                    child.config.name,
+                    overran,
+                )
+        self.rescued += self._database(
+            lambda: rescue_worker(child.config.name, lost, started=started, errors=timeouts), 0
+        )
+        self._database(lambda: Worker.objects.filter(name=child.config.name).delete(), None)
+        logger.warning("Worker %s %s", child.config.name, how)
 
     def _startup_failed(self, child: Child, how: str) -> None:
         """A process died before it was ready: it held no job. Start another after a
@@ -238,17 +270,19 @@ class Supervisor:
                 f"{self.startup_failures} worker processes in a row died during start-up; the last one {how}."
             )
             self._stop_children()
-        elif self._should_replace(crashed=True):
+        elif self._should_replace(unfinished=True):
             backoff = min(STARTUP_BACKOFF_FIRST * 2 ** (self.startup_failures - 1), STARTUP_BACKOFF_MAX)
             self.respawns.append(time.monotonic() + backoff)
 
-    def _should_replace(self, crashed: bool) -> bool:
+    def _should_replace(self, unfinished: bool) -> bool:
+        """Whether to start a process in place of one that ended; ``unfinished`` when it
+        did not end for lack of work (it crashed, or was recycled)."""
         if self.stop_deadline is not None or self.exit_now or self.failure:
             return False
         if self.budget is not None and self.budget.value <= 0:
             return False
         # A burst worker that exits cleanly, holding nothing, found nothing left to do.
-        return crashed or not self.options.burst
+        return unfinished or not self.options.burst
 
     def _enforce_timeouts(self, now: float) -> None:
         for child in self.children:
@@ -257,15 +291,15 @@ class Supervisor:
                     logger.warning(
                         "Job %s overran its timeout of %s s: stopping %s", job_id, timeout, child.config.name
                     )
-                    child.timed_out = job_id
-                    child.process.kill()
+                    child.timed_out = (job_id, timeout)
+                    _kill_group(child.process)
                     break
 
     def _kill_all(self, why: str) -> None:
         for child in self.children:
             if child.process.is_alive():
                 logger.warning("Killing worker %s: %s", child.config.name, why)
-                child.process.kill()
+                _kill_group(child.process)
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         if self.stop_deadline is None:
@@ -304,6 +338,13 @@ class Supervisor:
         queues = ", ".join(self.options.queues) if self.options.queues else "all queues"
         mode = " (burst: until the queue is empty)" if self.options.burst else ""
         limit = f", at most {self.options.max_jobs} jobs" if self.options.max_jobs is not None else ""
+        recycling = [
+            f"{value}{unit}"
+            for value, unit in ((self.options.max_jobs_per_process, " jobs"), (self.options.max_memory, " MiB"))
+            if value is not None
+        ]
+        if recycling:
+            limit += f", each process replaced after {' or '.join(recycling)}"
         self.write(
             f"runworkers: {self.options.processes} process(es) x {self.options.threads} thread(s) on {queues}, "
             f"batches of {self.options.batch_size}{limit}{mode}; database {connection.vendor} "
@@ -330,6 +371,20 @@ class Supervisor:
         filled = width * done // total
         rate = done / elapsed if elapsed else 0.0
         self.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} jobs, {rate:.0f}/s ", ending="")
+
+
+def _kill_group(process: BaseProcess) -> None:
+    """SIGKILL a worker process and whatever its tasks started (its process group)."""
+    _end_group(process)
+    process.kill()  # it may have died before it made its group
+
+
+def _end_group(process: BaseProcess) -> None:
+    """SIGKILL what is left of a worker's process group: the children its tasks started
+    and left behind, which would otherwise outlive it. Nothing when there are none."""
+    if process.pid is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 @contextlib.contextmanager

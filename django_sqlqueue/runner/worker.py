@@ -25,6 +25,7 @@ from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.registry import autodiscover
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.execution import JobOutcome, attempt
+from django_sqlqueue.runner.memory import resident_mib
 from django_sqlqueue.runner.wakeup import Waiter
 
 logger = logging.getLogger(__name__)
@@ -71,6 +72,7 @@ class WorkerProcess:
         self.parent = os.getppid()
         self.succeeded = 0
         self.failed = 0
+        #: The last batch's wall time divided by its jobs (so, per thread).
         self.seconds_per_job = 0.0
         self.last_batch_size = 0
         self.database_failures = 0
@@ -79,6 +81,14 @@ class WorkerProcess:
         autodiscover()
         self._register()
         self._tell("ready")
+        if self.config.max_memory is not None and (fresh := resident_mib()) > self.config.max_memory:
+            logger.warning(
+                "%s: a fresh worker process already holds %.0f MiB, more than --max-memory %d: "
+                "each process will be recycled after its first batch",
+                self.config.name,
+                fresh,
+                self.config.max_memory,
+            )
         heartbeat = threading.Thread(target=self._beat, name="sqlqueue-heartbeat", daemon=True)
         heartbeat.start()
         waiter = Waiter(self.stop)
@@ -86,7 +96,10 @@ class WorkerProcess:
             waiter.listen()
             with ThreadPoolExecutor(self.config.threads, thread_name_prefix="sqlqueue-job") as pool:
                 while not self.stop.is_set():
-                    wanted = self.budget.take(self.next_batch_size())
+                    if worn := self.worn_out():
+                        self._tell("recycle", worn)  # the supervisor logs it, and replaces this process
+                        break
+                    wanted = self.budget.take(min(self.next_batch_size(), self._jobs_left()))
                     if not wanted:
                         break
                     close_old_connections()
@@ -112,11 +125,33 @@ class WorkerProcess:
 
     def next_batch_size(self) -> int:
         """Start with one job per thread and grow while jobs prove quick, so that a
-        worker never holds jobs it cannot start soon (others could run them)."""
-        fits = math.ceil(self.config.threads * BATCH_SECONDS / self.seconds_per_job) if self.seconds_per_job else 0
+        worker never holds jobs it cannot start soon (others could run them).
+
+        A batch holds about ``BATCH_SECONDS`` of wall time whatever ``--threads`` is:
+        ``seconds_per_job`` is the last batch's wall time per job, already shared
+        among the threads."""
+        fits = math.ceil(BATCH_SECONDS / self.seconds_per_job) if self.seconds_per_job else 0
         grown = min(2 * self.last_batch_size, fits) if self.last_batch_size else self.config.threads
         self.last_batch_size = max(self.config.threads, min(self.config.batch_size, grown))
         return self.last_batch_size
+
+    def worn_out(self) -> str | None:
+        """Why this process should make way for a fresh one (``--max-jobs-per-process``,
+        ``--max-memory``), checked between batches; None while it should go on."""
+        ran = self.succeeded + self.failed
+        most = self.config.max_jobs_per_process
+        if most is not None and ran >= most:
+            return f"ran {ran} jobs (--max-jobs-per-process {most})"
+        # Only after a job: a limit below a fresh process's size must not respawn idle ones forever.
+        if self.config.max_memory is not None and ran and (held := resident_mib()) > self.config.max_memory:
+            return f"holds {held:.0f} MiB (--max-memory {self.config.max_memory})"
+        return None
+
+    def _jobs_left(self) -> int:
+        """The most jobs the next claim may take before ``--max-jobs-per-process``."""
+        if self.config.max_jobs_per_process is None:
+            return self.config.batch_size
+        return self.config.max_jobs_per_process - self.succeeded - self.failed
 
     def _run_batch(self, pool: ThreadPoolExecutor, batch: list[Job]) -> None:
         """Run a batch on the threads, writing outcomes every ``FLUSH_SECONDS`` and at the end.

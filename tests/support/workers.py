@@ -29,7 +29,7 @@ FAST_CLOCKS = {
 
 
 class Workers:
-    """One ``runworkers`` supervisor in its own process group, its output in a file."""
+    """One ``runworkers`` supervisor in its own session, its output in a file."""
 
     def __init__(self, args: list[str], env: dict[str, str], python: str, log: Path) -> None:
         self.log = log
@@ -60,14 +60,30 @@ class Workers:
         return self.wait(timeout)
 
     def kill(self) -> None:
-        """SIGKILL the supervisor and every worker process it started."""
+        """SIGKILL the supervisor and every process it started. Its worker processes lead
+        process groups of their own, so not the supervisor's group: its session, which
+        they stay in, whoever their parent is now."""
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
+            os.killpg(self.process.pid, signal.SIGKILL)  # first: it starts no more of them
+        for pid in session(self.process.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         self.process.wait()
 
     def text(self) -> str:
         self.output.flush()
         return self.log.read_text()
+
+
+def session(leader: int) -> list[int]:
+    """The processes in the session of ``leader``, from Linux's ``/proc`` (none elsewhere)."""
+    members = []
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if name.isdigit():
+            with contextlib.suppress(OSError):  # it ended meanwhile
+                if os.getsid(int(name)) == leader:
+                    members.append(int(name))
+    return members
 
 
 def wait_until(condition: Callable[[], Any], *, timeout: float, why: Callable[[], str] = str) -> Any:

@@ -5,8 +5,10 @@ processes the tests start, like any project's tasks."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from django.db import connection, transaction
@@ -16,6 +18,9 @@ from django_sqlqueue import job
 from django_sqlqueue.models import Job
 from tests.support.unstorable import max_allowed_packet, refused_json
 from tests.testapp.models import Receipt
+
+#: What ``leak`` never gives back: it lives as long as the worker process.
+_leaked: list[bytes] = []
 
 
 @job
@@ -111,3 +116,48 @@ def raise_unprintable() -> None:
 def countdown(n: int) -> int:
     """Enqueues itself with ``n - 1`` until 0: jobs that enqueue jobs."""
     return Job.objects.enqueue(countdown, [n - 1]).pk if n > 0 else 0
+
+
+@job
+def worker_pid() -> int:
+    """The pid of the worker process that ran it: tells which process ran which job."""
+    return os.getpid()
+
+
+@job
+def leak(mib: int) -> int:
+    """Keeps ``mib`` MiB for the life of its worker process, as a leaking task would;
+    returns the process's pid. The bytes are written, so they are resident."""
+    _leaked.append(b"\x01" * (mib * 2**20))
+    return os.getpid()
+
+
+@job
+def sleep_first_time(marker: str, seconds: float) -> bool:
+    """Sleeps only when the ``marker`` file does not exist yet (creating it): its first
+    run is long, a run after an interruption returns at once. Whether it slept."""
+    path = Path(marker)
+    if path.exists():
+        return False
+    path.touch()
+    time.sleep(seconds)
+    return True
+
+
+@job
+def hang_once_exists(marker: str) -> None:
+    """Waits until the ``marker`` file exists (another job has started), then hangs
+    until its timeout stops it."""
+    path = Path(marker)
+    while not path.exists():
+        time.sleep(0.01)
+    time.sleep(3600)
+
+
+@job
+def spawn_sleeper(pid_file: str, seconds: float) -> None:
+    """Starts ``sleep 3600`` and leaves it running, writes its pid to ``pid_file``, then
+    sleeps ``seconds``: a task whose child would outlive its worker process."""
+    child = subprocess.Popen(["sleep", "3600"], stdin=subprocess.DEVNULL)
+    Path(pid_file).write_text(str(child.pid))
+    time.sleep(seconds)

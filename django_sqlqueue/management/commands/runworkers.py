@@ -41,6 +41,19 @@ class Command(BaseCommand):
         )
         parser.add_argument("--burst", action="store_true", help="Run what is ready now, then exit 0.")
         parser.add_argument("--max-jobs", type=positive_int, default=None, help="Exit after this many jobs.")
+        parser.add_argument(
+            "--max-jobs-per-process",
+            type=positive_int,
+            default=None,
+            help="Replace a worker process once it has run this many jobs (default: never).",
+        )
+        parser.add_argument(
+            "--max-memory",
+            type=positive_int,
+            default=None,
+            metavar="MIB",
+            help="Replace a worker process once its resident memory passes this many MiB (default: never).",
+        )
         parser.add_argument("--name", default="", help="A prefix for the worker names, e.g. the deployment.")
 
     def handle(
@@ -52,6 +65,8 @@ class Command(BaseCommand):
         batch_size: int | None,
         burst: bool,
         max_jobs: int | None,
+        max_jobs_per_process: int | None,
+        max_memory: int | None,
         name: str,
         verbosity: int,
         **options: Any,
@@ -79,6 +94,8 @@ class Command(BaseCommand):
                 max_jobs=max_jobs,
                 name_prefix=name,
                 log_level=level,
+                max_jobs_per_process=max_jobs_per_process,
+                max_memory=max_memory,
             ),
             write=self._write,
             progress_bar=burst and self.stdout.isatty(),

@@ -18,7 +18,16 @@ from django.db.models import Count
 from django_sqlqueue.models import Job, JobStatus, Worker
 from tests.support.workers import Workers, wait_until
 from tests.testapp.models import Receipt
-from tests.testapp.tasks import add, crash, record, sleep, sleep_once_started
+from tests.testapp.tasks import (
+    add,
+    crash,
+    hang_once_exists,
+    record,
+    sleep,
+    sleep_first_time,
+    sleep_once_started,
+    spawn_sleeper,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -154,9 +163,61 @@ def test_timeout_kills_the_process_and_retries_the_job(start_workers: StartWorke
     assert workers.stop() == 0, workers.text()
     stuck.refresh_from_db()
     assert (stuck.status, stuck.attempts, error_classes(stuck)) == (JobStatus.FAILED, 2, [JOB_TIMEOUT] * 2)
-    assert "longer than its timeout of 1.0 s" in stuck.errors[0]["message"]
+    assert "timed out after 1 s" in stuck.errors[0]["message"]
     results = dict(Job.objects.filter(pk__in=[job.pk for job in others]).values_list("pk", "result"))
     assert results == {job.pk: job.args[0] + 1 for job in others}
+
+
+def test_a_timeout_charges_only_its_own_job_not_the_others_its_process_ran(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    marker = str(tmp_path / "innocent-started")
+    stuck = Job.objects.enqueue(hang_once_exists, (marker,), timeout=2, max_attempts=1)
+    # Claimed with the stuck job, in one batch of one job a thread; runs long the first time only.
+    innocent = Job.objects.enqueue(sleep_first_time, (marker, 60), max_attempts=3)
+    workers = start_workers("--processes", "1", "--threads", "2", "--burst")
+    assert workers.wait(90) == 0, workers.text()
+    innocent.refresh_from_db()
+    # It was interrupted (its second run found the marker and returned False), uncounted.
+    assert (innocent.status, innocent.result, innocent.attempts, innocent.errors) == (
+        JobStatus.SUCCESSFUL,
+        False,
+        1,
+        [],
+    )
+    assert f"Jobs [{innocent.pk}] were interrupted" in workers.text()
+    stuck.refresh_from_db()
+    assert (stuck.status, stuck.attempts, error_classes(stuck)) == (JobStatus.FAILED, 1, [JOB_TIMEOUT])
+    assert "timed out after 2 s" in stuck.errors[0]["message"]
+
+
+def running_sleeper(pid_file: Path) -> int | None:
+    """The pid of the ``sleep 3600`` a task started, while it runs (a zombie has ended)."""
+    pid = int(pid_file.read_text())
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return pid if command == b"sleep\x003600\x00" else None
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads processes from Linux's /proc")
+@pytest.mark.parametrize(
+    ("seconds", "timeout"), [(0, None), (60, 1)], ids=["the-worker-exits", "the-worker-is-killed-for-a-timeout"]
+)
+def test_a_task_child_does_not_outlive_its_worker_process(
+    start_workers: StartWorkers, tmp_path: Path, seconds: float, timeout: float | None
+) -> None:
+    pid_file = tmp_path / "sleeper.pid"
+    Job.objects.enqueue(spawn_sleeper, (str(pid_file), seconds), timeout=timeout, max_attempts=1)
+    workers = start_workers("--processes", "1", "--burst")
+    try:
+        assert workers.wait(60) == 0, workers.text()
+        assert statuses() == {JobStatus.SUCCESSFUL if timeout is None else JobStatus.FAILED: 1}
+        wait_until(lambda: not running_sleeper(pid_file), timeout=10, why=lambda: "the task's child still runs")
+    finally:
+        if pid := running_sleeper(pid_file):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_poison_job_fails_after_max_attempts_while_others_flow(start_workers: StartWorkers) -> None:

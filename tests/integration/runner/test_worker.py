@@ -1,16 +1,61 @@
-"""A real ``runworkers`` worker records a batch whose outcomes the database cannot all
-store: the good jobs are written once, the bad ones fail with the reason, and nothing loops."""
+"""Real ``runworkers`` worker processes: a batch whose outcomes the database cannot all
+store (the good jobs are written once, the bad ones fail with the reason, and nothing
+loops), and processes recycled by ``--max-jobs-per-process`` and ``--max-memory``
+(replaced between batches, without a crash or a lost job)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 
+import pytest
 from django.db import connection
 
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.workers import Workers
 from tests.testapp.models import Receipt
-from tests.testapp.tasks import raise_unprintable, record, unstorable
+from tests.testapp.tasks import leak, raise_unprintable, record, unstorable, worker_pid
+
+pytestmark = pytest.mark.slow
+
+StartWorkers = Callable[..., Workers]
+
+
+def results_in_order() -> list[object]:
+    """The pids the jobs returned, in the order they were enqueued (and run)."""
+    return [job.result for job in Job.objects.order_by("pk")]
+
+
+def assert_ran_once_each(count: int) -> None:
+    finished = Job.objects.values_list("status", "attempts", "errors")
+    assert list(finished) == [(JobStatus.SUCCESSFUL, 1, [])] * count
+
+
+def test_max_jobs_per_process_replaces_each_process_after_its_jobs(start_workers: StartWorkers) -> None:
+    Job.objects.enqueue_many(Job.objects.build(worker_pid) for _ in range(6))
+    workers = start_workers("--processes", "1", "--max-jobs-per-process", "2", "--burst")
+    assert workers.wait(90) == 0, workers.text()
+    assert_ran_once_each(6)
+    assert sorted(Counter(results_in_order()).values()) == [2, 2, 2]
+    assert "each process replaced after 2 jobs" in workers.text()
+    assert "during start-up" not in workers.text()
+
+
+def test_max_memory_replaces_a_process_that_grew_past_it(start_workers: StartWorkers) -> None:
+    # A fresh worker holds well under 300 MiB; after the leak it holds more.
+    Job.objects.enqueue_many(
+        [
+            *(Job.objects.build(worker_pid) for _ in range(3)),
+            Job.objects.build(leak, (300,)),
+            *(Job.objects.build(worker_pid) for _ in range(2)),
+        ]
+    )
+    workers = start_workers("--processes", "1", "--batch-size", "1", "--max-memory", "300", "--burst")
+    assert workers.wait(90) == 0, workers.text()
+    assert_ran_once_each(6)
+    first, second = results_in_order()[3:5]
+    assert results_in_order() == [first] * 4 + [second] * 2
+    assert first != second
 
 
 def test_a_bad_outcome_fails_its_job_alone_and_the_burst_ends(start_workers: Callable[..., Workers]) -> None:

@@ -3,6 +3,7 @@ the recording of outcomes, and how big a batch it claims."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import threading
 from collections.abc import Iterator
@@ -16,19 +17,26 @@ from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.execution import JobOutcome
-from django_sqlqueue.runner.worker import Budget, WorkerProcess
+from django_sqlqueue.runner.worker import BATCH_SECONDS, Budget, WorkerProcess
 from tests.testapp.tasks import add, fail
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def process() -> Iterator[WorkerProcess]:
+@contextlib.contextmanager
+def worker_process(**config: Any) -> Iterator[WorkerProcess]:
+    """A worker process's loop in this process, with ``config`` over the defaults."""
     receiver, sender = multiprocessing.Pipe(duplex=False)
-    config = WorkerConfig(name="w", queues=None, threads=2, batch_size=100, burst=True, log_level=0)
-    yield WorkerProcess(config, sender, Budget(None), threading.Event())
+    defaults: dict[str, Any] = {"name": "w", "queues": None, "threads": 2, "batch_size": 100, "burst": True}
+    yield WorkerProcess(WorkerConfig(**{**defaults, "log_level": 0, **config}), sender, Budget(None), threading.Event())
     receiver.close()
     sender.close()
+
+
+@pytest.fixture
+def process() -> Iterator[WorkerProcess]:
+    with worker_process() as process:
+        yield process
 
 
 def claim_one(task: Any, *args: Any, **options: Any) -> Job:
@@ -110,8 +118,33 @@ def test_batches_start_at_one_job_a_thread_and_grow_while_jobs_are_quick(process
     assert process.next_batch_size() == 2
     process.seconds_per_job = 0.001
     assert [process.next_batch_size() for _ in range(7)] == [4, 8, 16, 32, 64, 100, 100]
-    process.seconds_per_job = 0.5  # two threads keep busy for a second with four such jobs
+    process.seconds_per_job = 0.25  # the last batch took a quarter second of wall time per job
     assert process.next_batch_size() == 4
+
+
+@pytest.mark.parametrize("threads", [1, 4, 16])
+def test_a_batch_holds_about_a_second_of_wall_time_whatever_the_threads(threads: int) -> None:
+    with worker_process(threads=threads, batch_size=10_000) as process:
+        # Measured as the batch's wall time over its jobs: with more threads, a smaller number.
+        process.seconds_per_job = 0.01
+        sizes = [process.next_batch_size() for _ in range(12)]
+    assert sizes[-1] == 100
+    assert sizes[-1] * process.seconds_per_job == pytest.approx(BATCH_SECONDS)
+
+
+def test_a_process_is_worn_out_after_its_jobs_or_past_its_memory() -> None:
+    with worker_process(max_jobs_per_process=3) as process:
+        process.succeeded, process.failed = 1, 1
+        assert process.worn_out() is None
+        process.failed = 2
+        assert process.worn_out() == "ran 3 jobs (--max-jobs-per-process 3)"
+    with worker_process(max_memory=1) as process:
+        assert process.worn_out() is None  # not before its first job, however big it starts
+        process.succeeded = 1
+        assert (process.worn_out() or "").endswith("MiB (--max-memory 1)")
+    with worker_process(max_memory=10**6) as process:
+        process.succeeded = 1
+        assert process.worn_out() is None
 
 
 def test_budget_is_shared_and_given_back() -> None:

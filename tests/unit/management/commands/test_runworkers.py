@@ -21,6 +21,8 @@ from django_sqlqueue.models import Worker
         (["--batch-size", "0"], "argument --batch-size: 0 is less than 1"),
         (["--batch-size", "100001"], "argument --batch-size: 100001 is more than 100000, the most one claim takes"),
         (["--max-jobs", "1.5"], "argument --max-jobs: '1.5' is not a whole number"),
+        (["--max-jobs-per-process", "0"], "argument --max-jobs-per-process: 0 is less than 1"),
+        (["--max-memory", "200MB"], "argument --max-memory: '200MB' is not a whole number"),
         (["--queues", "mail,,reports"], "argument --queues: a queue name must be a non-empty string, not ''"),
         (["--queues", "q" * 101], "longer than 100 characters"),
     ],
