@@ -215,7 +215,7 @@ def run_at_problem(run_at: Any, *, use_tz: bool) -> str | None:
         return f"run_at {run_at.isoformat()} has a time zone but USE_TZ is off: pass a naive local time"
     if aware:
         try:
-            run_at.astimezone(datetime.UTC)
+            run_at.astimezone(datetime.timezone.utc)
         except OverflowError:
             return f"run_at {run_at.isoformat()} is outside the years 1 to 9999 in UTC"
     return None

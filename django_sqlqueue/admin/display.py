@@ -96,7 +96,7 @@ def readable_run_at(jobs: QuerySet[Job]) -> QuerySet[Job]:
     and SQLite's columns end with Python's years.)"""
     shown: Any = F("run_at")
     if connections[jobs.db].vendor == "postgresql":
-        last = datetime.datetime.max.replace(tzinfo=datetime.UTC) if settings.USE_TZ else datetime.datetime.max
+        last = datetime.datetime.max.replace(tzinfo=datetime.timezone.utc) if settings.USE_TZ else datetime.datetime.max
         shown = Case(When(run_at__gt=last, then=Value(last)), default=shown)
     return jobs.defer("run_at").annotate(shown_run_at=shown)
 
