@@ -150,6 +150,9 @@ def finish(
     except DatabaseError as error:
         if not _refused(jobs.db, error):
             raise
+        logger.warning(
+            "The database refused the outcomes of %d jobs (%s): writing them one job at a time", len(outcomes), error
+        )
     return sum(_write_alone(jobs, worker_id, job, outcome, now) for job, outcome in outcomes.items())
 
 

@@ -265,4 +265,6 @@ def test_connections_killed_mid_run_recover(start_workers: StartWorkers) -> None
     assert statuses() == {JobStatus.SUCCESSFUL: count}
     assert_side_effects_once_unless_rescued(count)
     assert sum(killed) >= 3
-    assert "database error" in workers.text()
+    # Each kill hit a claim (waited out and retried) or a batch's outcomes (written again,
+    # one job at a time), or both: whichever it was, the worker said so.
+    assert "database error" in workers.text() or "writing them one job at a time" in workers.text()
