@@ -29,7 +29,7 @@ def failing(status: str, error_class: str, *, task: str = "tests.testapp.tasks.n
     job = make_job(status, errors=2, **fields)
     errors = job.errors
     errors[-1] |= {"exception_class_path": error_class, "message": f"{error_class} {job.pk}"}
-    Job.objects.filter(pk=job.pk).update(errors=errors, task=task, attempts=attempts)
+    Job.objects.filter(pk=job.pk).update(errors=errors, last_error_class=error_class, task=task, attempts=attempts)
     job.refresh_from_db()
     return job
 
