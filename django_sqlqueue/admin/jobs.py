@@ -24,7 +24,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 from rangefilter.filters import DateRangeFilterBuilder
 
-from django_sqlqueue.admin import changes, display, overview
+from django_sqlqueue.admin import changes, display, failures, overview
 from django_sqlqueue.admin.changes import CHANGES, Change
 from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, TaskFilter
 from django_sqlqueue.models import Job, JobStatus, Worker
@@ -195,6 +195,12 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return [
             path("overview/", view(self.overview_view), name="django_sqlqueue_job_overview"),
             path("retry-failed/", view(self.retry_failed_view), name="django_sqlqueue_job_retry_failed"),
+            path("failures/", view(self.failures_view), name="django_sqlqueue_job_failures"),
+            path(
+                "failures/<str:change>/",
+                view(require_POST(self.failure_group_view)),
+                name="django_sqlqueue_job_failure_group",
+            ),
             path(
                 "<path:object_id>/change/<str:change>/",
                 view(require_POST(self.change_job_view)),
@@ -243,6 +249,37 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 "back": back,
             },
         )
+
+    def failures_view(self, request: HttpRequest) -> TemplateResponse:
+        """The jobs whose last attempt failed, grouped by task and exception class."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        shown, total = failures.groups()
+        return TemplateResponse(
+            request,
+            "admin/django_sqlqueue/job/failures.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.opts,
+                "title": "Failures by task and exception",
+                "groups": shown,
+                "total": total,
+                "can_retry": self.has_retry_permission(request),
+                "can_cancel": self.has_cancel_permission(request),
+            },
+        )
+
+    def failure_group_view(self, request: HttpRequest, change: str) -> HttpResponse:
+        """Retry or cancel every job of one group (``task`` and ``error_class`` posted),
+        then back to the failures page."""
+        if change not in failures.GROUP_CHANGES:
+            raise PermissionDenied
+        group_change = failures.GROUP_CHANGES[change][0]
+        task, error_class = request.POST.get("task"), request.POST.get("error_class")
+        if task is None or error_class is None:
+            raise Http404("No such group.")
+        self.apply(request, group_change, failures.group_jobs(group_change, task, error_class))
+        return HttpResponseRedirect(reverse("admin:django_sqlqueue_job_failures"))
 
     def overview_view(self, request: HttpRequest) -> TemplateResponse:
         """Per queue: jobs by status, lag of the oldest due job, throughput of the last hour."""

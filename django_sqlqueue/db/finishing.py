@@ -86,15 +86,19 @@ def _storable(text: str, limit: int) -> str:
 
 
 def after_failure(job: Job, error: BaseException, worker_id: str, now: Any) -> dict[str, Any]:
-    """The columns a failed attempt changes, its error added to the job's: back to
-    ``READY`` after :func:`retry_delay` while it has attempts left, else ``FAILED``.
+    """The columns a failed attempt changes, its error added to the job's (and its class
+    to ``last_error_class``): back to ``READY`` after :func:`retry_delay` while it has
+    attempts left, else ``FAILED``.
 
     ``now`` is the database's clock when the outcome is written; the worker's own
     clock only where it tells Django's task signals what is about to be written."""
-    errors = [*job.errors, error_record(job, error, worker_id)]
+    record = error_record(job, error, worker_id)
+    # The column holds what fits of the path: a class nested deep enough to pass 255
+    # characters is grouped by its start, and its full path stays in the record.
+    kept = {"errors": [*job.errors, record], "last_error_class": record["exception_class_path"][:255]}
     if job.attempts < job.max_attempts:
-        return {"status": JobStatus.READY, "errors": errors, "run_at": now + retry_delay(job.attempts)}
-    return {"status": JobStatus.FAILED, "errors": errors, "finished_at": now}
+        return {"status": JobStatus.READY, **kept, "run_at": now + retry_delay(job.attempts)}
+    return {"status": JobStatus.FAILED, **kept, "finished_at": now}
 
 
 class _Changes:

@@ -27,7 +27,10 @@ def make_job(status: str = JobStatus.READY, *, errors: int = 0, **fields: Any) -
         }
         for n in range(1, errors + 1)
     ]
-    Job.objects.filter(pk=job.pk).update(status=status, errors=history, attempts=errors, **fields)
+    last_error_class = "builtins.RuntimeError" if errors else ""
+    Job.objects.filter(pk=job.pk).update(
+        status=status, errors=history, attempts=errors, **{"last_error_class": last_error_class, **fields}
+    )
     job.refresh_from_db()
     return job
 

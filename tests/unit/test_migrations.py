@@ -3,6 +3,7 @@ and PostgreSQL's extras."""
 
 from __future__ import annotations
 
+import json
 from io import StringIO
 
 import pytest
@@ -13,7 +14,7 @@ from django_sqlqueue.models import Job
 from tests.testapp.tasks import noop
 
 JOB_TABLE = Job._meta.db_table
-INDEXES = {"sqlqueue_job_ready", "sqlqueue_job_ready_queue", "sqlqueue_job_running"}
+INDEXES = {"sqlqueue_job_ready", "sqlqueue_job_ready_queue", "sqlqueue_job_running", "sqlqueue_job_failed"}
 AUTOVACUUM = [
     "autovacuum_vacuum_scale_factor=0.01",
     "autovacuum_vacuum_threshold=1000",
@@ -112,3 +113,30 @@ def test_postgresql_migrations_reverse_and_apply_again() -> None:
     migrate(None)
     assert reloptions() == AUTOVACUUM
     assert notify_trigger_exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_last_errors_class_is_filled_for_the_jobs_already_there() -> None:
+    migrate("0004_admin_permissions_and_indexes")
+    error = {"attempt": 1, "worker": "w", "started_at": None, "message": "m", "traceback": "t"}
+    rows = {
+        "FAILED": [{**error, "exception_class_path": "builtins.OSError"}, {**error, "exception_class_path": "a.B"}],
+        "READY": [{**error, "exception_class_path": "x" * 300}],
+        "CANCELLED": [],
+        "SUCCESSFUL": [{**error, "exception_class_path": "builtins.KeyError"}],
+    }
+    with connection.cursor() as cursor:
+        for status, errors in rows.items():
+            cursor.execute(
+                f"INSERT INTO {JOB_TABLE} (queue, task, args, kwargs, priority, status, run_at, attempts,"
+                " max_attempts, enqueued_at, worker, errors) VALUES ('default', 't', '[]', '{}', 0, %s,"
+                " CURRENT_TIMESTAMP, 1, 3, CURRENT_TIMESTAMP, '', %s)",
+                [status, json.dumps(errors)],
+            )
+    migrate(None)
+    assert dict(Job.objects.values_list("status", "last_error_class")) == {
+        "FAILED": "a.B",
+        "READY": "x" * 255,
+        "CANCELLED": "",
+        "SUCCESSFUL": "",  # finished well: the failures page never reads it
+    }

@@ -204,6 +204,30 @@ def test_exception_class_path_of_a_nested_class() -> None:
     assert job.errors[0]["message"] == ""
 
 
+def test_the_last_errors_class_is_kept_in_its_own_column() -> None:
+    class Boom(Exception):
+        pass
+
+    (job,) = claim(max_attempts=3)
+    assert job.last_error_class == ""
+    Job.objects.finish(worker_id="w", failed={job: raised("first")})
+    make_due(job)
+    (again,) = Job.objects.claim(worker_id="w")
+    Job.objects.finish(worker_id="w", failed={again: Boom()})
+    job.refresh_from_db()
+    assert job.last_error_class == job.errors[-1]["exception_class_path"]
+    assert job.last_error_class.endswith("<locals>.Boom")
+
+
+def test_a_class_path_too_long_for_the_column_is_cut() -> None:
+    long_name = type("E" * 300, (Exception,), {})
+    (job,) = claim()
+    Job.objects.finish(worker_id="w", failed={job: long_name()})
+    job.refresh_from_db()
+    assert job.errors[0]["exception_class_path"] == f"{__name__}.{'E' * 300}"
+    assert job.last_error_class == job.errors[0]["exception_class_path"][:255]
+
+
 def test_every_attempt_keeps_its_error() -> None:
     (job,) = claim(max_attempts=3)
     Job.objects.finish(worker_id="w", failed={job: raised("first")})
