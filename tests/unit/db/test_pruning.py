@@ -70,7 +70,7 @@ def test_prune_goes_chunk_by_chunk_oldest_first() -> None:
     chunks: list[tuple[JobStatus, int]] = []
 
     pruned = pruning.prune(
-        Job.objects.all(),
+        Job.objects.on_queue_db(),
         {JobStatus.SUCCESSFUL: DAY},
         batch_size=2,
         on_chunk=lambda status, deleted: chunks.append((status, deleted)),

@@ -99,3 +99,20 @@ def test_bad_options_are_refused(jobs: dict[str, int], args: list[str], message:
     with pytest.raises(CommandError, match=f"^Error: {re.escape(message)}$"):
         prune(*args)
     assert left() == set(jobs.values())
+
+
+class Terminal(StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_gets_a_progress_bar(jobs: dict[str, int]) -> None:
+    out = Terminal()
+    call_command("sqlqueue_prune", "--batch-size", "1", stdout=out)
+    assert out.getvalue() == (
+        f"\r[{'#' * 10}{'.' * 20}] 1/3 jobs"
+        f"\r[{'#' * 20}{'.' * 10}] 2/3 jobs"
+        f"\r[{'#' * 30}] 3/3 jobs\n"
+        "Deleted 3 job(s): 1 SUCCESSFUL (finished over 1d ago), 1 CANCELLED (finished over 1w ago), "
+        "1 FAILED (finished over 30d ago).\n"
+    )
