@@ -111,8 +111,9 @@ class SQLQueueBackend(BaseTaskBackend):
     def get_result(self, result_id: str) -> TaskResult[..., Any]:
         """The job's current state, read from its row.
 
-        Raises ``TaskResultDoesNotExist`` for an id that is no job, or a job that does not
-        run a registered Django task."""
+        Raises ``TaskResultDoesNotExist`` for an id that is no job (one deleted by
+        ``SQLQUEUE_RETENTION``, or pruned, is none), or a job that does not run a
+        registered Django task."""
         from django_sqlqueue.models import Job
 
         result_id = str(result_id)

@@ -35,6 +35,7 @@ _SETTING_IDS = {
     "SQLQUEUE_LEASE": "sqlqueue.E013",
     "SQLQUEUE_POLL_INTERVAL": "sqlqueue.E014",
     "SQLQUEUE_SHUTDOWN_GRACE": "sqlqueue.E015",
+    "SQLQUEUE_RETENTION": "sqlqueue.E017",
 }
 
 

@@ -5,11 +5,16 @@ check errors at start-up)."""
 
 from __future__ import annotations
 
+import datetime
+import math
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+
+from django_sqlqueue.status import JobStatus
 
 QUEUE_NAME_MAX_LENGTH = 100
 #: ``max_attempts`` is an ``integer`` column on PostgreSQL (the smallest of the three).
@@ -17,6 +22,16 @@ MAX_ATTEMPTS = 2**31 - 1
 #: The most jobs one claim may take: far more than a batch needs, few enough to hold
 #: in memory and to pass to every database as a ``LIMIT``.
 MAX_CLAIM_LIMIT = 100_000
+#: How long finished jobs are kept by default: a day of successes (enough to look into
+#: yesterday's work, few enough rows for a busy site), a week of cancellations and a
+#: month of failures (they are what someone comes back to read).
+DEFAULT_RETENTION: dict[JobStatus, datetime.timedelta | None] = {
+    JobStatus.SUCCESSFUL: datetime.timedelta(days=1),
+    JobStatus.CANCELLED: datetime.timedelta(days=7),
+    JobStatus.FAILED: datetime.timedelta(days=30),
+}
+#: The longest a status may be kept short of for ever: a century.
+MAX_RETENTION = datetime.timedelta(days=36_525)
 
 
 def _read(name: str, default: Any) -> Any:
@@ -38,6 +53,40 @@ def _positive_int(name: str, default: int, most: int) -> int:
     if value > most:
         raise ImproperlyConfigured(f"{name} must be at most {most}, not {value!r}.")
     return value
+
+
+def _retention(value: Any) -> dict[JobStatus, datetime.timedelta | None]:
+    if not isinstance(value, Mapping):
+        raise ImproperlyConfigured(f"SQLQUEUE_RETENTION must be a dict of status to seconds, not {value!r}.")
+    retention = dict(DEFAULT_RETENTION)
+    for status, kept in value.items():
+        if status not in DEFAULT_RETENTION:
+            raise ImproperlyConfigured(
+                f"SQLQUEUE_RETENTION: {status!r} is not a finished status; use "
+                f"{', '.join(repr(str(name)) for name in DEFAULT_RETENTION)}."
+            )
+        if kept is not None:
+            kept = _retention_period(status, kept)
+        retention[JobStatus(status)] = kept
+    return retention
+
+
+def _retention_period(status: str, value: Any) -> datetime.timedelta:
+    if isinstance(value, datetime.timedelta):
+        kept = value
+    elif isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise ImproperlyConfigured(
+            f"SQLQUEUE_RETENTION['{status}'] must be seconds, a timedelta or None, not {value!r}."
+        )
+    else:
+        kept = datetime.timedelta(seconds=max(-1, min(value, MAX_RETENTION.total_seconds() + 1)))
+    # Past a century the database's now minus it may leave the dates a database can hold.
+    if not datetime.timedelta(0) <= kept <= MAX_RETENTION:
+        raise ImproperlyConfigured(
+            f"SQLQUEUE_RETENTION['{status}'] must be from 0 to {MAX_RETENTION.days} days "
+            f"(None keeps jobs for ever), not {value!r}."
+        )
+    return kept
 
 
 def queue_name_problem(name: object) -> str | None:
@@ -138,6 +187,14 @@ class Settings:
     def SQLQUEUE_SHUTDOWN_GRACE(self) -> float:
         """Seconds a stopping worker lets its running jobs finish before it kills them (default 30)."""
         return _positive_number("SQLQUEUE_SHUTDOWN_GRACE", 30.0)
+
+    @property
+    def SQLQUEUE_RETENTION(self) -> dict[JobStatus, datetime.timedelta | None]:
+        """How long finished jobs are kept after ``finished_at``, by status: seconds or a
+        ``timedelta``, ``None`` to keep them for ever. A status left out keeps its default
+        (``DEFAULT_RETENTION``: successes a day, cancellations a week, failures 30 days).
+        ``SUCCESSFUL: 0`` deletes a job as its success is recorded."""
+        return _retention(_read("SQLQUEUE_RETENTION", {}))
 
 
 conf = Settings()

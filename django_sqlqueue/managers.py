@@ -181,7 +181,9 @@ class JobManager(models.Manager["Job"]):
         job's attempt with an ``InvalidJobError`` saying why, and the other outcomes are
         written one job at a time. Only jobs still ``RUNNING`` for ``worker_id`` at the
         attempt it claimed are written: returns how many were, so a worker knows when it
-        lost one. Raises what the database raised when it is out of reach."""
+        lost one. With ``SQLQUEUE_RETENTION["SUCCESSFUL"]`` 0 a success deletes its job
+        instead (one DELETE, fenced the same way), and counts as written. Raises what the
+        database raised when it is out of reach."""
         return finishing.finish(self.on_queue_db(), worker_id=worker_id, succeeded=succeeded or {}, failed=failed or {})
 
     def release(self, *, worker_id: str, unstarted: Iterable[Job]) -> int:

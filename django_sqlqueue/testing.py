@@ -133,12 +133,17 @@ def perform(task: AnyTask, *args: Any, **kwargs: Any) -> Any:
 
     The job is enqueued (so its arguments are checked and make their JSON round trip),
     claimed, run with the job signals sent, and finished: a tuple returned comes back a
-    list, and what the task raises is raised here, after its attempt is recorded."""
+    list, and what the task raises is raised here, after its attempt is recorded. With
+    ``SQLQUEUE_RETENTION["SUCCESSFUL"]`` 0 the job is deleted as it succeeds, and the
+    result returned is the task's after the same round trip."""
     job = Job.objects.enqueue(_task_name(task), args, kwargs)
     (claimed,) = Job.objects.claim(worker_id=WORKER_ID, filter=Q(pk=job.pk), limit=1)
     outcome = _finish(attempt(claimed, WORKER_ID))
     if outcome.error is not None:
         raise outcome.error
+    if not Job.objects.on_queue_db().filter(pk=job.pk).exists():
+        # SQLQUEUE_RETENTION["SUCCESSFUL"] is 0: the success deleted the job, result and all.
+        return _as_stored(outcome.result)
     job.refresh_from_db(fields=["status", "result", "errors"])
     if job.status != JobStatus.SUCCESSFUL:
         # The task returned, but its result could not be stored: the job's error says why.
@@ -155,7 +160,9 @@ def _finish(outcome: JobOutcome) -> JobOutcome:
 
 
 def _tally(ran: Ran, outcome: JobOutcome) -> Ran:
-    status = Job.objects.on_queue_db().filter(pk=outcome.job.pk).values_list("status", flat=True).get()
+    # No row left: SQLQUEUE_RETENTION["SUCCESSFUL"] is 0 and it succeeded.
+    status = Job.objects.on_queue_db().filter(pk=outcome.job.pk).values_list("status", flat=True).first()
+    status = status or JobStatus.SUCCESSFUL
     field = {JobStatus.SUCCESSFUL: "succeeded", JobStatus.READY: "retried"}.get(JobStatus(status), "failed")
     return ran._replace(**{field: getattr(ran, field) + 1})
 

@@ -11,6 +11,7 @@ environment (``tests.support.workers.FAST_CLOCKS``)."""
 
 from __future__ import annotations
 
+import json
 import os
 from importlib.util import find_spec
 from typing import Any
@@ -36,6 +37,9 @@ for _name in (
 ):
     if _name in os.environ:
         globals()[_name] = float(os.environ[_name])
+# A JSON object of status to seconds (or null), for the pruning tests' workers.
+if "SQLQUEUE_RETENTION" in os.environ:
+    SQLQUEUE_RETENTION = json.loads(os.environ["SQLQUEUE_RETENTION"])
 
 
 def _read_only(primary: dict[str, Any]) -> dict[str, Any]:

@@ -147,17 +147,33 @@ def finish(
                 outcomes[job]["result"] = value
     for job, error in failed.items():
         outcomes[job] = after_failure(job, error, worker_id, now)
+    kept = conf.SQLQUEUE_RETENTION[JobStatus.SUCCESSFUL]
+    written = _delete_successes(jobs, worker_id, outcomes) if kept == datetime.timedelta(0) else 0
     if not outcomes:
-        return 0
+        return written
     try:
-        return _write(jobs, worker_id, outcomes)
+        return written + _write(jobs, worker_id, outcomes)
     except DatabaseError as error:
         if not _refused(jobs.db, error):
             raise
         logger.warning(
             "The database refused the outcomes of %d jobs (%s): writing them one job at a time", len(outcomes), error
         )
-    return sum(_write_alone(jobs, worker_id, job, outcome, now) for job, outcome in outcomes.items())
+    return written + sum(_write_alone(jobs, worker_id, job, outcome, now) for job, outcome in outcomes.items())
+
+
+def _delete_successes(jobs: JobQuerySet, worker_id: str, outcomes: dict[Job, dict[str, Any]]) -> int:
+    """With ``SQLQUEUE_RETENTION["SUCCESSFUL"]`` 0: delete the held jobs that succeeded,
+    in one DELETE fenced like the UPDATE, and take them out of ``outcomes``. Nothing of
+    theirs is stored, so the database has nothing to refuse."""
+    successes = [job for job, outcome in outcomes.items() if outcome["status"] == JobStatus.SUCCESSFUL]
+    for job in successes:
+        del outcomes[job]
+    if not successes:
+        return 0
+    held = still_held(jobs, worker_id, successes)
+    deleted, _ = retry_transient(jobs.db, held.delete, atomic=connections[jobs.db].in_atomic_block)
+    return deleted
 
 
 def _write(jobs: JobQuerySet, worker_id: str, outcomes: Mapping[Job, Mapping[str, Any]]) -> int:

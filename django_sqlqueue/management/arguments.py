@@ -4,9 +4,15 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import math
+import re
 
-from django_sqlqueue.conf import MAX_CLAIM_LIMIT, queue_name_problem
+from django_sqlqueue.conf import DEFAULT_RETENTION, MAX_CLAIM_LIMIT, MAX_RETENTION, queue_name_problem
+from django_sqlqueue.status import JobStatus
+
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw]?)")
 
 
 def positive_int(text: str) -> int:
@@ -55,3 +61,27 @@ def queue_list(text: str) -> list[str]:
         if problem := queue_name_problem(name):
             raise argparse.ArgumentTypeError(problem)
     return queues
+
+
+def duration(text: str) -> datetime.timedelta:
+    """A length of time from 0 up to a century: seconds, or a number with a unit such as
+    ``30m``, ``12h``, ``7d`` or ``2w``."""
+    match = _DURATION.fullmatch(text.strip().lower())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 3600, 30m, 12h or 7d")
+    seconds = float(match[1]) * _UNITS[match[2]]
+    if seconds > MAX_RETENTION.total_seconds():
+        raise argparse.ArgumentTypeError(f"{text} is more than {MAX_RETENTION.days} days")
+    return datetime.timedelta(seconds=seconds)
+
+
+def finished_statuses(text: str) -> list[JobStatus]:
+    """Comma-separated finished statuses: SUCCESSFUL, FAILED, CANCELLED (any case)."""
+    statuses = []
+    for name in text.split(","):
+        if name.strip().upper() not in DEFAULT_RETENTION:
+            raise argparse.ArgumentTypeError(
+                f"{name.strip()!r} is not a finished status; use {', '.join(DEFAULT_RETENTION)}"
+            )
+        statuses.append(JobStatus(name.strip().upper()))
+    return statuses

@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import Error, close_old_connections, connections
 
 from django_sqlqueue.conf import conf
+from django_sqlqueue.db import pruning
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.exceptions import JobTimeout, WorkerLost
@@ -45,6 +46,12 @@ STARTUP_BACKOFF_FIRST = 0.5
 STARTUP_BACKOFF_MAX = 30.0
 #: With ``--burst``, this many start-up failures in a row end the run with an error.
 STARTUP_ATTEMPTS = 5
+#: Finished jobs past ``SQLQUEUE_RETENTION`` are pruned this often, at most this many
+#: chunks (of ``pruning.BATCH_SIZE``) at a time so that one tick never stalls the loop;
+#: while more are left, the next chunks follow after the backlog pause.
+PRUNE_SECONDS = 60.0
+PRUNE_BACKLOG_SECONDS = 1.0
+PRUNE_CHUNKS = 5
 
 
 @dataclass
@@ -128,6 +135,7 @@ class Supervisor:
         next_status = began + STATUS_SECONDS
         next_progress = began
         next_rescue = began
+        next_prune = began
         while (self.children or self.respawns) and not self.exit_now:
             self._listen(TICK_SECONDS)
             for child in [child for child in self.children if not child.process.is_alive()]:
@@ -145,6 +153,9 @@ class Supervisor:
             if now >= next_rescue and self.stop_deadline is None:
                 self.rescued += self._database(rescue_expired, 0)
                 next_rescue = now + min(conf.SQLQUEUE_LEASE / 2, 10.0)
+            if now >= next_prune and self.stop_deadline is None:
+                complete = self._prune()
+                next_prune = time.monotonic() + (PRUNE_SECONDS if complete else PRUNE_BACKLOG_SECONDS)
             if self.progress_bar and now >= next_progress:
                 self._draw_progress(now - began)
                 next_progress = now + PROGRESS_SECONDS
@@ -332,6 +343,23 @@ class Supervisor:
             return fallback
         finally:
             close_old_connections()
+
+    def _prune(self) -> bool:
+        """Delete a few chunks of finished jobs past their retention; whether none is left.
+
+        Every supervisor prunes, on every machine: the deletes go by primary key and
+        check the row again, so two supervisors deleting the same rows is harmless. A
+        failure is logged and tried again at the next interval; it never stops the workers."""
+        try:
+            pruned = pruning.prune(Job.objects.on_queue_db(), conf.SQLQUEUE_RETENTION, max_chunks=PRUNE_CHUNKS)
+        except Error as error:
+            logger.warning("Pruning finished jobs failed (%s); trying again in %g s", error, PRUNE_SECONDS)
+            return True
+        finally:
+            close_old_connections()
+        if pruned.total:
+            logger.info("Pruned %d finished jobs past SQLQUEUE_RETENTION", pruned.total)
+        return pruned.complete
 
     def _banner(self) -> None:
         connection = connections[queue_db(Job)]

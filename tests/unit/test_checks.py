@@ -125,6 +125,11 @@ def test_checks_are_registered_when_django_starts() -> None:
             "sqlqueue.E015",
             "SQLQUEUE_SHUTDOWN_GRACE must be a positive number of seconds, not None.",
         ),
+        (
+            {"SQLQUEUE_RETENTION": {"FAILED": True}},
+            "sqlqueue.E017",
+            "SQLQUEUE_RETENTION['FAILED'] must be seconds, a timedelta or None, not True.",
+        ),
     ],
     ids=[
         "E002-empty",
@@ -137,6 +142,7 @@ def test_checks_are_registered_when_django_starts() -> None:
         "E013",
         "E014",
         "E015",
+        "E017",
     ],
 )
 def test_bad_setting_is_one_error(overrides: dict[str, Any], check_id: str, message: str) -> None:

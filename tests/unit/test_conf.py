@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
@@ -9,6 +10,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 from django_sqlqueue.conf import conf
+from django_sqlqueue.status import JobStatus
+
+DAY = datetime.timedelta(days=1)
 
 DEFAULTS = {
     "SQLQUEUE_QUEUES": None,
@@ -22,6 +26,7 @@ DEFAULTS = {
     "SQLQUEUE_LEASE": 60.0,
     "SQLQUEUE_POLL_INTERVAL": 1.0,
     "SQLQUEUE_SHUTDOWN_GRACE": 30.0,
+    "SQLQUEUE_RETENTION": {JobStatus.SUCCESSFUL: DAY, JobStatus.CANCELLED: 7 * DAY, JobStatus.FAILED: 30 * DAY},
 }
 
 
@@ -59,6 +64,20 @@ def test_default(settings: Any, name: str, default: Any) -> None:
         ({"SQLQUEUE_HEARTBEAT_INTERVAL": 1, "SQLQUEUE_LEASE": 3}, "SQLQUEUE_LEASE", 3.0),
         ({"SQLQUEUE_POLL_INTERVAL": 0.1}, "SQLQUEUE_POLL_INTERVAL", 0.1),
         ({"SQLQUEUE_SHUTDOWN_GRACE": 5}, "SQLQUEUE_SHUTDOWN_GRACE", 5.0),
+        (
+            {"SQLQUEUE_RETENTION": {"SUCCESSFUL": 0, "FAILED": None}},
+            "SQLQUEUE_RETENTION",
+            {JobStatus.SUCCESSFUL: 0 * DAY, JobStatus.CANCELLED: 7 * DAY, JobStatus.FAILED: None},
+        ),
+        (
+            {"SQLQUEUE_RETENTION": {"CANCELLED": 90.5, "FAILED": 2 * DAY}},
+            "SQLQUEUE_RETENTION",
+            {
+                JobStatus.SUCCESSFUL: DAY,
+                JobStatus.CANCELLED: datetime.timedelta(seconds=90.5),
+                JobStatus.FAILED: 2 * DAY,
+            },
+        ),
     ],
 )
 def test_valid_override(overrides: dict[str, Any], name: str, expected: Any) -> None:
@@ -132,6 +151,42 @@ def test_settings_are_read_on_every_access() -> None:
             {"SQLQUEUE_BATCH_SIZE": 100_001},
             "SQLQUEUE_BATCH_SIZE",
             "SQLQUEUE_BATCH_SIZE must be at most 100000, not 100001.",
+        ),
+        (
+            {"SQLQUEUE_RETENTION": 3600},
+            "SQLQUEUE_RETENTION",
+            "SQLQUEUE_RETENTION must be a dict of status to seconds, not 3600.",
+        ),
+        (
+            {"SQLQUEUE_RETENTION": {"READY": 60}},
+            "SQLQUEUE_RETENTION",
+            "SQLQUEUE_RETENTION: 'READY' is not a finished status; use 'SUCCESSFUL', 'CANCELLED', 'FAILED'.",
+        ),
+        (
+            {"SQLQUEUE_RETENTION": {"FAILED": "7d"}},
+            "SQLQUEUE_RETENTION",
+            "SQLQUEUE_RETENTION['FAILED'] must be seconds, a timedelta or None, not '7d'.",
+        ),
+        (
+            {"SQLQUEUE_RETENTION": {"FAILED": float("nan")}},
+            "SQLQUEUE_RETENTION",
+            "SQLQUEUE_RETENTION['FAILED'] must be seconds, a timedelta or None, not nan.",
+        ),
+        (
+            {"SQLQUEUE_RETENTION": {"SUCCESSFUL": -1}},
+            "SQLQUEUE_RETENTION",
+            "SQLQUEUE_RETENTION['SUCCESSFUL'] must be from 0 to 36525 days (None keeps jobs for ever), not -1.",
+        ),
+        (
+            {"SQLQUEUE_RETENTION": {"CANCELLED": float("inf")}},
+            "SQLQUEUE_RETENTION",
+            "SQLQUEUE_RETENTION['CANCELLED'] must be from 0 to 36525 days (None keeps jobs for ever), not inf.",
+        ),
+        (
+            {"SQLQUEUE_RETENTION": {"CANCELLED": -DAY}},
+            "SQLQUEUE_RETENTION",
+            "SQLQUEUE_RETENTION['CANCELLED'] must be from 0 to 36525 days (None keeps jobs for ever), "
+            "not datetime.timedelta(days=-1).",
         ),
         (
             {"SQLQUEUE_LEASE": 10**400},

@@ -8,6 +8,7 @@ import re
 
 import pytest
 from django.db import connection
+from django.test import override_settings
 
 from django_sqlqueue import testing
 from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
@@ -140,6 +141,21 @@ def test_perform_runs_a_django_task_and_makes_the_json_round_trip() -> None:
     assert perform(django_add, 2, 3) == 5
     # A tuple returned is stored as a list.
     assert perform(async_double, 4) == [4, 8]
+
+
+@override_settings(SQLQUEUE_RETENTION={"SUCCESSFUL": 0})
+def test_perform_returns_the_result_of_a_job_its_success_deleted() -> None:
+    assert perform(add, 2, 3) == 5
+    assert perform(async_double, 4) == [4, 8]
+    assert not Job.objects.exists()
+
+
+@override_settings(SQLQUEUE_RETENTION={"SUCCESSFUL": 0})
+def test_run_jobs_counts_the_successes_that_deleted_their_job() -> None:
+    Job.objects.enqueue(countdown, [2])
+    failing = Job.objects.enqueue(fail, ["no"], max_attempts=1)
+    assert run_jobs() == Ran(succeeded=3, failed=1)
+    assert list(Job.objects.values_list("pk", flat=True)) == [failing.pk]
 
 
 def test_perform_refuses_what_enqueue_refuses() -> None:

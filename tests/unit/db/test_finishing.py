@@ -437,6 +437,57 @@ def test_finishing_nothing_writes_nothing() -> None:
     assert queries.captured_queries == []
 
 
+# SQLQUEUE_RETENTION = {"SUCCESSFUL": 0}: a success deletes its job.
+
+
+def deletes(queries: CaptureQueriesContext) -> list[str]:
+    return [query["sql"] for query in queries.captured_queries if query["sql"].lstrip().upper().startswith("DELETE")]
+
+
+@override_settings(SQLQUEUE_RETENTION={"SUCCESSFUL": 0})
+def test_successes_kept_for_no_time_are_deleted_and_the_rest_written() -> None:
+    winners = claim(3, max_attempts=3)
+    (unstorable,) = claim(max_attempts=3)
+    (spent,) = claim(max_attempts=1)
+    with CaptureQueriesContext(connection) as queries:
+        written = Job.objects.finish(
+            worker_id="w",
+            succeeded={winners[0]: {"a": 1}, winners[1]: None, winners[2]: "c", unstorable: {1, 2}},
+            failed={spent: raised("give up")},
+        )
+    assert written == 5
+    assert (len(deletes(queries)), len(updates(queries))) == (1, 1)
+    stored = {job.pk: job for job in Job.objects.all()}
+    assert set(stored) == {unstorable.pk, spent.pk}
+    assert stored[unstorable.pk].status == JobStatus.READY
+    assert stored[unstorable.pk].errors[0]["exception_class_path"] == "django_sqlqueue.exceptions.InvalidJobError"
+    assert (stored[spent.pk].status, stored[spent.pk].errors[0]["message"]) == (JobStatus.FAILED, "give up")
+
+
+@override_settings(SQLQUEUE_RETENTION={"SUCCESSFUL": 0})
+def test_only_held_jobs_are_deleted_by_their_success() -> None:
+    jobs = claim(4)
+    Job.objects.filter(pk=jobs[1].pk).update(worker="rescuer")
+    Job.objects.filter(pk=jobs[2].pk).update(status=JobStatus.CANCELLED)
+    Job.objects.filter(pk=jobs[3].pk).update(attempts=2)
+    with CaptureQueriesContext(connection) as queries:
+        assert Job.objects.finish(worker_id="w", succeeded=dict.fromkeys(jobs, "ok")) == 1
+    assert updates(queries) == []
+    assert dict(Job.objects.values_list("pk", "status")) == {
+        jobs[1].pk: JobStatus.RUNNING,
+        jobs[2].pk: JobStatus.CANCELLED,
+        jobs[3].pk: JobStatus.RUNNING,
+    }
+
+
+@override_settings(SQLQUEUE_RETENTION={"SUCCESSFUL": 1})
+def test_successes_kept_for_any_time_are_written() -> None:
+    (job,) = claim()
+    assert Job.objects.finish(worker_id="w", succeeded={job: "ok"}) == 1
+    job.refresh_from_db()
+    assert (job.status, job.result) == (JobStatus.SUCCESSFUL, "ok")
+
+
 # Outcomes the database cannot store as they are
 
 INVALID_JOB = "django_sqlqueue.exceptions.InvalidJobError"

@@ -1,0 +1,103 @@
+"""Deleting finished jobs past their retention (``SQLQUEUE_RETENTION``), a chunk at a time.
+
+Each chunk reads up to ``batch_size`` primary keys from the ``finished_at`` index
+(a plain read: no lock), then deletes those rows by primary key in a short transaction
+of its own, checking again that each is still finished and old enough: a job the admin
+retried meanwhile is ``READY`` and stays. Deleting by key takes locks on those rows
+alone (no range, so no gap locks on MySQL), rows no claim or finish ever waits on:
+claims read ``READY`` jobs and finishes write ``RUNNING`` ones. A deadlock, lock wait
+timeout or busy SQLite is retried with a backoff (``retry_transient``)."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from django_sqlqueue.db.clock import DatabaseNowPlus
+from django_sqlqueue.db.expressions import PrimaryKeyIn
+from django_sqlqueue.db.transient import retry_transient
+from django_sqlqueue.status import JobStatus
+
+if TYPE_CHECKING:
+    # Type-only: the manager's module imports the db modules.
+    from django_sqlqueue.managers import JobQuerySet
+
+#: Rows one chunk deletes by default: big enough that a million rows take a thousand
+#: statements, small enough that each transaction is over in milliseconds.
+BATCH_SIZE = 1000
+
+#: How long each finished status is kept: ``None`` keeps it for ever.
+Retention = Mapping[JobStatus, "datetime.timedelta | None"]
+
+
+@dataclass
+class Pruned:
+    """What :func:`prune` deleted, by status, and whether it got through everything due."""
+
+    deleted: dict[JobStatus, int] = field(default_factory=dict)
+    complete: bool = True
+
+    @property
+    def total(self) -> int:
+        return sum(self.deleted.values())
+
+
+def due(jobs: JobQuerySet, status: JobStatus, kept: datetime.timedelta) -> JobQuerySet:
+    """The jobs of ``status`` that finished more than ``kept`` ago by the database's clock
+    (served by the ``sqlqueue_job_finished`` index on ``finished_at, status``)."""
+    return jobs.filter(finished_at__lt=DatabaseNowPlus(-kept), status=status)
+
+
+def kept_for(retention: Retention) -> dict[JobStatus, datetime.timedelta]:
+    """The finished statuses that are pruned at all, with how long each is kept."""
+    return {status: kept for status, kept in retention.items() if kept is not None}
+
+
+def count(jobs: JobQuerySet, retention: Retention) -> dict[JobStatus, int]:
+    """How many jobs of each status :func:`prune` would delete now."""
+    return {status: due(jobs, status, kept).count() for status, kept in kept_for(retention).items()}
+
+
+def prune(
+    jobs: JobQuerySet,
+    retention: Retention,
+    *,
+    batch_size: int = BATCH_SIZE,
+    max_chunks: int | None = None,
+    on_chunk: Callable[[JobStatus, int], None] | None = None,
+) -> Pruned:
+    """Delete the jobs past ``retention``, ``batch_size`` at a time, each chunk in its
+    own transaction, calling ``on_chunk(status, deleted)`` after each.
+
+    With ``max_chunks``, stop after that many chunks (the supervisor's share of one
+    tick): ``complete`` is then False if jobs may be left to delete. Never touches a
+    ``READY`` or ``RUNNING`` job, nor one whose status has no retention."""
+    pruned = Pruned()
+    chunks = 0
+    for status, kept in kept_for(retention).items():
+        pruned.deleted[status] = 0
+        while True:
+            if max_chunks is not None and chunks >= max_chunks:
+                pruned.complete = False
+                return pruned
+            chunks += 1
+            found, deleted = _chunk(jobs, status, kept, batch_size)
+            pruned.deleted[status] += deleted
+            if on_chunk is not None and found:
+                on_chunk(status, deleted)
+            if found < batch_size:
+                break
+    return pruned
+
+
+def _chunk(jobs: JobQuerySet, status: JobStatus, kept: datetime.timedelta, batch_size: int) -> tuple[int, int]:
+    """Delete one chunk: (how many were found, how many of those were still due)."""
+    candidates = due(jobs, status, kept)
+    pks = list(candidates.order_by("finished_at").values_list("pk", flat=True)[:batch_size])
+    if not pks:
+        return 0, 0
+    # Checked again, in the DELETE: the admin may have retried a job since it was read.
+    deleted, _ = retry_transient(jobs.db, lambda: candidates.filter(PrimaryKeyIn(pks)).delete())
+    return len(pks), deleted

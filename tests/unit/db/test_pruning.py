@@ -1,0 +1,93 @@
+"""Pruning finished jobs past their retention (``db/pruning.py``): what goes, what stays."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from django_sqlqueue.db import pruning
+from django_sqlqueue.models import Job, JobStatus
+from tests.support.finished import finished_job as job
+
+pytestmark = pytest.mark.django_db
+
+HOUR = datetime.timedelta(hours=1)
+DAY = datetime.timedelta(days=1)
+RETENTION = {JobStatus.SUCCESSFUL: DAY, JobStatus.CANCELLED: 7 * DAY, JobStatus.FAILED: None}
+
+
+def left() -> set[int]:
+    return set(Job.objects.values_list("pk", flat=True))
+
+
+def test_prune_deletes_exactly_the_jobs_past_their_status_retention() -> None:
+    old_success = job(JobStatus.SUCCESSFUL, DAY + HOUR)
+    old_cancelled = job(JobStatus.CANCELLED, 8 * DAY)
+    kept = {
+        job(JobStatus.SUCCESSFUL, DAY - HOUR),
+        job(JobStatus.CANCELLED, 6 * DAY),
+        # FAILED is kept for ever.
+        job(JobStatus.FAILED, 3650 * DAY),
+        # Never READY or RUNNING, whatever their finished_at says (an admin retry clears it).
+        job(JobStatus.READY, 3650 * DAY),
+        job(JobStatus.RUNNING, 3650 * DAY),
+        job(JobStatus.READY, None),
+        job(JobStatus.SUCCESSFUL, None),
+    }
+
+    pruned = pruning.prune(Job.objects.on_queue_db(), RETENTION)
+
+    assert left() == kept
+    assert not {old_success, old_cancelled} & left()
+    assert pruned.deleted == {JobStatus.SUCCESSFUL: 1, JobStatus.CANCELLED: 1}
+    assert pruned.complete
+
+
+def test_count_is_what_prune_would_delete() -> None:
+    for _ in range(3):
+        job(JobStatus.SUCCESSFUL, 2 * DAY)
+    job(JobStatus.SUCCESSFUL, HOUR)
+    job(JobStatus.FAILED, 3650 * DAY)
+    before = left()
+
+    assert pruning.count(Job.objects.on_queue_db(), RETENTION) == {JobStatus.SUCCESSFUL: 3, JobStatus.CANCELLED: 0}
+    assert left() == before
+
+
+def test_zero_retention_deletes_every_job_of_that_status_and_no_other() -> None:
+    job(JobStatus.FAILED, datetime.timedelta(seconds=1))
+    kept = {job(JobStatus.SUCCESSFUL, datetime.timedelta(seconds=1)), job(JobStatus.READY, None)}
+
+    pruning.prune(Job.objects.on_queue_db(), {JobStatus.FAILED: datetime.timedelta(0)})
+
+    assert left() == kept
+
+
+def test_prune_goes_chunk_by_chunk_oldest_first() -> None:
+    ages = [10, 9, 8, 7, 6]
+    jobs = [job(JobStatus.SUCCESSFUL, age * DAY) for age in ages]
+    chunks: list[tuple[JobStatus, int]] = []
+
+    pruned = pruning.prune(
+        Job.objects.on_queue_db(),
+        {JobStatus.SUCCESSFUL: DAY},
+        batch_size=2,
+        on_chunk=lambda status, deleted: chunks.append((status, deleted)),
+    )
+
+    assert chunks == [(JobStatus.SUCCESSFUL, 2), (JobStatus.SUCCESSFUL, 2), (JobStatus.SUCCESSFUL, 1)]
+    assert pruned.deleted == {JobStatus.SUCCESSFUL: 5}
+    assert not set(jobs) & left()
+
+
+def test_max_chunks_stops_early_and_says_so() -> None:
+    jobs = [job(JobStatus.SUCCESSFUL, age * DAY) for age in (10, 9, 8, 7, 6)]
+
+    first = pruning.prune(Job.objects.on_queue_db(), {JobStatus.SUCCESSFUL: DAY}, batch_size=2, max_chunks=2)
+
+    assert (first.deleted, first.complete) == ({JobStatus.SUCCESSFUL: 4}, False)
+    assert left() == {jobs[-1]}
+    second = pruning.prune(Job.objects.on_queue_db(), {JobStatus.SUCCESSFUL: DAY}, batch_size=2, max_chunks=2)
+    assert (second.deleted, second.complete) == ({JobStatus.SUCCESSFUL: 1}, True)
+    assert left() == set()
