@@ -30,16 +30,8 @@ def health(*, min_workers: int, max_lag: float | None) -> Health:
     seconds (not asked when None). A database that does not answer, or lacks the
     tables, is the only problem reported: nothing else can be asked."""
     alias = queue_db(Job)
-    try:
-        # A query, not just a connection: a connection kept from before may be dead.
-        with connections[alias].cursor() as cursor:
-            cursor.execute("SELECT 1")
-        unapplied = unapplied_migrations()
-    except DatabaseError as error:
-        # One line, as a probe's log shows it: psycopg's message runs over several.
-        return Health([f"The database {alias!r} does not answer: {' '.join(str(error).split())}"])
-    if unapplied:
-        return Health([f"The queue's migrations are not applied ({', '.join(unapplied)}): run manage.py migrate."])
+    if problem := database_problem(alias):
+        return Health([problem])
     problems = []
     alive = Worker.objects.using(alias).alive().count()
     if alive < min_workers:
@@ -52,3 +44,23 @@ def health(*, min_workers: int, max_lag: float | None) -> Health:
             if lag.total_seconds() > max_lag
         ]
     return Health(problems, alive, lags)
+
+
+def database_problem(alias: str) -> str | None:
+    """Why the queue's tables on ``alias`` cannot be read, in one line: the database does
+    not answer, or the queue's migrations are not applied; None when they can."""
+    try:
+        # A query, not just a connection: a connection kept from before may be dead.
+        with connections[alias].cursor() as cursor:
+            cursor.execute("SELECT 1")
+        unapplied = unapplied_migrations()
+    except DatabaseError as error:
+        return does_not_answer(alias, error)
+    if unapplied:
+        return f"The queue's migrations are not applied ({', '.join(unapplied)}): run manage.py migrate."
+    return None
+
+
+def does_not_answer(alias: str, error: DatabaseError) -> str:
+    """One line, as a probe's log shows it: psycopg's message runs over several."""
+    return f"The database {alias!r} does not answer: {' '.join(str(error).split())}"

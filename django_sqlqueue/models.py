@@ -131,6 +131,9 @@ class Worker(models.Model):
     heartbeat_at = models.DateTimeField(db_default=DatabaseNow())
     jobs_succeeded = models.PositiveBigIntegerField(default=0)
     jobs_failed = models.PositiveBigIntegerField(default=0)
+    candidates_lost = models.PositiveBigIntegerField(
+        default=0, help_text="Ready jobs its claims found locked by another worker first (MySQL/MariaDB only)."
+    )
 
     objects = WorkerQuerySet.as_manager()
 

@@ -1,14 +1,76 @@
-"""Figures about the queue that more than one place shows: the admin's overview and
-``sqlqueue_health`` read them from the same queries."""
+"""Figures about the queue that more than one place shows: the admin's overview,
+``sqlqueue_health`` and ``sqlqueue_stats`` read them from the same queries.
+
+Each is one grouped query that reads an index, whatever the number of jobs: the
+counts the ``sqlqueue_job_queue_status`` index, the lags the small partial index of
+ready jobs, the recent outcomes the ``sqlqueue_job_finished`` range of the last hour."""
 
 from __future__ import annotations
 
 import datetime
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
-from django.db.models import Min
+from django.db import connections
+from django.db.models import Count, F, Min, Q
 
-from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.clock import DatabaseNow, database_now
 from django_sqlqueue.managers import JobQuerySet
+from django_sqlqueue.models import Job, Worker
+from django_sqlqueue.status import JobStatus
+
+MINUTE = datetime.timedelta(minutes=1)
+HOUR = datetime.timedelta(hours=1)
+
+
+def status_counts(jobs: JobQuerySet) -> dict[str, dict[str, int]]:
+    """Per queue with jobs in ``jobs``, its jobs by status (the statuses it has none of
+    left out). Exact: read from the ``sqlqueue_job_queue_status`` index alone."""
+    counts: dict[str, dict[str, int]] = {}
+    for queue, status, count in jobs.values_list("queue", "status").annotate(count=Count("*")).order_by():
+        counts.setdefault(queue, {})[status] = count
+    return counts
+
+
+#: Counted exactly everywhere: few rows (read from their partial indexes), and the ones
+#: that say whether work waits. The finished statuses only grow, and on PostgreSQL are
+#: estimated (see :func:`estimated_finished_counts`).
+ACTIVE = (JobStatus.READY, JobStatus.RUNNING)
+#: Below this many rows (as PostgreSQL last counted them) every count is exact: reading
+#: the ``sqlqueue_job_queue_status`` index of a million rows took about 0.2 s.
+ESTIMATE_ABOVE_ROWS = 1_000_000
+
+# The planner's statistics of the two columns: the share of the table each common value holds.
+ESTIMATES_SQL = """
+    SELECT c.reltuples, s.attname, s.most_common_vals::text::text[], s.most_common_freqs
+    FROM pg_class c
+    JOIN pg_stats s ON s.schemaname = c.relnamespace::regnamespace::text AND s.tablename = c.relname
+    WHERE c.oid = %s::regclass AND s.attname IN ('queue', 'status')
+"""
+
+
+def estimated_finished_counts(jobs: JobQuerySet, *, above: int) -> dict[str, dict[str, int]] | None:
+    """On PostgreSQL, per queue its finished jobs by status (``SUCCESSFUL``, ``FAILED``,
+    ``CANCELLED``) as the planner estimates them from ``ANALYZE``'s statistics: the
+    table's rows times the share of the queue times the share of the status. No row is
+    read, at any size; a queue too rare for the statistics' common values is left out.
+    None elsewhere, before the table was first analysed, or while it holds fewer than
+    ``above`` rows."""
+    connection = connections[jobs.db]
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(ESTIMATES_SQL, [connection.ops.quote_name(jobs.model._meta.db_table)])
+        rows = cursor.fetchall()
+    shares = {column: dict(zip(values or [], freqs or [], strict=True)) for _, column, values, freqs in rows}
+    if not rows or rows[0][0] < max(above, 0) or not shares.get("queue") or not shares.get("status"):
+        return None
+    total = rows[0][0]
+    finished = [status for status in JobStatus.values if status not in ACTIVE]
+    return {
+        queue: {status: round(total * share * shares["status"].get(status, 0)) for status in finished}
+        for queue, share in shares["queue"].items()
+    }
 
 
 def queue_lags(jobs: JobQuerySet) -> dict[str, datetime.timedelta]:
@@ -16,3 +78,146 @@ def queue_lags(jobs: JobQuerySet) -> dict[str, datetime.timedelta]:
     the database's clock. Reads the small partial index of ready jobs only."""
     rows = jobs.ready().values_list("queue").annotate(lag=DatabaseNow() - Min("run_at")).order_by()
     return dict(rows)
+
+
+def whole_seconds(duration: datetime.timedelta) -> str:
+    """``duration`` as H:MM:SS, to the second: how a lag reads."""
+    return str(datetime.timedelta(seconds=int(duration.total_seconds())))
+
+
+@dataclass(frozen=True)
+class Recent:
+    """A queue's jobs finished (succeeded, failed for good or cancelled) and, of those,
+    failed, in the last minute and the last hour by the database's clock."""
+
+    finished_last_minute: int = 0
+    failed_last_minute: int = 0
+    finished_last_hour: int = 0
+    failed_last_hour: int = 0
+
+
+def recent_outcomes(jobs: JobQuerySet) -> dict[str, Recent]:
+    """Per queue with a job in ``jobs`` finished within the hour, its :class:`Recent`."""
+    minute = Q(finished_at__gte=DatabaseNow() - MINUTE)
+    failed = Q(status=JobStatus.FAILED)
+    last_hour = jobs.filter(finished_at__gte=DatabaseNow() - HOUR)
+    if connections[jobs.db].vendor == "sqlite":
+        # SQLite's planner would rather read the (queue, status) index in full, to group
+        # by queue without sorting, than the hour's range of the finished_at index (0.9 s
+        # against 0.02 s at a million rows): given the range's ids, it reads the range.
+        last_hour = jobs.filter(pk__in=last_hour.values("pk"))
+    rows = (
+        last_hour.values_list("queue")
+        .annotate(
+            finished_last_minute=Count("pk", filter=minute),
+            failed_last_minute=Count("pk", filter=minute & failed),
+            finished_last_hour=Count("pk"),
+            failed_last_hour=Count("pk", filter=failed),
+        )
+        .order_by()
+    )
+    return {queue: Recent(*figures) for queue, *figures in rows}
+
+
+@dataclass(frozen=True)
+class WorkerFigures:
+    """One live worker process, as ``sqlqueue_stats`` shows it."""
+
+    name: str
+    host: str
+    pid: int
+    queues: list[str] | None
+    jobs_succeeded: int
+    jobs_failed: int
+    candidates_lost: int
+    #: Since its last heartbeat, by the database's clock.
+    heartbeat_age: datetime.timedelta
+
+
+def live_workers(alias: str) -> list[WorkerFigures]:
+    """The workers whose heartbeat is within ``SQLQUEUE_LEASE``, by name. Their counters
+    are as of their last heartbeat."""
+    fields = [name for name in WorkerFigures.__dataclass_fields__ if name != "heartbeat_age"]
+    rows = (
+        Worker.objects.using(alias)
+        .alive()
+        .annotate(heartbeat_age=DatabaseNow() - F("heartbeat_at"))
+        .order_by("name")
+        .values(*fields, "heartbeat_age")
+    )
+    return [WorkerFigures(**row) for row in rows]
+
+
+@dataclass(frozen=True)
+class QueueFigures:
+    """One queue, as ``sqlqueue_stats`` shows it."""
+
+    queue: str
+    counts: dict[str, int] = field(default_factory=dict)
+    #: The statuses whose count is an estimate (see :func:`estimated_finished_counts`).
+    estimated: tuple[str, ...] = ()
+    #: How long the oldest due ``READY`` job has waited; None when none is due.
+    lag: datetime.timedelta | None = None
+    recent: Recent = Recent()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything ``sqlqueue_stats`` shows, read at ``now`` by the database's clock."""
+
+    now: datetime.datetime
+    queues: list[QueueFigures]
+    workers: list[WorkerFigures]
+
+    def as_json(self) -> dict[str, Any]:
+        """Plain JSON values: times in ISO 8601, durations in seconds."""
+        return {
+            "now": self.now.isoformat(),
+            "queues": [
+                {
+                    "queue": queue.queue,
+                    "counts": {status: queue.counts.get(status, 0) for status in JobStatus.values},
+                    "estimated": list(queue.estimated),
+                    "lag_seconds": None if queue.lag is None else queue.lag.total_seconds(),
+                    **asdict(queue.recent),
+                }
+                for queue in self.queues
+            ],
+            "workers": [_worker_json(worker) for worker in self.workers],
+            "candidates_lost": sum(worker.candidates_lost for worker in self.workers),
+        }
+
+
+def _worker_json(worker: WorkerFigures) -> dict[str, Any]:
+    figures = asdict(worker)
+    figures["heartbeat_age_seconds"] = figures.pop("heartbeat_age").total_seconds()
+    return figures
+
+
+def snapshot(alias: str, *, estimate_above: int = ESTIMATE_ABOVE_ROWS) -> Snapshot:
+    """Every queue that has jobs and every live worker, read on ``alias``. On PostgreSQL
+    with more than ``estimate_above`` rows the finished statuses are estimated, so no
+    query reads every row; elsewhere they are counted from the
+    ``sqlqueue_job_queue_status`` index."""
+    jobs = Job.objects.get_queryset().using(alias)
+    estimates = estimated_finished_counts(jobs, above=estimate_above)
+    if estimates is None:
+        counts, estimated = status_counts(jobs), tuple[str, ...]()
+    else:
+        counts = estimates
+        for status in ACTIVE:  # one query each, so that each reads its own partial index
+            for queue, exact in status_counts(jobs.filter(status=status)).items():
+                counts.setdefault(queue, {}).update(exact)
+        estimated = tuple(status for status in JobStatus.values if status not in ACTIVE)
+    lags, recent = queue_lags(jobs), recent_outcomes(jobs)
+    queues = [
+        QueueFigures(
+            queue,
+            counts.get(queue, {}),
+            estimated if queue in (estimates or {}) else (),
+            lags.get(queue),
+            recent.get(queue, Recent()),
+        )
+        for queue in sorted(counts.keys() | lags.keys() | recent.keys())
+    ]
+    return Snapshot(database_now(alias), queues, live_workers(alias))

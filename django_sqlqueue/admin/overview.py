@@ -15,7 +15,7 @@ from django.db.models.functions import TruncMinute
 
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.models import Job
-from django_sqlqueue.stats import queue_lags
+from django_sqlqueue.stats import queue_lags, status_counts, whole_seconds
 from django_sqlqueue.status import JobStatus
 
 MINUTES = 60
@@ -54,7 +54,7 @@ class QueueStats:
     @property
     def lag_text(self) -> str:
         """The lag to the second, or "-" when no job is due."""
-        return "-" if self.lag is None else str(datetime.timedelta(seconds=int(self.lag.total_seconds())))
+        return "-" if self.lag is None else whole_seconds(self.lag)
 
     @property
     def finished_last_hour(self) -> int:
@@ -79,8 +79,8 @@ def queue_stats() -> list[QueueStats]:
     def of(queue: str) -> QueueStats:
         return stats.setdefault(queue, QueueStats(queue))
 
-    for queue, status, count in jobs.values_list("queue", "status").annotate(count=Count("*")).order_by():
-        of(queue).counts[status] = count
+    for queue, counts in status_counts(jobs.get_queryset()).items():
+        of(queue).counts = counts
     for queue, lag in queue_lags(jobs.get_queryset()).items():
         of(queue).lag = lag
     last_hour = jobs.filter(finished_at__gte=DatabaseNow() - datetime.timedelta(minutes=MINUTES))

@@ -9,10 +9,12 @@ import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import DurationField, Value
+from django.db.models import DateTimeField, DurationField, Value
 from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import Now
+from django.db.models.sql import Query
 from django.db.models.sql.compiler import SQLCompiler
 
 
@@ -48,3 +50,18 @@ class DatabaseNowPlus(CombinedExpression):
     def __init__(self, delay: datetime.timedelta) -> None:
         super().__init__(DatabaseNow(), self.ADD, Value(delay, output_field=DurationField()))
         self.delay = delay
+
+
+def database_now(alias: str) -> datetime.datetime:
+    """The database's time, read alone (a query over a table has no row to carry it when
+    the table is empty), and converted as Django converts a stored datetime."""
+    connection = connections[alias]
+    query = Query(None)
+    now = DatabaseNow(output_field=DateTimeField()).resolve_expression(query)
+    sql, params = query.get_compiler(using=alias).compile(now)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {sql}", params)
+        (value,) = cursor.fetchone()
+    for converter in [*connection.ops.get_db_converters(now), *now.get_db_converters(connection)]:
+        value = converter(value, now, connection)
+    return value  # type: ignore[no-any-return]

@@ -72,6 +72,8 @@ class WorkerProcess:
         self.parent = os.getppid()
         self.succeeded = 0
         self.failed = 0
+        #: Candidates other workers locked first, summed over this process's claims.
+        self.candidates_lost = 0
         #: The last batch's wall time divided by its jobs (so, per thread).
         self.seconds_per_job = 0.0
         self.last_batch_size = 0
@@ -110,6 +112,7 @@ class WorkerProcess:
                         self._database_down(error)
                         continue
                     self.database_failures = 0
+                    self.candidates_lost += batch.lost
                     self.budget.give_back(wanted - len(batch))
                     if batch:
                         waiter.found_work()
@@ -275,7 +278,10 @@ class WorkerProcess:
                 break
             try:
                 beat = Worker.objects.filter(name=self.config.name).update(
-                    heartbeat_at=DatabaseNow(), jobs_succeeded=self.succeeded, jobs_failed=self.failed
+                    heartbeat_at=DatabaseNow(),
+                    jobs_succeeded=self.succeeded,
+                    jobs_failed=self.failed,
+                    candidates_lost=self.candidates_lost,
                 )
                 if not beat:
                     self._register()

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, connections
 
 from django_sqlqueue import signals
 from django_sqlqueue.db.vendors import is_away
@@ -18,6 +18,7 @@ from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.execution import JobOutcome
 from django_sqlqueue.runner.worker import BATCH_SECONDS, Budget, WorkerProcess
+from tests.support.workers import wait_until
 from tests.testapp.tasks import add, fail
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -173,3 +174,35 @@ def test_a_missing_table_stops_the_worker_instead_of_waiting_for_the_database(pr
         with connection.cursor() as cursor:
             cursor.execute(f"ALTER TABLE {moved} RENAME TO {table}")
     assert not is_away(excinfo.value)
+
+
+@pytest.mark.skipif(
+    connection.vendor != "mysql", reason="only MySQL/MariaDB reads candidates before locking them, and loses some"
+)
+def test_candidates_locked_by_another_worker_are_counted(process: WorkerProcess) -> None:
+    jobs = Job.objects.enqueue_many(Job.objects.build(add, (n, n)) for n in range(4))
+    other = connections.create_connection("default")
+    other.set_autocommit(False)
+    table = other.ops.quote_name(Job._meta.db_table)
+    with other.cursor() as cursor:  # the first two in claim order, as another worker's claim would hold them
+        cursor.execute(
+            f"SELECT id FROM {table} FORCE INDEX (PRIMARY) WHERE id IN (%s, %s) FOR UPDATE", [jobs[0].pk, jobs[1].pk]
+        )
+
+    def run() -> None:
+        try:
+            process.run()
+        finally:
+            connections.close_all()  # this thread's own
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    try:
+        wait_until(lambda: process.candidates_lost > 0, timeout=30)
+    finally:
+        other.rollback()
+        other.close()
+        worker.join(30)
+    assert not worker.is_alive()
+    assert process.candidates_lost >= 2
+    assert set(Job.objects.values_list("status", flat=True)) == {JobStatus.SUCCESSFUL}
