@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from tests.support.workers import FAST_CLOCKS, ROOT, Workers
+from tests.support.workers import FAST_CLOCKS, KEEP_FINISHED, ROOT, Workers
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -40,12 +40,15 @@ def python() -> str:
 @pytest.fixture
 def start_workers(child_env: dict[str, str], python: str, tmp_path: Path) -> Iterator[Callable[..., Workers]]:
     """``start_workers(*args, **env)``: a running ``runworkers`` on this test's database,
-    with :data:`FAST_CLOCKS` unless ``env`` says otherwise."""
+    with :data:`FAST_CLOCKS` and :data:`KEEP_FINISHED` unless ``env`` says otherwise."""
     started: list[Workers] = []
 
     def start(*args: str, **env: str) -> Workers:
         workers = Workers(
-            list(args), {**child_env, **FAST_CLOCKS, **env}, python, tmp_path / f"runworkers-{len(started)}.log"
+            list(args),
+            {**child_env, **FAST_CLOCKS, **KEEP_FINISHED, **env},
+            python,
+            tmp_path / f"runworkers-{len(started)}.log",
         )
         started.append(workers)
         return workers

@@ -27,6 +27,11 @@ FAST_CLOCKS = {
     "SQLQUEUE_SHUTDOWN_GRACE": "10",
 }
 
+#: Every finished job kept: the tests' jobs carry whatever finish times their test
+#: needs (a day in March, say), which the supervisor's pruning would otherwise delete
+#: under them. The pruning tests pass a retention of their own.
+KEEP_FINISHED = {"SQLQUEUE_RETENTION": '{"SUCCESSFUL": null, "CANCELLED": null, "FAILED": null}'}
+
 
 class Workers:
     """One ``runworkers`` supervisor in its own session, its output in a file."""
