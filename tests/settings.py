@@ -40,6 +40,9 @@ for _name in (
 # A JSON object of status to seconds (or null), for the pruning tests' workers.
 if "SQLQUEUE_RETENTION" in os.environ:
     SQLQUEUE_RETENTION = json.loads(os.environ["SQLQUEUE_RETENTION"])
+# The connection tests' workers run with Django's default 0, as most projects' do.
+if "CONN_MAX_AGE" in os.environ:
+    DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ["CONN_MAX_AGE"])
 
 
 def _read_only(primary: dict[str, Any]) -> dict[str, Any]:

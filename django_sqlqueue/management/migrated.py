@@ -1,10 +1,13 @@
-"""A command that runs the queue first makes sure its tables are there and current:
-a worker started before ``migrate`` would otherwise fail on every claim."""
+"""A command that works on the queue first makes sure its tables can be read and are
+current: a worker started before ``migrate``, or while the database is down, would
+otherwise fail on every claim, or stop with a driver's traceback."""
 
 from __future__ import annotations
 
-from django.core.management.base import CommandError
-from django.db import connections
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError, connections
 from django.db.migrations.executor import MigrationExecutor
 
 from django_sqlqueue.db.routing import queue_db
@@ -18,7 +21,39 @@ def unapplied_migrations() -> list[str]:
     return [migration.name for migration, _ in executor.migration_plan(targets)]
 
 
-def require_migrated() -> None:
-    """Raise ``CommandError`` naming the migrations still to apply, if any."""
-    if unapplied := unapplied_migrations():
-        raise CommandError(f"The queue's tables are not up to date ({', '.join(unapplied)}): run manage.py migrate.")
+def tables_problem() -> str | None:
+    """Why the queue's tables cannot be read, in one line: the database that holds the
+    jobs does not answer, or the queue's migrations are not applied; None when they can."""
+    alias = queue_db(Job)
+    try:
+        # A query, not just a connection: a connection kept from before may be dead.
+        with connections[alias].cursor() as cursor:
+            cursor.execute("SELECT 1")
+        unapplied = unapplied_migrations()
+    except DatabaseError as error:
+        return does_not_answer(alias, error)
+    if unapplied:
+        return f"The queue's migrations are not applied ({', '.join(unapplied)}): run manage.py migrate."
+    return None
+
+
+def does_not_answer(alias: str, error: DatabaseError) -> str:
+    """One line, as a probe's log shows it: psycopg's message runs over several."""
+    return f"The database {alias!r} does not answer: {' '.join(str(error).split())}"
+
+
+class QueueCommand(BaseCommand):
+    """A command on the queue's tables: it says in one line, exit status 1, when they
+    cannot be read, and runs Django's system checks only after. The checks query the
+    database (a JSONField's support of JSON, for one), so run first they would answer a
+    database that is down with a traceback. As ``runserver`` does, the checks run once
+    from the command line and are skipped by ``call_command``."""
+
+    requires_system_checks: list[str] = []
+
+    def execute(self, *args: Any, **options: Any) -> str | None:
+        if problem := tables_problem():
+            raise CommandError(problem)
+        if not options.get("skip_checks"):
+            self.check()
+        return super().execute(*args, **options)

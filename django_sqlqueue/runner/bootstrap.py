@@ -18,6 +18,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import django
+from django.db import connections
 
 from django_sqlqueue.runner.config import WorkerConfig
 
@@ -35,6 +36,7 @@ def main(config: WorkerConfig, channel: Connection, budget: Any) -> None:
     os.setpgid(0, 0)
     try:
         django.setup()
+        own_connections()
         # Only now: the worker imports models.
         from django_sqlqueue.runner.worker import Budget, WorkerProcess
 
@@ -51,3 +53,19 @@ def main(config: WorkerConfig, channel: Connection, budget: Any) -> None:
         with contextlib.suppress(OSError):
             channel.send(("died", f"{type(error).__name__}: {error}"))
         raise
+
+
+def own_connections() -> None:
+    """Keep this process's database connections open for its whole life, whatever
+    ``CONN_MAX_AGE`` says, and check each before its first use after a job or a batch.
+
+    ``CONN_MAX_AGE`` is a web setting, left at Django's default 0 by most projects,
+    which would make the worker connect anew for every claim, every finish and every
+    job that queries. A worker lives for hours, so it owns its connections instead:
+    ``close_old_connections()`` (between batches, after each job) then closes only those
+    that errors left unusable, and the health check (a ping before the first query of
+    the next round) replaces a connection the server dropped while the worker was idle.
+    Set here, before any connection exists, for this process only: every thread's
+    connection reads these settings when it connects."""
+    for alias in connections:
+        connections.settings[alias].update(CONN_MAX_AGE=None, CONN_HEALTH_CHECKS=True)

@@ -11,3 +11,10 @@ class TestAppConfig(AppConfig):
 
     name = "tests.testapp"
     label = "testapp"
+
+    def ready(self) -> None:
+        from django.db.backends.signals import connection_created
+
+        from tests.testapp import connections
+
+        connection_created.connect(connections.count)

@@ -17,6 +17,7 @@ from django.db.models import F
 from django_sqlqueue import job
 from django_sqlqueue.models import Job
 from tests.support.unstorable import max_allowed_packet, refused_json
+from tests.testapp import connections
 from tests.testapp.models import Receipt
 
 #: What ``leak`` never gives back: it lives as long as the worker process.
@@ -122,6 +123,13 @@ def countdown(n: int) -> int:
 def worker_pid() -> int:
     """The pid of the worker process that ran it: tells which process ran which job."""
     return os.getpid()
+
+
+@job
+def connections_opened() -> int:
+    """How many database connections its worker process has opened so far, in all its
+    threads (``tests.testapp.connections``)."""
+    return connections.opened()
 
 
 @job

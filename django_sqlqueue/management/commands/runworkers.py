@@ -7,19 +7,19 @@ import os
 import sys
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.exceptions import TaskModuleError
 from django_sqlqueue.management.arguments import claim_limit, positive_int, queue_list
-from django_sqlqueue.management.migrated import require_migrated
+from django_sqlqueue.management.migrated import QueueCommand
 from django_sqlqueue.registry import autodiscover
 from django_sqlqueue.runner.supervisor import Options, Supervisor
 
 _LOG_LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
 
 
-class Command(BaseCommand):
+class Command(QueueCommand):
     help = "Run jobs from the queue table: a supervisor and its worker processes."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -74,7 +74,6 @@ class Command(BaseCommand):
         allowed = conf.SQLQUEUE_QUEUES
         if queues and allowed is not None and (unknown := sorted(set(queues) - allowed)):
             raise CommandError(f"--queues names {unknown}, not in SQLQUEUE_QUEUES {sorted(allowed)}.")
-        require_migrated()
         try:
             # Here, not in each process: a broken tasks module stops the start, named.
             autodiscover()

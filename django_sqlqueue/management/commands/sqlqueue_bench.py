@@ -6,17 +6,17 @@ import json
 import secrets
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 from django.db import connections
 
 from django_sqlqueue.bench import ceiling, measure
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.management.arguments import claim_limit, positive_int
-from django_sqlqueue.management.migrated import require_migrated
+from django_sqlqueue.management.migrated import QueueCommand
 from django_sqlqueue.models import Job
 
 
-class Command(BaseCommand):
+class Command(QueueCommand):
     help = (
         "Measure the queue on the configured database beside raw SQL doing the same work. "
         "It writes to the jobs table on queues named sqlqueue-bench-*, and removes them after."
@@ -43,7 +43,6 @@ class Command(BaseCommand):
         as_json: bool,
         **options: Any,
     ) -> None:
-        require_migrated()
         connection = connections[queue_db(Job)]
         raw = ceiling.RawDatabase.of(connection, connection.ops.quote_name(Job._meta.db_table))
         prefix = f"sqlqueue-bench-{secrets.token_hex(3)}"

@@ -5,22 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from django_sqlqueue.health import health
 from django_sqlqueue.management.arguments import non_negative_int, positive_number
+from django_sqlqueue.management.migrated import QueueCommand
 
 
-class Command(BaseCommand):
+class Command(QueueCommand):
     help = (
         "Exit 0 if the database that holds the jobs answers, the queue's migrations are applied, enough "
         "worker processes are alive and no queue lags past --max-lag; else exit 1 naming each problem."
     )
-
-    # Django's system checks query the database (a JSONField's support of JSON, for one),
-    # so they would answer a database that is down with a traceback instead of one line;
-    # configuration is ``manage.py check``'s to report, the state of the queue this one's.
-    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(

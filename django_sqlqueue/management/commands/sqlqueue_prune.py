@@ -6,17 +6,18 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db import Error
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import pruning
 from django_sqlqueue.management.arguments import duration, finished_statuses, positive_int
+from django_sqlqueue.management.migrated import QueueCommand
 from django_sqlqueue.models import Job
 from django_sqlqueue.status import JobStatus
 
 
-class Command(BaseCommand):
+class Command(QueueCommand):
     help = (
         "Delete finished jobs (SUCCESSFUL, FAILED, CANCELLED) older than SQLQUEUE_RETENTION says, or than "
         "--older-than, by primary key in short transactions; READY and RUNNING jobs are never touched."

@@ -8,12 +8,12 @@ import json
 import time
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db import DatabaseError
 
 from django_sqlqueue.db.routing import queue_db
-from django_sqlqueue.health import database_problem, does_not_answer
 from django_sqlqueue.management.arguments import positive_number
+from django_sqlqueue.management.migrated import QueueCommand, does_not_answer
 from django_sqlqueue.models import Job
 from django_sqlqueue.stats import Snapshot, snapshot, whole_seconds
 from django_sqlqueue.status import JobStatus
@@ -27,15 +27,11 @@ WORKER_HEADERS = ["NAME", "HOST", "PID", "QUEUES", "SUCCEEDED", "FAILED", "LOST"
 TEXT_COLUMNS = {"QUEUE", "NAME", "HOST", "QUEUES"}
 
 
-class Command(BaseCommand):
+class Command(QueueCommand):
     help = (
         "Show each queue's jobs by status, the lag of its oldest due job and the jobs finished and failed "
         "in the last minute and hour, and the live workers with their counters."
     )
-
-    # As sqlqueue_health: the system checks would answer a database that is down with a
-    # traceback, and this command's answer to it is one line.
-    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true", help="Print one JSON object (one a line with --watch).")
@@ -69,8 +65,6 @@ class Command(BaseCommand):
 
 def read(alias: str) -> Snapshot:
     """The figures, or the one line that says why they cannot be read."""
-    if problem := database_problem(alias):
-        raise CommandError(problem, returncode=1)
     try:
         return snapshot(alias)
     except DatabaseError as error:  # gone since the question above

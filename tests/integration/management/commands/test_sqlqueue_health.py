@@ -1,5 +1,5 @@
-"""``manage.py sqlqueue_health`` as a probe runs it: its own process, against real
-workers, and against a database that is down."""
+"""``manage.py sqlqueue_health`` as a probe runs it: its own process, against real workers
+(a database that is down: ``tests/integration/management/test_migrated.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import subprocess
 from collections.abc import Callable
 
 import pytest
-from django.db import connection
 
 from django_sqlqueue.models import Worker
 from tests.support.workers import ROOT, Workers, wait_until
@@ -32,17 +31,6 @@ def test_healthy_while_workers_run_and_not_once_they_stop(
     assert workers.stop() == 0
     stopped = probe(child_env, python)
     assert (stopped.returncode, stopped.stderr) == (1, "CommandError: 0 worker process(es) alive, fewer than 1.\n")
-
-
-def test_a_database_that_is_down_is_one_line_and_status_1(child_env: dict[str, str], python: str) -> None:
-    if connection.vendor == "sqlite":
-        down = {"DB_NAME": str(ROOT / "no-such-folder" / "db.sqlite3")}
-    else:
-        down = {"DB_PORT": "9"}  # discard: nothing listens there
-    result = probe({**child_env, **down}, python)
-    assert result.returncode == 1, result.stdout
-    assert result.stderr.startswith("CommandError: The database 'default' does not answer: "), result.stderr
-    assert len(result.stderr.splitlines()) == 1, result.stderr
 
 
 @pytest.mark.parametrize("flag", ["--max-lag=-5", "--min-workers=x"])

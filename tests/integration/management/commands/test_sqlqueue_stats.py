@@ -1,5 +1,5 @@
-"""``manage.py sqlqueue_stats`` in its own process: against real workers, watching
-until Ctrl-C, and against a database that is down."""
+"""``manage.py sqlqueue_stats`` in its own process: against real workers, and watching until
+Ctrl-C (a database that is down: ``tests/integration/management/test_migrated.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import signal
 import subprocess
 from collections.abc import Callable
 
-from django.db import connection
 from django.db.models import Sum
 
 from django_sqlqueue.models import Job, JobStatus, Worker
@@ -78,15 +77,3 @@ def test_watch_prints_frames_a_blank_line_apart_until_ctrl_c(child_env: dict[str
         frame.endswith("\n\nNo jobs.\n\n0 live worker(s); candidates lost to other workers: 0\n\n")
         for frame in frames[:-1]
     )
-
-
-def test_a_database_that_is_down_is_one_line_and_status_1(child_env: dict[str, str], python: str) -> None:
-    if connection.vendor == "sqlite":
-        down = {"DB_NAME": str(ROOT / "no-such-folder" / "db.sqlite3")}
-    else:
-        down = {"DB_PORT": "9"}  # discard: nothing listens there
-    for args in ([], ["--json"], ["--watch", "1"]):
-        result = run({**child_env, **down}, python, *args)
-        assert (result.returncode, result.stdout) == (1, ""), args
-        assert result.stderr.startswith("CommandError: The database 'default' does not answer: "), result.stderr
-        assert len(result.stderr.splitlines()) == 1, result.stderr

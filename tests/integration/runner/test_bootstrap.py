@@ -1,0 +1,25 @@
+"""What a worker process sets up before its loop starts, seen in a real ``runworkers``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django_sqlqueue.models import Job, JobStatus
+from tests.support.workers import Workers
+from tests.testapp.tasks import add, connections_opened
+
+BATCHES = 40
+
+
+def test_a_worker_keeps_its_connections_whatever_conn_max_age_says(start_workers: Callable[..., Workers]) -> None:
+    # Batches of 5 with CONN_MAX_AGE=0: a worker that let Django close its connection
+    # after each round would open one per claim, per finish and per heartbeat.
+    Job.objects.enqueue_many(Job.objects.build(add, (n, 0)) for n in range(BATCHES * 5))
+    last = Job.objects.enqueue(connections_opened, priority=-100)
+    workers = start_workers("--burst", "--processes", "1", "--threads", "1", "--batch-size", "5", CONN_MAX_AGE="0")
+    assert workers.wait(120) == 0, workers.text
+    last.refresh_from_db()
+    assert last.status == JobStatus.SUCCESSFUL, workers.text
+    # The claiming thread, the heartbeat's, the job thread's, the listener's, and slack
+    # for one reconnect: far fewer than the batches.
+    assert isinstance(last.result, int) and last.result <= 5, last.result
