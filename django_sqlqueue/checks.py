@@ -17,8 +17,10 @@ from django_sqlqueue.conf import conf
 from django_sqlqueue.db.vendors import (
     CLAIM_PROBLEM_HINTS,
     DRIVER_PROBLEM_HINTS,
+    JOURNAL_HINT,
     claim_problem,
     driver_problem,
+    journal_problem,
     version_problem,
 )
 from django_sqlqueue.models import Job
@@ -45,6 +47,7 @@ def register() -> None:
     checks.register(check_database_settings)
     checks.register(check_database_drivers)
     checks.register(check_database_version, checks.Tags.database)
+    checks.register(check_database_journal, checks.Tags.database)
 
 
 def check_settings(**kwargs: Any) -> list[checks.CheckMessage]:
@@ -94,4 +97,14 @@ def check_database_version(databases: Sequence[str] | None = None, **kwargs: Any
         checks.Error(f"{problem}.", hint="Upgrade the database server.", id="sqlqueue.E011")
         for connection in _queue_connections(databases or ())
         if (problem := version_problem(connection))
+    ]
+
+
+def check_database_journal(databases: Sequence[str] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The SQLite databases that hold the jobs table are in WAL mode: a warning, since the
+    queue works without it, only several times slower."""
+    return [
+        checks.Warning(f"{problem}.", hint=JOURNAL_HINT, id="sqlqueue.W001")
+        for connection in _queue_connections(databases or ())
+        if (problem := journal_problem(connection))
     ]

@@ -156,6 +156,29 @@ def version_problem(connection: BaseDatabaseWrapper) -> str | None:
     return None
 
 
+#: How to put a SQLite database in WAL mode, for the check that finds it is not.
+JOURNAL_HINT = (
+    'Add "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;" to the database\'s '
+    "OPTIONS (see django-sqlqueue's README, Install), or run PRAGMA journal_mode=WAL on the file once."
+)
+
+
+def journal_problem(connection: BaseDatabaseWrapper) -> str | None:
+    """Why this SQLite database makes a slow queue, or None; asks the database.
+
+    Outside WAL mode, every claim and finish rewrites a rollback journal and blocks
+    every reader while it commits: workers drain several times slower, and the admin
+    waits on them. The mode is kept in the file, so asking the database is what tells."""
+    if connection.vendor != "sqlite" or cast(Any, connection).is_in_memory_db():
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA journal_mode")
+        (mode,) = cursor.fetchone()
+    if mode.lower() == "wal":
+        return None
+    return f"SQLite database {connection.alias!r} is in journal_mode {mode}, not WAL: claims and finishes block readers"
+
+
 def driver_problem(connection: BaseDatabaseWrapper) -> str | None:
     """Why the driver this connection uses cannot run the queue, or None.
 

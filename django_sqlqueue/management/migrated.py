@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 from django.db import DatabaseError, connections
 from django.db.migrations.executor import MigrationExecutor
 
@@ -47,13 +47,22 @@ class QueueCommand(BaseCommand):
     cannot be read, and runs Django's system checks only after. The checks query the
     database (a JSONField's support of JSON, for one), so run first they would answer a
     database that is down with a traceback. As ``runserver`` does, the checks run once
-    from the command line and are skipped by ``call_command``."""
+    from the command line and are skipped by ``call_command``; they include the checks
+    that ask the database, which Django runs only for ``migrate`` and ``check --database``."""
 
     requires_system_checks: list[str] = []
+
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        parser.add_argument("--skip-checks", action="store_true", help="Skip system checks.")
+        return parser
 
     def execute(self, *args: Any, **options: Any) -> str | None:
         if problem := tables_problem():
             raise CommandError(problem)
+        if options.get("stderr"):  # where the checks' warnings go: set by Django only after
+            self.stderr = OutputWrapper(options["stderr"])
         if not options.get("skip_checks"):
-            self.check()
+            # With the database's checks too (its server's version, SQLite's journal mode).
+            self.check(databases=[queue_db(Job)])
         return super().execute(*args, **options)

@@ -13,13 +13,15 @@ from django.core.management import call_command
 from django.db import connection, connections
 from django.test import override_settings
 
+from django_sqlqueue import checks as sqlqueue_checks
 from django_sqlqueue.checks import (
     check_database_drivers,
+    check_database_journal,
     check_database_settings,
     check_database_version,
     check_settings,
 )
-from django_sqlqueue.db.vendors import version_problem
+from django_sqlqueue.db.vendors import JOURNAL_HINT, version_problem
 from tests.support.messages import SQLITE_DEFERRED, mysql_isolation_problem
 
 SETTINGS_HINT = "See the settings table in django-sqlqueue's README."
@@ -247,6 +249,8 @@ def test_check_database_drivers_reports_an_old_sqlite(
 def test_running_server_version_is_supported() -> None:
     assert version_problem(connection) is None
     assert check_database_version(databases=["default"]) == []
+    # The tests' SQLite database is in WAL mode, as the README's settings put it.
+    assert check_database_journal(databases=["default"]) == []
 
 
 def test_version_is_checked_only_for_the_databases_django_asks_about() -> None:
@@ -265,3 +269,31 @@ def test_check_database_version_reports_an_old_mariadb(monkeypatch: pytest.Monke
             id="sqlqueue.E011",
         )
     ]
+
+
+def test_a_sqlite_database_outside_wal_mode_is_warned_about(
+    extra_database: Callable[[str, dict[str, Any]], None], tmp_path: Any, django_db_blocker: Any
+) -> None:
+    # Django's default for a new file: a rollback journal.
+    extra_database("rollback", {"ENGINE": "django.db.backends.sqlite3", "NAME": str(tmp_path / "rollback.sqlite3")})
+    extra_database("memory", {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"})
+    with django_db_blocker.unblock():  # neither is a test database: pytest-django knows nothing of them
+        assert check_database_journal(databases=["rollback", "memory"]) == [
+            checks.Warning(
+                "SQLite database 'rollback' is in journal_mode delete, not WAL: claims and finishes block readers.",
+                hint=JOURNAL_HINT,
+                id="sqlqueue.W001",
+            )
+        ]
+        with connections["rollback"].cursor() as cursor:
+            cursor.execute("PRAGMA journal_mode=WAL")
+        assert check_database_journal(databases=["rollback"]) == []
+    assert check_database_journal(databases=None) == []
+
+
+@pytest.mark.django_db
+def test_queue_commands_run_the_checks_that_ask_the_database(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlqueue_checks, "journal_problem", lambda connection: "Slow")
+    stderr = StringIO()
+    call_command("sqlqueue_stats", "--json", skip_checks=False, stdout=StringIO(), stderr=stderr)
+    assert "(sqlqueue.W001) Slow." in stderr.getvalue()

@@ -22,4 +22,5 @@ def test_a_worker_keeps_its_connections_whatever_conn_max_age_says(start_workers
     assert last.status == JobStatus.SUCCESSFUL, workers.text
     # The claiming thread, the heartbeat's, the job thread's, the listener's, and slack
     # for one reconnect: far fewer than the batches.
-    assert isinstance(last.result, int) and last.result <= 5, last.result
+    assert isinstance(last.result, int)
+    assert last.result <= 5, last.result
