@@ -39,7 +39,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section(title)
         widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
         for row in [header, *rows]:
-            terminalreporter.write_line("  ".join(str(cell).rjust(width) for cell, width in zip(row, widths, strict=True)))
+            terminalreporter.write_line(
+                "  ".join(str(cell).rjust(width) for cell, width in zip(row, widths, strict=True))
+            )
 
 
 @pytest.fixture(scope="session")
@@ -97,7 +99,9 @@ class Cluster:
         self._run([sys.executable, "-m", "tests.hosts.enqueue", task, str(count), args])
 
     def _run(self, command: list[str]) -> str:
-        result = subprocess.run(command, cwd=ROOT, env=self.env(from_host=False), capture_output=True, text=True, timeout=300)
+        result = subprocess.run(
+            command, cwd=ROOT, env=self.env(from_host=False), capture_output=True, text=True, timeout=300
+        )
         assert result.returncode == 0, result.stderr
         return result.stdout
 

@@ -49,7 +49,21 @@ class Network:
             self._namespace(host)
             # Made inside the host's namespace, its peer at once in the database's: no
             # end of the link ever exists in the machine's own namespace.
-            run("ip", "-n", host, "link", "add", "eth0", "type", "veth", "peer", "name", f"v{number}", "netns", self.database)
+            run(
+                "ip",
+                "-n",
+                host,
+                "link",
+                "add",
+                "eth0",
+                "type",
+                "veth",
+                "peer",
+                "name",
+                f"v{number}",
+                "netns",
+                self.database,
+            )
             run("ip", "-n", host, "addr", "add", f"{SUBNET}.{10 + number}/24", "dev", "eth0")
             run("ip", "-n", host, "link", "set", "eth0", "up")
             run("ip", "-n", self.database, "link", "set", f"v{number}", "master", "br0")
@@ -71,7 +85,21 @@ class Network:
         """Add ``milliseconds`` to every round trip between ``host`` and the database
         (on the host's way out), or remove it with 0."""
         if milliseconds:
-            run("ip", "netns", "exec", host, "tc", "qdisc", "replace", "dev", "eth0", "root", "netem", "delay", f"{milliseconds}ms")
+            run(
+                "ip",
+                "netns",
+                "exec",
+                host,
+                "tc",
+                "qdisc",
+                "replace",
+                "dev",
+                "eth0",
+                "root",
+                "netem",
+                "delay",
+                f"{milliseconds}ms",
+            )
         else:
             with contextlib.suppress(RuntimeError):  # no qdisc to delete
                 run("ip", "netns", "exec", host, "tc", "qdisc", "del", "dev", "eth0", "root")

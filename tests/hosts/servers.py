@@ -92,7 +92,7 @@ class Server:
     def answers(self) -> bool:
         try:
             self.execute("SELECT 1")
-        except Exception:  # noqa: BLE001 - not up yet, whatever the driver says
+        except Exception:
             return False
         return True
 
@@ -156,7 +156,9 @@ class PostgresServer(Server):
     def connect(self, database: str | None = None) -> Any:
         import psycopg
 
-        return psycopg.connect(host=str(self.sockets), user="postgres", dbname=database or "postgres", connect_timeout=5)
+        return psycopg.connect(
+            host=str(self.sockets), user="postgres", dbname=database or "postgres", connect_timeout=5
+        )
 
     def create_database(self, name: str) -> None:
         connection = self.connect()
