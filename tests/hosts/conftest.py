@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.hosts.network import Network
+from tests.hosts.network import DATABASE_ADDRESS, Network
 from tests.hosts.servers import MariaDBServer, PostgresServer, Server
 from tests.support.workers import FAST_CLOCKS, KEEP_FINISHED, ROOT, Workers
 
@@ -79,6 +79,7 @@ class Cluster:
         self.logs = logs
         self.name = f"hosts_{uuid.uuid4().hex[:8]}"
         self.started: list[Workers] = []
+        self.proxies: list[subprocess.Popen[bytes]] = []
         server.create_database(self.name)
         self.manage("migrate", "-v", "0")
 
@@ -117,6 +118,21 @@ class Cluster:
         self.started.append(workers)
         return workers
 
+    def delayed(self, host: str, milliseconds: float) -> dict[str, str]:
+        """Start a proxy on ``host`` that adds ``milliseconds`` to every round trip to the
+        server (``tests.hosts.delay_proxy``); the variables that send workers through it."""
+        port = str(20000 + len(self.proxies))
+        target = [DATABASE_ADDRESS, str(self.server.port), str(milliseconds)]
+        proxy = subprocess.Popen(
+            [*self.network.in_namespace(host), sys.executable, "-m", "tests.hosts.delay_proxy", port, *target],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+        )
+        self.proxies.append(proxy)
+        assert proxy.stdout is not None
+        assert proxy.stdout.readline() == b"listening\n"
+        return {"DB_HOST": "127.0.0.1", "DB_PORT": port}
+
     def query(self, sql: str) -> list[tuple[Any, ...]]:
         return self.server.execute(sql, self.name)
 
@@ -124,6 +140,11 @@ class Cluster:
         for workers in self.started:
             workers.kill()
             workers.output.close()
+        for proxy in self.proxies:
+            proxy.kill()
+            proxy.wait()
+            assert proxy.stdout is not None
+            proxy.stdout.close()
 
 
 @pytest.fixture
@@ -135,4 +156,3 @@ def cluster(server: Server, network: Network, tmp_path: Path) -> Iterator[Cluste
         made.close()
         for host in network.hosts:
             network.mend(host)
-            network.delay(host, 0)

@@ -11,10 +11,10 @@ from tests.hosts.conftest import Cluster
 TIMEOUT = 600
 
 
-def drain(cluster: Cluster, hosts: list[str], *args: str) -> tuple[float, int]:
+def drain(cluster: Cluster, hosts: list[str], *args: str, **env: str) -> tuple[float, int]:
     """Run ``runworkers --burst --processes 2 ARGS`` on each of ``hosts`` until the queue
     is empty; (jobs/s, lost candidates). Fails unless every job succeeded at its first attempt."""
-    started = [cluster.start_workers(host, "--burst", "--processes", "2", *args) for host in hosts]
+    started = [cluster.start_workers(host, "--burst", "--processes", "2", *args, **env) for host in hosts]
     lost = 0
     deadline = time.monotonic() + TIMEOUT
     while any(workers.process.poll() is None for workers in started):

@@ -81,29 +81,6 @@ class Network:
     def address(self, host: str) -> str:
         return f"{SUBNET}.{10 + self.hosts.index(host) + 1}"
 
-    def delay(self, host: str, milliseconds: float) -> None:
-        """Add ``milliseconds`` to every round trip between ``host`` and the database
-        (on the host's way out), or remove it with 0."""
-        if milliseconds:
-            run(
-                "ip",
-                "netns",
-                "exec",
-                host,
-                "tc",
-                "qdisc",
-                "replace",
-                "dev",
-                "eth0",
-                "root",
-                "netem",
-                "delay",
-                f"{milliseconds}ms",
-            )
-        else:
-            with contextlib.suppress(RuntimeError):  # no qdisc to delete
-                run("ip", "netns", "exec", host, "tc", "qdisc", "del", "dev", "eth0", "root")
-
     def cut(self, host: str) -> None:
         """Cut ``host`` off the network: its link goes down, its connections hang."""
         run("ip", "-n", host, "link", "set", "eth0", "down")

@@ -8,6 +8,8 @@ import pytest
 from tests.hosts.conftest import Cluster, report
 from tests.hosts.figures import drain
 
+pytestmark = pytest.mark.measure
+
 JOBS = {"noop": (4000, "[]"), "sleep": (1000, "[0.005]")}
 HOSTS = [1, 2, 4]
 ROWS: dict[str, list[list[object]]] = {}
