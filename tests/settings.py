@@ -40,6 +40,9 @@ for _name in (
 # A JSON object of status to seconds (or null), for the pruning tests' workers.
 if "SQLQUEUE_RETENTION" in os.environ:
     SQLQUEUE_RETENTION = json.loads(os.environ["SQLQUEUE_RETENTION"])
+# A JSON object of recurring jobs, for the schedule tests' workers.
+if "SQLQUEUE_SCHEDULE" in os.environ:
+    SQLQUEUE_SCHEDULE = json.loads(os.environ["SQLQUEUE_SCHEDULE"])
 
 
 def _read_only(primary: dict[str, Any]) -> dict[str, Any]:

@@ -25,11 +25,11 @@ from django.conf import settings
 from django.db import Error, close_old_connections, connections
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import pruning
+from django_sqlqueue.db import pruning, scheduling
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.exceptions import JobTimeout, WorkerLost
-from django_sqlqueue.models import Job, Worker
+from django_sqlqueue.models import Job, Schedule, Worker
 from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.rescue import rescue_expired, rescue_worker
@@ -52,6 +52,8 @@ STARTUP_ATTEMPTS = 5
 PRUNE_SECONDS = 60.0
 PRUNE_BACKLOG_SECONDS = 1.0
 PRUNE_CHUNKS = 5
+#: Due recurring jobs (``SQLQUEUE_SCHEDULE``) are looked for this often.
+SCHEDULE_SECONDS = 1.0
 
 
 @dataclass
@@ -129,6 +131,7 @@ class Supervisor:
         self._banner()
         if self.progress_bar:
             self.total = Job.objects.ready().in_queues(self.options.queues).count()
+        self._sync_schedule()
         for _ in range(self.options.processes):
             self._spawn()
         began = time.monotonic()
@@ -136,6 +139,7 @@ class Supervisor:
         next_progress = began
         next_rescue = began
         next_prune = began
+        next_schedule = began
         while (self.children or self.respawns) and not self.exit_now:
             self._listen(TICK_SECONDS)
             for child in [child for child in self.children if not child.process.is_alive()]:
@@ -156,6 +160,9 @@ class Supervisor:
             if now >= next_prune and self.stop_deadline is None:
                 complete = self._prune()
                 next_prune = time.monotonic() + (PRUNE_SECONDS if complete else PRUNE_BACKLOG_SECONDS)
+            if now >= next_schedule and self.stop_deadline is None:
+                self._database(lambda: scheduling.tick(queue_db(Schedule)), 0)
+                next_schedule = now + SCHEDULE_SECONDS
             if self.progress_bar and now >= next_progress:
                 self._draw_progress(now - began)
                 next_progress = now + PROGRESS_SECONDS
@@ -343,6 +350,14 @@ class Supervisor:
             return fallback
         finally:
             close_old_connections()
+
+    def _sync_schedule(self) -> None:
+        """Write ``SQLQUEUE_SCHEDULE`` to its rows before the first check (every
+        supervisor does, at start-up: the rows follow the settings last deployed)."""
+        entries = conf.SQLQUEUE_SCHEDULE
+        self._database(lambda: scheduling.sync(entries, queue_db(Schedule)), None)
+        if entries:
+            logger.info("Recurring jobs: %s", ", ".join(entries))
 
     def _prune(self) -> bool:
         """Delete a few chunks of finished jobs past their retention; whether none is left.
