@@ -14,7 +14,7 @@ from django_sqlqueue.registry import TASK_NAME_MAX_LENGTH
 from django_sqlqueue.status import JobStatus
 from django_sqlqueue.validation import MAX_PRIORITY, MIN_PRIORITY
 
-__all__ = ["Job", "JobStatus", "Schedule", "Worker"]
+__all__ = ["Job", "JobStatus", "Leader", "Schedule", "Worker"]
 
 
 class Job(models.Model):
@@ -179,3 +179,17 @@ class Schedule(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class Leader(models.Model):
+    """A lease on a role (``maintenance``: rescue, recurring jobs, pruning) that one
+    ``runworkers`` supervisor holds at a time, until ``expires_at`` by the database's
+    clock; its holder renews it, and any other takes it over once it has expired."""
+
+    role = models.CharField(max_length=50, unique=True)
+    holder = models.CharField(max_length=255, help_text="The supervisor: host:pid, after --name-prefix.")
+    acquired_at = models.DateTimeField(db_default=DatabaseNow(), help_text="When this holder took it.")
+    expires_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.holder}"
