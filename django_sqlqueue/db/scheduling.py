@@ -14,7 +14,9 @@ import datetime
 import logging
 from collections.abc import Mapping
 
+from django.conf import settings
 from django.db import IntegrityError
+from django.utils import timezone
 
 from django_sqlqueue.db.clock import DatabaseNow, database_now
 from django_sqlqueue.db.transient import retry_transient
@@ -82,7 +84,7 @@ def _sync(entries: Mapping[str, Entry], using: str) -> None:
         row.queue = entry.queue or ""
         row.priority = entry.priority
         row.missed = entry.missed
-        row.next_tick_at = next(entry.ticks_after(row.last_tick_at))
+        row.next_tick_at = _stored(next(entry.ticks_after(aware(row.last_tick_at))))
         row.save(using=using)
 
 
@@ -108,21 +110,23 @@ def tick(using: str) -> int:
 
 def _fire(row: Schedule, using: str) -> int:
     entry = entry_of(row)
-    now = database_now(using)
-    ticks = due(entry, row.last_tick_at, now)
+    now = aware(database_now(using))
+    ticks = due(entry, aware(row.last_tick_at), now)
     if ticks.last_tick is None:
         return 0
     # Built (and so checked) before anything is written: a refused job fires nothing.
     jobs = [
-        Job.objects.build(entry.task, entry.args, entry.kwargs, queue=entry.queue, priority=entry.priority, run_at=at)
+        Job.objects.build(
+            entry.task, entry.args, entry.kwargs, queue=entry.queue, priority=entry.priority, run_at=_stored(at)
+        )
         for at in ticks.enqueue
     ]
     changes: dict[str, object] = {
-        "last_tick_at": ticks.last_tick,
-        "next_tick_at": next(entry.ticks_after(ticks.last_tick)),
+        "last_tick_at": _stored(ticks.last_tick),
+        "next_tick_at": _stored(next(entry.ticks_after(ticks.last_tick))),
     }
     if ticks.enqueue:
-        changes["last_run_at"] = ticks.enqueue[-1]
+        changes["last_run_at"] = _stored(ticks.enqueue[-1])
     won = Schedule.objects.using(using).filter(pk=row.pk, enabled=True, last_tick_at=row.last_tick_at).update(**changes)
     if not won or not jobs:
         return 0
@@ -157,5 +161,16 @@ def enable(rows: list[Schedule], using: str) -> None:
     for row in rows:
         row.enabled = True
         row.last_tick_at = now
-        row.next_tick_at = next(entry_of(row).ticks_after(now))
+        row.next_tick_at = _stored(next(entry_of(row).ticks_after(aware(now))))
         row.save(using=using, update_fields=["enabled", "last_tick_at", "next_tick_at"])
+
+
+def aware(moment: datetime.datetime) -> datetime.datetime:
+    """A stored time as the arithmetic takes it: with ``USE_TZ = False`` Django stores
+    naive local times (``TIME_ZONE``)."""
+    return moment if timezone.is_aware(moment) else timezone.make_aware(moment)
+
+
+def _stored(moment: datetime.datetime) -> datetime.datetime:
+    """A computed (aware) time as Django stores it."""
+    return moment if settings.USE_TZ else timezone.make_naive(moment)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import itertools
+from typing import Any
 
 import pytest
 from django.db import DEFAULT_DB_ALIAS
@@ -142,3 +143,15 @@ def test_enable_ticks_from_now_on() -> None:
     assert row.enabled
     assert row.last_tick_at > timezone.now() - datetime.timedelta(seconds=30)
     assert scheduling.tick(DB) == 0
+
+
+def test_without_use_tz_ticks_are_stored_as_naive_local_times(settings: Any) -> None:
+    settings.USE_TZ = False
+    scheduling.sync(entries(ping={"task": NOOP, "every": 60}), DB)
+    rewind("ping", 61)
+    assert scheduling.tick(DB) == 1
+    job = Job.objects.get()
+    row = Schedule.objects.get()
+    assert timezone.is_naive(job.run_at)
+    assert job.run_at == row.last_tick_at
+    assert row.next_tick_at == row.last_tick_at + datetime.timedelta(seconds=60)
