@@ -23,7 +23,10 @@ from django_sqlqueue.db.vendors import (
     journal_problem,
     version_problem,
 )
+from django_sqlqueue.exceptions import SQLQueueError
 from django_sqlqueue.models import Job
+from django_sqlqueue.recurrence import cronsim_installed
+from django_sqlqueue.validation import arguments_problem, job_options_problem
 
 _SETTING_IDS = {
     "SQLQUEUE_QUEUES": "sqlqueue.E001",
@@ -38,6 +41,7 @@ _SETTING_IDS = {
     "SQLQUEUE_POLL_INTERVAL": "sqlqueue.E014",
     "SQLQUEUE_SHUTDOWN_GRACE": "sqlqueue.E015",
     "SQLQUEUE_RETENTION": "sqlqueue.E017",
+    "SQLQUEUE_SCHEDULE": "sqlqueue.E018",
 }
 
 
@@ -48,6 +52,7 @@ def register() -> None:
     checks.register(check_database_drivers)
     checks.register(check_database_version, checks.Tags.database)
     checks.register(check_database_journal, checks.Tags.database)
+    checks.register(check_schedule)
 
 
 def check_settings(**kwargs: Any) -> list[checks.CheckMessage]:
@@ -108,3 +113,39 @@ def check_database_journal(databases: Sequence[str] | None = None, **kwargs: Any
         for connection in _queue_connections(databases or ())
         if (problem := journal_problem(connection))
     ]
+
+
+def check_schedule(**kwargs: Any) -> list[checks.CheckMessage]:
+    """Every ``SQLQUEUE_SCHEDULE`` entry can be enqueued: its task is registered and its
+    arguments and options are a job's (E019); cron entries have cronsim (E020). The
+    entries' shape is ``check_settings``'s (E018)."""
+    try:
+        entries = conf.SQLQUEUE_SCHEDULE
+    except ImproperlyConfigured:
+        return []  # check_settings reports it
+    errors: list[checks.CheckMessage] = []
+    for key, entry in entries.items():
+        try:
+            job = Job.objects.build(entry.task, entry.args, entry.kwargs, queue=entry.queue, priority=entry.priority)
+            problem = arguments_problem(job.args, job.kwargs) or job_options_problem(
+                queue=job.queue, priority=job.priority
+            )
+        except SQLQueueError as error:
+            problem = str(error)
+        if problem:
+            errors.append(
+                checks.Error(
+                    f"SQLQUEUE_SCHEDULE[{key!r}] cannot enqueue {entry.task!r}: {problem}",
+                    hint="Name a registered task (its @job name) and arguments it can take as JSON.",
+                    id="sqlqueue.E019",
+                )
+            )
+    if not cronsim_installed() and (crons := [key for key, entry in entries.items() if entry.cron is not None]):
+        errors.append(
+            checks.Error(
+                f"SQLQUEUE_SCHEDULE entries {crons} use cron, which needs cronsim, and it is not installed.",
+                hint='pip install "django-sqlqueue[cron]"',
+                id="sqlqueue.E020",
+            )
+        )
+    return errors

@@ -44,6 +44,10 @@ if "SQLQUEUE_RETENTION" in os.environ:
 if "CONN_MAX_AGE" in os.environ:
     DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ["CONN_MAX_AGE"])
 
+# A JSON object of recurring jobs, for the schedule tests' workers.
+if "SQLQUEUE_SCHEDULE" in os.environ:
+    SQLQUEUE_SCHEDULE = json.loads(os.environ["SQLQUEUE_SCHEDULE"])
+
 
 def _read_only(primary: dict[str, Any]) -> dict[str, Any]:
     """A read-only connection to ``primary``'s database: a faithful replica for the

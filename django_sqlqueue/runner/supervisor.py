@@ -1,6 +1,7 @@
 """The ``runworkers`` supervisor: starts worker processes, restarts those that die,
-stops jobs that overrun their timeout, rescues jobs of dead workers, and shuts down
-gracefully on SIGTERM/SIGINT."""
+stops jobs that overrun their timeout, and shuts down gracefully on SIGTERM/SIGINT.
+The one that holds the maintenance lease also rescues jobs of dead workers, enqueues
+recurring jobs and prunes finished ones."""
 
 from __future__ import annotations
 
@@ -25,11 +26,11 @@ from django.conf import settings
 from django.db import Error, close_old_connections, connections
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import pruning
+from django_sqlqueue.db import leadership, pruning, scheduling
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.exceptions import JobTimeout, WorkerLost
-from django_sqlqueue.models import Job, Worker
+from django_sqlqueue.models import Job, Leader, Schedule, Worker
 from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.rescue import rescue_expired, rescue_worker
@@ -52,6 +53,10 @@ STARTUP_ATTEMPTS = 5
 PRUNE_SECONDS = 60.0
 PRUNE_BACKLOG_SECONDS = 1.0
 PRUNE_CHUNKS = 5
+#: The maintenance lease (``SQLQUEUE_LEASE`` long) is renewed this often, at most.
+LEAD_SECONDS = 10.0
+#: Due recurring jobs (``SQLQUEUE_SCHEDULE``) are looked for this often.
+SCHEDULE_SECONDS = 1.0
 
 
 @dataclass
@@ -111,6 +116,10 @@ class Supervisor:
         self.respawns: list[float] = []
         #: Why the run failed, when it did not end as asked (the command's error).
         self.failure: str | None = None
+        #: Its name on the maintenance lease; its worker processes' names start with it.
+        self.holder = f"{options.name_prefix}{socket.gethostname()}:{os.getpid()}"
+        #: Whether it holds the maintenance lease (rescue, recurring jobs, pruning).
+        self.leading = False
 
     def run(self) -> int:
         """Supervise; returns the exit code: 0, or 1 after a second signal or when the
@@ -129,13 +138,13 @@ class Supervisor:
         self._banner()
         if self.progress_bar:
             self.total = Job.objects.ready().in_queues(self.options.queues).count()
+        self._sync_schedule()
         for _ in range(self.options.processes):
             self._spawn()
         began = time.monotonic()
         next_status = began + STATUS_SECONDS
         next_progress = began
-        next_rescue = began
-        next_prune = began
+        self.next_lead = self.next_rescue = self.next_prune = self.next_schedule = began
         while (self.children or self.respawns) and not self.exit_now:
             self._listen(TICK_SECONDS)
             for child in [child for child in self.children if not child.process.is_alive()]:
@@ -150,18 +159,18 @@ class Supervisor:
             self._enforce_timeouts(now)
             if self.stop_deadline is not None and now > self.stop_deadline:
                 self._kill_all("the shutdown grace period (SQLQUEUE_SHUTDOWN_GRACE) ran out")
-            if now >= next_rescue and self.stop_deadline is None:
-                self.rescued += self._database(rescue_expired, 0)
-                next_rescue = now + min(conf.SQLQUEUE_LEASE / 2, 10.0)
-            if now >= next_prune and self.stop_deadline is None:
-                complete = self._prune()
-                next_prune = time.monotonic() + (PRUNE_SECONDS if complete else PRUNE_BACKLOG_SECONDS)
+            if self.stop_deadline is None:
+                self._maintain(now)
+            elif self.leading:
+                self._step_down()
             if self.progress_bar and now >= next_progress:
                 self._draw_progress(now - began)
                 next_progress = now + PROGRESS_SECONDS
             elif not self.progress_bar and now >= next_status:
                 self._status(now - began)
                 next_status = now + STATUS_SECONDS
+        if self.leading:
+            self._step_down()
         if self.exit_now or self.failure:
             return 1
         if self.progress_bar:
@@ -344,11 +353,53 @@ class Supervisor:
         finally:
             close_old_connections()
 
+    def _maintain(self, now: float) -> None:
+        """Renew (or try to take) the maintenance lease; while it holds it, rescue the
+        jobs of dead workers, enqueue due recurring jobs and prune, each at its pace."""
+        if now >= self.next_lead:
+            self._lead()
+            self.next_lead = now + min(conf.SQLQUEUE_LEASE / 3, LEAD_SECONDS)
+        if not self.leading:
+            return
+        if now >= self.next_rescue:
+            self.rescued += self._database(rescue_expired, 0)
+            self.next_rescue = now + min(conf.SQLQUEUE_LEASE / 2, 10.0)
+        if now >= self.next_schedule:
+            self._database(lambda: scheduling.tick(queue_db(Schedule)), 0)
+            self.next_schedule = now + SCHEDULE_SECONDS
+        if now >= self.next_prune:
+            complete = self._prune()
+            self.next_prune = time.monotonic() + (PRUNE_SECONDS if complete else PRUNE_BACKLOG_SECONDS)
+
+    def _lead(self) -> None:
+        lease = datetime.timedelta(seconds=conf.SQLQUEUE_LEASE)
+        leading = self._database(lambda: leadership.acquire(self.holder, lease, queue_db(Leader)), False)
+        if leading and not self.leading:
+            logger.info("%s leads maintenance (rescue, recurring jobs, pruning)", self.holder)
+            # What the previous leader was doing is due now.
+            self.next_rescue = self.next_schedule = self.next_prune = time.monotonic()
+        elif self.leading and not leading:
+            logger.warning("%s lost the maintenance lease", self.holder)
+        self.leading = leading
+
+    def _step_down(self) -> None:
+        """Stopping: give the lease up, so that another supervisor takes it at once."""
+        self.leading = False
+        self._database(lambda: leadership.release(self.holder, queue_db(Leader)), None)
+
+    def _sync_schedule(self) -> None:
+        """Write ``SQLQUEUE_SCHEDULE`` to its rows before the first check (every
+        supervisor does, at start-up: the rows follow the settings last deployed)."""
+        entries = conf.SQLQUEUE_SCHEDULE
+        self._database(lambda: scheduling.sync(entries, queue_db(Schedule)), None)
+        if entries:
+            logger.info("Recurring jobs: %s", ", ".join(entries))
+
     def _prune(self) -> bool:
         """Delete a few chunks of finished jobs past their retention; whether none is left.
 
-        Every supervisor prunes, on every machine: the deletes go by primary key and
-        check the row again, so two supervisors deleting the same rows is harmless. A
+        Only the supervisor that holds the maintenance lease prunes, but the deletes go by
+        primary key and check the row again, so two deleting the same rows is harmless. A
         failure is logged and tried again at the next interval; it never stops the workers."""
         try:
             pruned = pruning.prune(Job.objects.on_queue_db(), conf.SQLQUEUE_RETENTION, max_chunks=PRUNE_CHUNKS)
