@@ -85,6 +85,11 @@ def _storable(text: str, limit: int) -> str:
     return f"{text[: limit // 2]}\n[... {cut} characters cut ...]\n{text[-(limit - limit // 2) :]}"
 
 
+def will_retry(job: Job) -> bool:
+    """Whether a claimed job whose attempt fails goes back to ``READY``: it has attempts left."""
+    return job.attempts < job.max_attempts
+
+
 def after_failure(job: Job, error: BaseException, worker_id: str, now: Any) -> dict[str, Any]:
     """The columns a failed attempt changes, its error added to the job's (and its class
     to ``last_error_class``): back to ``READY`` after :func:`retry_delay` while it has
@@ -96,7 +101,7 @@ def after_failure(job: Job, error: BaseException, worker_id: str, now: Any) -> d
     # The column holds what fits of the path: a class nested deep enough to pass 255
     # characters is grouped by its start, and its full path stays in the record.
     kept = {"errors": [*job.errors, record], "last_error_class": record["exception_class_path"][:255]}
-    if job.attempts < job.max_attempts:
+    if will_retry(job):
         return {"status": JobStatus.READY, **kept, "run_at": now + retry_delay(job.attempts)}
     return {"status": JobStatus.FAILED, **kept, "finished_at": now}
 
