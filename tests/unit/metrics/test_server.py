@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from django_sqlqueue.metrics.server import serving
+from django_sqlqueue.metrics.server import process_dead, serving
 from tests.support.ports import free_port
 
 pytestmark = pytest.mark.django_db
@@ -53,3 +53,12 @@ def test_a_port_in_use_raises_and_leaves_nothing(taken_port: int, monkeypatch: p
         pass
     assert "PROMETHEUS_MULTIPROC_DIR" not in os.environ
     assert set(Path(os.environ.get("TMPDIR", "/tmp")).glob("sqlqueue-metrics-*")) <= made
+
+
+def test_a_dead_process_s_live_gauge_files_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    live, kept = tmp_path / "gauge_livesum_4242.db", tmp_path / "counter_4242.db"
+    live.touch()
+    kept.touch()
+    process_dead(4242)
+    assert (live.exists(), kept.exists()) == (False, True)  # counters keep counting what it did
