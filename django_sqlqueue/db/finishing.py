@@ -60,18 +60,24 @@ def error_record(job: Job, error: BaseException, worker_id: str) -> dict[str, An
     ``max_attempts``: an admin Retry starts ``attempts`` from 0 again, but every attempt
     before it that ended without success left one record here."""
     kind = type(error)
-    try:
-        message = str(error)
-    except Exception as problem:
-        message = f"<str() of this {kind.__qualname__} raised {type(problem).__qualname__}>"
     return {
         "attempt": len(job.errors) + 1,
         "worker": worker_id,
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "exception_class_path": f"{kind.__module__}.{kind.__qualname__}",
-        "message": _storable(message, MESSAGE_LIMIT),
+        "message": error_message(error),
         "traceback": _storable("".join(traceback.format_exception(error)), TRACEBACK_LIMIT),
     }
+
+
+def error_message(error: BaseException) -> str:
+    """``str(error)`` as a failed attempt keeps it (see :func:`_storable`), or a
+    placeholder naming the class when its ``__str__`` raises: never an exception."""
+    try:
+        message = str(error)
+    except Exception as problem:
+        message = f"<str() of this {type(error).__qualname__} raised {type(problem).__qualname__}>"
+    return _storable(message, MESSAGE_LIMIT)
 
 
 def _storable(text: str, limit: int) -> str:

@@ -14,7 +14,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from django_sqlqueue import signals
-from django_sqlqueue.db.finishing import after_failure, will_retry
+from django_sqlqueue.db.finishing import after_failure, error_message, will_retry
 from django_sqlqueue.models import Job
 from django_sqlqueue.registry import get_task
 from django_sqlqueue.status import JobStatus
@@ -55,7 +55,7 @@ def attempt(job: Job, worker_id: str) -> JobOutcome:
         job.task,
         result,
         duration,
-        "" if outcome.error is None else f": {type(outcome.error).__name__}: {outcome.error}",
+        "" if outcome.error is None else f": {type(outcome.error).__name__}: {error_message(outcome.error)}",
         extra=job_fields(job, result, duration),
     )
     _send(

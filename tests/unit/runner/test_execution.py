@@ -20,7 +20,7 @@ from django_sqlqueue.models import Job
 from django_sqlqueue.runner import execution
 from django_sqlqueue.tasks_compat import TaskResult, TaskResultStatus, task_finished, task_started
 from tests.djtasks.tasks import add, async_double, fail, whoami
-from tests.testapp.tasks import report
+from tests.testapp.tasks import raise_unprintable, report
 
 pytestmark = pytest.mark.django_db
 
@@ -177,3 +177,12 @@ def test_an_attempt_is_logged_and_signalled_with_its_outcome_and_duration(
         f"{received[1]['duration']:.3f} s: ValueError: boom"
     )
     assert (logged[1].job_id, logged[1].task) == (received[1]["job"].pk, "tests.djtasks.tasks.fail")  # type: ignore[attr-defined]
+
+
+def test_an_attempt_whose_exception_has_no_words_is_logged_all_the_same(caplog: pytest.LogCaptureFixture) -> None:
+    Job.objects.enqueue(raise_unprintable)
+    caplog.set_level(logging.INFO, "django_sqlqueue")
+    outcome = execution.attempt(claim_one(), "worker-1")
+    assert type(outcome.error).__name__ == "Unprintable"
+    (logged,) = [record for record in caplog.records if record.name == "django_sqlqueue.runner.execution"]
+    assert logged.getMessage().endswith(": Unprintable: <str() of this Unprintable raised RuntimeError>")
