@@ -18,7 +18,7 @@ from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.managers import JobQuerySet
 from django_sqlqueue.status import JobStatus
 
-CHART_WIDTH = 336
+CHART_WIDTH = 240
 CHART_HEIGHT = 40
 
 
