@@ -53,22 +53,23 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure_logging(log_format: str, level: int) -> None:
-    """Set the ``django_sqlqueue`` logger to ``level``; with ``json``, give every handler
-    that writes to the console (stderr or stdout) a :class:`JsonFormatter`, keeping the
-    project's loggers and levels, and add one on stderr when no handler would show the
-    app's records. ``text`` keeps the project's ``LOGGING`` as it is."""
+    """Set the ``django_sqlqueue`` logger to ``level``, and give it a handler on stderr
+    when the project's ``LOGGING`` gives it none (Python's last resort would show its
+    warnings only, not the INFO lines ``-v 2`` asks for). With ``json``, every handler
+    that writes to the console (stderr or stdout) gets a :class:`JsonFormatter`,
+    keeping the project's loggers and levels; ``text`` changes no formatter."""
     if log_format not in LOG_FORMATS:
         raise ValueError(f"The log format must be one of {', '.join(LOG_FORMATS)}, not {log_format!r}.")
     ours = logging.getLogger("django_sqlqueue")
     ours.setLevel(level)
-    if log_format == TEXT:
-        return
-    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
-    for logger in loggers:
-        for handler in getattr(logger, "handlers", []):
-            if isinstance(handler, logging.StreamHandler) and handler.stream in (sys.stderr, sys.stdout):
-                handler.setFormatter(JsonFormatter())
+    if log_format == JSON:
+        loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+        for logger in loggers:
+            for handler in getattr(logger, "handlers", []):
+                if isinstance(handler, logging.StreamHandler) and handler.stream in (sys.stderr, sys.stdout):
+                    handler.setFormatter(JsonFormatter())
     if not ours.hasHandlers():
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(JsonFormatter())
+        # As the last resort writes them: the message alone.
+        handler.setFormatter(JsonFormatter() if log_format == JSON else logging.Formatter("%(message)s"))
         ours.addHandler(handler)
