@@ -5,6 +5,7 @@ Imported by ``AppConfig.ready()``, once the models are loaded."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ from django_sqlqueue.db.vendors import (
     version_problem,
 )
 from django_sqlqueue.exceptions import SQLQueueError
+from django_sqlqueue.metrics import client_installed
 from django_sqlqueue.models import Job
 from django_sqlqueue.recurrence import cronsim_installed
 from django_sqlqueue.validation import arguments_problem, job_options_problem
@@ -53,6 +55,7 @@ def register() -> None:
     checks.register(check_database_version, checks.Tags.database)
     checks.register(check_database_journal, checks.Tags.database)
     checks.register(check_schedule)
+    checks.register(check_metrics_directory)
 
 
 def check_settings(**kwargs: Any) -> list[checks.CheckMessage]:
@@ -149,3 +152,20 @@ def check_schedule(**kwargs: Any) -> list[checks.CheckMessage]:
             )
         )
     return errors
+
+
+def check_metrics_directory(**kwargs: Any) -> list[checks.CheckMessage]:
+    """With prometheus-client installed, ``PROMETHEUS_MULTIPROC_DIR``, when set, is a
+    directory this process can write: the worker processes record their metrics there,
+    and a scrape reads it (a missing one fails every job's receiver and every scrape)."""
+    path = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if path is None or not client_installed() or (os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK)):
+        return []
+    return [
+        checks.Error(
+            f"PROMETHEUS_MULTIPROC_DIR is {path!r}, which is not a directory this process can write.",
+            hint="Create it (and empty it before each start), or unset it: "
+            "runworkers --metrics-port then uses a directory of its own.",
+            id="sqlqueue.E023",
+        )
+    ]

@@ -24,7 +24,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 from rangefilter.filters import DateRangeFilterBuilder
 
-from django_sqlqueue.admin import changes, display, failures, overview
+from django_sqlqueue.admin import changes, display, failures, overview, throughput
 from django_sqlqueue.admin.changes import CHANGES, Change
 from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, TaskFilter
 from django_sqlqueue.models import Job, JobStatus, Worker
@@ -282,7 +282,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return HttpResponseRedirect(reverse("admin:django_sqlqueue_job_failures"))
 
     def overview_view(self, request: HttpRequest) -> TemplateResponse:
-        """Per queue: jobs by status, lag of the oldest due job, throughput of the last hour."""
+        """Per queue: jobs by status, lag of the oldest due job, succeeded and failed over the last hour and week."""
         if not self.has_view_permission(request):
             raise PermissionDenied
         return TemplateResponse(
@@ -294,9 +294,9 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 "title": "Queue overview",
                 "queues": overview.queue_stats(),
                 "statuses": JobStatus.choices,
-                "chart_width": overview.CHART_WIDTH,
-                "chart_height": overview.CHART_HEIGHT,
-                "bar_width": overview.BAR_WIDTH,
+                "spans": throughput.SPANS,
+                "chart_width": throughput.CHART_WIDTH,
+                "chart_height": throughput.CHART_HEIGHT,
             },
         )
 

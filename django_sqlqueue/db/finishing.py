@@ -60,18 +60,24 @@ def error_record(job: Job, error: BaseException, worker_id: str) -> dict[str, An
     ``max_attempts``: an admin Retry starts ``attempts`` from 0 again, but every attempt
     before it that ended without success left one record here."""
     kind = type(error)
-    try:
-        message = str(error)
-    except Exception as problem:
-        message = f"<str() of this {kind.__qualname__} raised {type(problem).__qualname__}>"
     return {
         "attempt": len(job.errors) + 1,
         "worker": worker_id,
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "exception_class_path": f"{kind.__module__}.{kind.__qualname__}",
-        "message": _storable(message, MESSAGE_LIMIT),
+        "message": error_message(error),
         "traceback": _storable("".join(traceback.format_exception(error)), TRACEBACK_LIMIT),
     }
+
+
+def error_message(error: BaseException) -> str:
+    """``str(error)`` as a failed attempt keeps it (see :func:`_storable`), or a
+    placeholder naming the class when its ``__str__`` raises: never an exception."""
+    try:
+        message = str(error)
+    except Exception as problem:
+        message = f"<str() of this {type(error).__qualname__} raised {type(problem).__qualname__}>"
+    return _storable(message, MESSAGE_LIMIT)
 
 
 def _storable(text: str, limit: int) -> str:
@@ -85,6 +91,11 @@ def _storable(text: str, limit: int) -> str:
     return f"{text[: limit // 2]}\n[... {cut} characters cut ...]\n{text[-(limit - limit // 2) :]}"
 
 
+def will_retry(job: Job) -> bool:
+    """Whether a claimed job whose attempt fails goes back to ``READY``: it has attempts left."""
+    return job.attempts < job.max_attempts
+
+
 def after_failure(job: Job, error: BaseException, worker_id: str, now: Any) -> dict[str, Any]:
     """The columns a failed attempt changes, its error added to the job's (and its class
     to ``last_error_class``): back to ``READY`` after :func:`retry_delay` while it has
@@ -96,7 +107,7 @@ def after_failure(job: Job, error: BaseException, worker_id: str, now: Any) -> d
     # The column holds what fits of the path: a class nested deep enough to pass 255
     # characters is grouped by its start, and its full path stays in the record.
     kept = {"errors": [*job.errors, record], "last_error_class": record["exception_class_path"][:255]}
-    if job.attempts < job.max_attempts:
+    if will_retry(job):
         return {"status": JobStatus.READY, **kept, "run_at": now + retry_delay(job.attempts)}
     return {"status": JobStatus.FAILED, **kept, "finished_at": now}
 

@@ -46,6 +46,14 @@ def _whole_number(text: str, *, minimum: int) -> int:
     return value
 
 
+def tcp_port(text: str) -> int:
+    """A TCP port number, from 1 to 65535."""
+    value = positive_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"{value} is more than 65535, the highest port")
+    return value
+
+
 def claim_limit(text: str) -> int:
     """How many jobs one claim takes: a whole number from 1 to ``MAX_CLAIM_LIMIT``."""
     value = positive_int(text)

@@ -92,6 +92,9 @@ class Options:
     log_level: int
     max_jobs_per_process: int | None = None
     max_memory: int | None = None
+    #: Whether the worker processes record the job metrics (see ``WorkerConfig.metrics``).
+    metrics: bool = False
+    log_format: str = "text"
 
 
 class Supervisor:
@@ -190,6 +193,8 @@ class Supervisor:
             log_level=self.options.log_level,
             max_jobs_per_process=self.options.max_jobs_per_process,
             max_memory=self.options.max_memory,
+            metrics=self.options.metrics,
+            log_format=self.options.log_format,
         )
         receiver, sender = self.context.Pipe(duplex=False)
         process = self.context.Process(target=bootstrap.main, args=(config, sender, self.budget), name=config.name)
@@ -234,6 +239,10 @@ class Supervisor:
         child.process.join()
         _end_group(child.process)
         code = child.process.exitcode
+        if self.options.metrics and child.process.pid is not None:
+            from django_sqlqueue.metrics.server import process_dead
+
+            process_dead(child.process.pid)
         self.children.remove(child)
         child.channel.close()
         how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with status {code}"

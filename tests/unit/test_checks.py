@@ -5,6 +5,7 @@ from __future__ import annotations
 import types
 from collections.abc import Callable, Iterator
 from io import StringIO
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from django_sqlqueue.checks import (
     check_database_journal,
     check_database_settings,
     check_database_version,
+    check_metrics_directory,
     check_schedule,
     check_settings,
 )
@@ -372,3 +374,17 @@ def test_cron_entries_without_cronsim_say_how_to_install_it(monkeypatch: pytest.
     ]
     with override_settings(SQLQUEUE_SCHEDULE={"ping": {"task": NOOP, "every": 5}}):
         assert check_schedule() == []
+
+
+def test_a_metrics_directory_that_is_not_there_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    assert check_metrics_directory() == []
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    assert check_metrics_directory() == []
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "gone"))
+    (error,) = check_metrics_directory()
+    assert (error.id, error.msg) == (
+        "sqlqueue.E023",
+        f"PROMETHEUS_MULTIPROC_DIR is {str(tmp_path / 'gone')!r}, which is not a directory this process can write.",
+    )
+    assert check_metrics_directory in set(checks.registry.registry.get_checks())  # type: ignore[comparison-overlap]

@@ -8,7 +8,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from django_sqlqueue.admin.overview import MINUTES, queue_stats
+from django_sqlqueue.admin.overview import queue_stats
+from django_sqlqueue.admin.throughput import LAST_HOUR, LAST_WEEK
 from django_sqlqueue.models import JobStatus
 from tests.support.admin_helpers import CHANGELIST, make_job
 
@@ -40,20 +41,16 @@ def test_lag_is_the_age_of_the_oldest_due_ready_job() -> None:
     assert (mail.lag, mail.lag_text) == (None, "-")
 
 
-def test_jobs_finished_per_minute_over_the_last_hour() -> None:
-    now = timezone.now()
-    for minutes_ago in (0, 0, 5, 59.5, 61):
-        make_job(JobStatus.SUCCESSFUL, finished_at=now - datetime.timedelta(minutes=minutes_ago))
-    make_job(JobStatus.FAILED, finished_at=now - datetime.timedelta(minutes=5))
-    [default] = queue_stats()
-    # Buckets are whole minutes of the database's clock: the job 59.5 minutes ago falls in
-    # the oldest bucket or just before it, the one 61 minutes ago never counts.
-    assert default.finished_last_hour in (4, 5)
-    assert sum(default.per_minute[-2:]) >= 2
-    assert sum(default.per_minute[MINUTES - 7 : MINUTES - 4]) == 2
-    bars = default.bars
-    assert len(bars) == MINUTES
-    assert max(bar.height for bar in bars) == 32
+def test_each_queue_has_both_charts_even_without_finished_jobs() -> None:
+    make_job(queue="mail")
+    make_job(JobStatus.SUCCESSFUL, finished_at=timezone.now() - datetime.timedelta(days=2))
+    default, mail = queue_stats()
+    assert [chart.span for chart in default.charts] == [LAST_HOUR, LAST_WEEK]
+    assert [(chart.total_succeeded, chart.total_failed) for chart in default.charts] == [(0, 0), (1, 0)]
+    assert [(chart.total_succeeded, chart.total_failed, chart.bars) for chart in mail.charts] == [
+        (0, 0, []),
+        (0, 0, []),
+    ]
 
 
 def test_the_page(admin_client: Client) -> None:
@@ -61,7 +58,9 @@ def test_the_page(admin_client: Client) -> None:
     page = admin_client.get(OVERVIEW).content.decode()
     assert '<tr class="queue" data-queue="&lt;b&gt;q&lt;/b&gt;">' in page
     assert f'<a href="{CHANGELIST}?queue=%3Cb%3Eq%3C/b%3E&amp;status__exact=FAILED">1</a>' in page
-    assert "<title>1 finished 0 min ago</title>" in page
+    assert "<title>0 succeeded, 1 failed, 0 min ago</title>" in page
+    assert "<title>0 succeeded, 1 failed, 0 h ago</title>" in page
+    assert "Last 7 days, per hour" in page
     assert "<b>q</b>" not in page
 
 
