@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from django.conf import settings
@@ -149,19 +149,25 @@ class JobManager(models.Manager["Job"]):
         queues: Iterable[str] | None = None,
         limit: int | None = None,
         filter: models.Q | None = None,
+        skip_queues: Collection[str] = (),
     ) -> claiming.ClaimedJobs:
         """Take up to ``limit`` ready jobs (default ``SQLQUEUE_BATCH_SIZE``) for ``worker_id``.
 
         The jobs come back ``RUNNING``, owned by the worker, with the attempt counted,
         in claim order. The claim commits at once (unless called inside an outer
         transaction): run the jobs after it returns, never inside it. ``filter`` is any
-        ``Q`` on the jobs table."""
+        ``Q`` on the jobs table. ``skip_queues`` are left out (the paused ones); when it
+        is empty the statement is the same as without it."""
         limit = conf.SQLQUEUE_BATCH_SIZE if limit is None else limit
         if problem := claim_limit_problem(limit):
             raise ValueError(f"{problem}.")
         if not worker_id:
             raise ValueError("worker_id must name the worker that claims.")
+        if skip_queues and queues is not None:
+            queues = [queue for queue in queues if queue not in skip_queues]
         candidates = self.on_queue_db().ready().in_queues(queues)
+        if skip_queues and queues is None:
+            candidates = candidates.exclude(queue__in=list(skip_queues))
         if filter is not None:
             candidates = candidates.filter(filter)
         return claiming.claim(candidates.in_claim_order(), worker_id=worker_id, limit=limit)

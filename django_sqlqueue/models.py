@@ -13,7 +13,7 @@ from django_sqlqueue.registry import TASK_NAME_MAX_LENGTH
 from django_sqlqueue.status import JobStatus
 from django_sqlqueue.validation import MAX_PRIORITY, MIN_PRIORITY
 
-__all__ = ["Job", "JobStatus", "Worker"]
+__all__ = ["Job", "JobStatus", "PausedQueue", "Worker"]
 
 
 class Job(models.Model):
@@ -139,3 +139,25 @@ class Worker(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class PausedQueue(models.Model):
+    """A queue workers do not claim from until it is resumed (``pause_queue``).
+
+    Its jobs stay ``READY`` and can still be enqueued; the jobs already running finish.
+    One row per paused queue, so pausing twice is pausing once."""
+
+    queue = models.CharField(max_length=QUEUE_NAME_MAX_LENGTH, primary_key=True)
+    reason = models.CharField(max_length=255, blank=True, default="")
+    paused_at = models.DateTimeField(db_default=DatabaseNow())
+
+    class Meta:
+        ordering = ["queue"]
+        default_permissions = ()
+        permissions = [
+            ("pause_queue", "Can pause queues"),
+            ("resume_queue", "Can resume paused queues"),
+        ]
+
+    def __str__(self) -> str:
+        return self.queue

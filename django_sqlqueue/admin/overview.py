@@ -1,7 +1,7 @@
 """The queue overview: per queue, jobs by status, the lag of the oldest due job, and
 the jobs finished per minute over the last hour, drawn as a small server-side SVG.
 
-Three grouped queries, whatever the number of jobs: the counts read the
+Three grouped queries (and the few paused queues), whatever the number of jobs: the counts read the
 ``sqlqueue_job_queue_status`` index only, the lag the small partial index of ready
 jobs, and the throughput the ``sqlqueue_job_finished`` range of the last hour."""
 
@@ -14,7 +14,8 @@ from django.db.models import Count, Max
 from django.db.models.functions import TruncMinute
 
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.models import Job
+from django_sqlqueue.models import Job, PausedQueue
+from django_sqlqueue.pausing import paused_queues
 from django_sqlqueue.stats import queue_lags, status_counts, whole_seconds
 from django_sqlqueue.status import JobStatus
 
@@ -45,6 +46,8 @@ class QueueStats:
     lag: datetime.timedelta | None = None
     #: Jobs finished (succeeded, failed for good or cancelled) per minute, oldest first.
     per_minute: list[int] = field(default_factory=lambda: [0] * MINUTES)
+    #: Its pause, while workers do not claim from it.
+    paused: PausedQueue | None = None
 
     @property
     def by_status(self) -> list[tuple[str, str, int]]:
@@ -72,7 +75,7 @@ class QueueStats:
 
 
 def queue_stats() -> list[QueueStats]:
-    """The overview of every queue that has jobs, by queue name."""
+    """The overview of every queue that has jobs or is paused, by queue name."""
     jobs = Job.objects
     stats: dict[str, QueueStats] = {}
 
@@ -83,6 +86,8 @@ def queue_stats() -> list[QueueStats]:
         of(queue).counts = counts
     for queue, lag in queue_lags(jobs.get_queryset()).items():
         of(queue).lag = lag
+    for queue, paused in paused_queues().items():
+        of(queue).paused = paused
     last_hour = jobs.filter(finished_at__gte=DatabaseNow() - datetime.timedelta(minutes=MINUTES))
     minutes = (
         last_hour.values_list("queue")

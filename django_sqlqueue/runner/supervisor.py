@@ -30,6 +30,7 @@ from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.exceptions import JobTimeout, WorkerLost
 from django_sqlqueue.models import Job, Worker
+from django_sqlqueue.pausing import paused_queues
 from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.rescue import rescue_expired, rescue_worker
@@ -386,10 +387,12 @@ class Supervisor:
 
     def _status(self, elapsed: float) -> None:
         ready = self._database(lambda: Job.objects.ready().in_queues(self.options.queues).count(), "?")
+        paused = self._database(lambda: sorted(paused_queues()), [])
         rate = (self.succeeded + self.failed) / elapsed if elapsed else 0.0
         self.write(
             f"{datetime.datetime.now():%H:%M:%S} done {self.succeeded + self.failed} ({rate:.0f}/s), "
             f"failed {self.failed}, rescued {self.rescued}, ready {ready}, processes {len(self.children)}"
+            + (f", paused {', '.join(paused)}" if paused else "")
         )
 
     def _draw_progress(self, elapsed: float) -> None:

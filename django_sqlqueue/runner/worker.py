@@ -22,6 +22,7 @@ from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.models import Job, Worker
+from django_sqlqueue.pausing import REFRESH_SECONDS, PausedQueues
 from django_sqlqueue.registry import autodiscover
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.execution import JobOutcome, attempt
@@ -78,6 +79,7 @@ class WorkerProcess:
         self.seconds_per_job = 0.0
         self.last_batch_size = 0
         self.database_failures = 0
+        self.paused = PausedQueues()
 
     def run(self) -> None:
         autodiscover()
@@ -106,7 +108,10 @@ class WorkerProcess:
                         break
                     close_old_connections()
                     try:
-                        batch = Job.objects.claim(worker_id=self.config.name, queues=self.config.queues, limit=wanted)
+                        paused = self.paused.current(changed=waiter.take_queues_changed())
+                        batch = Job.objects.claim(
+                            worker_id=self.config.name, queues=self.config.queues, limit=wanted, skip_queues=paused
+                        )
                     except Error as error:
                         self.budget.give_back(wanted)
                         self._database_down(error)
@@ -120,7 +125,8 @@ class WorkerProcess:
                     elif not batch.lost:
                         if self.config.burst:
                             break
-                        waiter.wait()
+                        # While a queue is paused, its resume is read within a second.
+                        waiter.wait(longest=REFRESH_SECONDS if paused else None)
         finally:
             waiter.close()
             self.stop.set()
