@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from django_sqlqueue.current import JobHandle, current_job
 from django_sqlqueue.registry import job
 
-__all__ = ["job", "pause_queue", "resume_queue"]
+__all__ = ["JobHandle", "current_job", "job", "pause_queue", "resume_queue"]
 
 
 # The operator controls import the models, which cannot be imported with the package

@@ -36,6 +36,7 @@ _SETTING_IDS = {
     "SQLQUEUE_POLL_INTERVAL": "sqlqueue.E014",
     "SQLQUEUE_SHUTDOWN_GRACE": "sqlqueue.E015",
     "SQLQUEUE_RETENTION": "sqlqueue.E017",
+    "SQLQUEUE_CANCEL_GRACE": "sqlqueue.E026",
 }
 
 

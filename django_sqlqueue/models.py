@@ -53,6 +53,9 @@ class Job(models.Model):
         help_text="The exception class of the last failed attempt; empty when none failed.",
     )
     result = models.JSONField(null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(
+        null=True, blank=True, help_text="When someone asked to cancel the job while it ran (the database's clock)."
+    )
 
     objects = JobManager()
 

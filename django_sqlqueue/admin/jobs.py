@@ -95,7 +95,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     show_facets = admin.ShowFacets.NEVER
     actions = [
         _action("retry", "Retry the selected failed or cancelled jobs"),
-        _action("cancel", "Cancel the selected ready jobs"),
+        _action("cancel", "Cancel the selected jobs (running ones are asked to stop)"),
         _action("run_now", "Run the selected scheduled jobs now"),
         _action("delete_selected", "Delete the selected jobs (not running ones)"),
     ]
@@ -169,7 +169,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         """Make ``change`` to ``jobs`` and tell the user what was done and skipped."""
         self.check_permission(request, change)
         tally = changes.apply(change, jobs, request)
-        level = messages.SUCCESS if tally.done else messages.WARNING
+        level = messages.SUCCESS if tally.done or tally.requested else messages.WARNING
         self.message_user(request, changes.report(change, tally), level)
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:

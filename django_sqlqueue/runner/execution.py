@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from django.dispatch import Signal
 from django.utils import timezone
 
-from django_sqlqueue import signals
+from django_sqlqueue import current, signals
 from django_sqlqueue.db.finishing import after_failure
 from django_sqlqueue.models import Job
 from django_sqlqueue.registry import get_task
@@ -38,13 +38,15 @@ class JobOutcome(NamedTuple):
 
 def attempt(job: Job, worker_id: str) -> JobOutcome:
     """Run ``job`` in ``worker_id`` with ``job_started`` and ``job_finished`` sent around
-    it. Whatever the task raises is its outcome, never the worker's."""
-    _send(signals.job_started, Job, f"job {job.pk}", job=job)
-    try:
-        outcome = JobOutcome(job, result=run(job, worker_id))
-    except Exception as error:
-        outcome = JobOutcome(job, error=error)
-    _send(signals.job_finished, Job, f"job {job.pk}", job=job, result=outcome.result, error=outcome.error)
+    it, and ``current_job()`` giving its handle meanwhile. Whatever the task raises is
+    its outcome, never the worker's."""
+    with current.running(job, worker_id):
+        _send(signals.job_started, Job, f"job {job.pk}", job=job)
+        try:
+            outcome = JobOutcome(job, result=run(job, worker_id))
+        except Exception as error:
+            outcome = JobOutcome(job, error=error)
+        _send(signals.job_finished, Job, f"job {job.pk}", job=job, result=outcome.result, error=outcome.error)
     return outcome
 
 

@@ -130,6 +130,11 @@ def test_checks_are_registered_when_django_starts() -> None:
             "sqlqueue.E017",
             "SQLQUEUE_RETENTION['FAILED'] must be seconds, a timedelta or None, not True.",
         ),
+        (
+            {"SQLQUEUE_CANCEL_GRACE": -1},
+            "sqlqueue.E026",
+            "SQLQUEUE_CANCEL_GRACE must be a positive number of seconds, not -1.",
+        ),
     ],
     ids=[
         "E002-empty",
@@ -143,6 +148,7 @@ def test_checks_are_registered_when_django_starts() -> None:
         "E014",
         "E015",
         "E017",
+        "E026",
     ],
 )
 def test_bad_setting_is_one_error(overrides: dict[str, Any], check_id: str, message: str) -> None:
