@@ -7,6 +7,8 @@ Imports no model: the package's top imports it."""
 from __future__ import annotations
 
 import contextlib
+import math
+import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
@@ -15,6 +17,11 @@ from django_sqlqueue.exceptions import JobCancelled
 
 if TYPE_CHECKING:
     from django_sqlqueue.models import Job
+
+#: ``report_progress`` writes at most this often (and always the report that reaches the total).
+PROGRESS_SECONDS = 1.0
+#: The longest progress message kept.
+MESSAGE_LENGTH = 255
 
 _current: ContextVar[JobHandle | None] = ContextVar("sqlqueue_current_job", default=None)
 
@@ -25,6 +32,7 @@ class JobHandle:
     def __init__(self, job: Job, worker_id: str) -> None:
         self.job = job
         self.worker_id = worker_id
+        self.reported_at: float | None = None
 
     @property
     def id(self) -> int:
@@ -53,6 +61,32 @@ class JobHandle:
         """Raise ``JobCancelled`` once a cancel was requested: the job ends ``CANCELLED``."""
         if self.cancel_requested:
             raise JobCancelled(f"job {self.id} was cancelled while it ran")
+
+    def report_progress(self, done: float, total: float | None = None, message: str = "") -> bool:
+        """Record how far the task is (``done`` of ``total``, with a ``message``), shown
+        in the admin. Written at most once every ``PROGRESS_SECONDS`` (the report that
+        reaches ``total`` always), and only while this worker still holds this attempt:
+        the old owner of a rescued job writes nothing. Whether it was written."""
+        if isinstance(done, bool) or not isinstance(done, (int, float)) or not 0 <= done < math.inf:
+            raise ValueError(f"done must be a number of at least 0, not {done!r}.")
+        if total is not None and (
+            isinstance(total, bool) or not isinstance(total, (int, float)) or not 0 < total < math.inf
+        ):
+            raise ValueError(f"total must be a number above 0 or None, not {total!r}.")
+        if not isinstance(message, str):
+            raise ValueError(f"message must be a string, not {message!r}.")
+        now = time.monotonic()
+        finished = total is not None and done >= total
+        if self.reported_at is not None and now - self.reported_at < PROGRESS_SECONDS and not finished:
+            return False
+        self.reported_at = now
+        # Imported here: this module is imported with the package, before the models can be.
+        from django_sqlqueue.db.finishing import still_held
+        from django_sqlqueue.models import Job
+
+        progress = {"done": done, "total": total, "message": message[:MESSAGE_LENGTH]}
+        held = still_held(Job.objects.on_queue_db(), self.worker_id, [self.job])
+        return bool(held.update(progress=progress))
 
     def __repr__(self) -> str:
         return f"<JobHandle #{self.id} {self.task} attempt {self.attempt}>"

@@ -56,6 +56,9 @@ class Job(models.Model):
     cancel_requested_at = models.DateTimeField(
         null=True, blank=True, help_text="When someone asked to cancel the job while it ran (the database's clock)."
     )
+    progress = models.JSONField(
+        null=True, blank=True, help_text='The last progress its task reported: {"done", "total", "message"}.'
+    )
 
     objects = JobManager()
 

@@ -74,6 +74,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "enqueued_at",
         "finished_at",
         "worker",
+        "progress_shown",
         "last_error",
     ]
     list_display_links = ["id", "task"]
@@ -100,7 +101,10 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         _action("delete_selected", "Delete the selected jobs (not running ones)"),
     ]
     fieldsets = [
-        (None, {"fields": ["id", "task", "queue", "status_badge", "priority", "attempts_of", "timeout"]}),
+        (
+            None,
+            {"fields": ["id", "task", "queue", "status_badge", "priority", "attempts_of", "timeout", "progress_shown"]},
+        ),
         (
             "Timings",
             {"fields": ["enqueued_at", "run_at_shown", "started_at", "finished_at", "waited", "ran", "worker_link"]},
@@ -359,6 +363,10 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description="attempts")
     def attempts_of(self, job: Job) -> str:
         return f"{job.attempts}/{job.max_attempts}"
+
+    @admin.display(description="progress")
+    def progress_shown(self, job: Job) -> SafeString | str:
+        return display.progress_bar(job.progress)
 
     @admin.display(description="last error")
     def last_error(self, job: Job) -> str:

@@ -1,4 +1,4 @@
-"""Cancelling running jobs with real ``runworkers`` (``Job.objects.cancel``, which the
+"""Cancelling running jobs, and their progress, with real ``runworkers`` (``Job.objects.cancel``, which the
 admin's Cancel calls): a job that stops on the request and one that ignores it both end
 ``CANCELLED``, the second once ``SQLQUEUE_CANCEL_GRACE`` is out, and neither is retried."""
 
@@ -12,7 +12,7 @@ import pytest
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.workers import Workers, wait_until
 from tests.testapp.models import Receipt
-from tests.testapp.tasks import ignore_cancel, noop, stop_when_cancelled
+from tests.testapp.tasks import ignore_cancel, noop, report_and_wait, stop_when_cancelled
 
 pytestmark = pytest.mark.slow
 
@@ -55,4 +55,16 @@ def test_a_job_that_ignores_the_request_is_stopped_after_the_grace(start_workers
     Job.objects.cancel(Job.objects.filter(pk=job.pk))
     job = ends_cancelled(job, workers, timeout=30)
     assert "SQLQUEUE_CANCEL_GRACE" in job.errors[0]["message"]
+    assert workers.stop() == 0, workers.text()
+
+
+def test_progress_is_visible_while_the_job_runs(start_workers: StartWorkers) -> None:
+    workers = start_workers("--processes", "1")
+    job = Job.objects.enqueue(report_and_wait, ("progress",))
+    started("progress", workers)
+    running = Job.objects.get(pk=job.pk)
+    assert running.status == JobStatus.RUNNING
+    assert running.progress == {"done": 3, "total": 10, "message": "three of ten"}
+    Job.objects.cancel([job.pk])
+    ends_cancelled(job, workers, timeout=20)
     assert workers.stop() == 0, workers.text()

@@ -193,3 +193,16 @@ def ignore_cancel(token: str) -> None:
     """Writes the token's receipt, then sleeps a minute whatever anyone asks."""
     Receipt.objects.create(token=token)
     time.sleep(60)
+
+
+@job(max_attempts=1)
+def report_and_wait(token: str) -> None:
+    """Reports 3 of 10 done, writes the token's receipt, then waits (a minute at most)
+    until someone cancels it."""
+    handle = current_job()
+    assert handle is not None
+    handle.report_progress(3, 10, "three of ten")
+    Receipt.objects.create(token=token)
+    for _ in range(600):
+        handle.raise_if_cancelled()
+        time.sleep(0.1)
