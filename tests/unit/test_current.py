@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,7 @@ from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.runner.execution import attempt
 from django_sqlqueue.runner.rescue import rescue_worker
 from django_sqlqueue.testing import perform
+from tests.djtasks.tasks import current_job_id, current_job_id_async
 from tests.testapp.tasks import whoami
 
 pytestmark = pytest.mark.django_db
@@ -109,3 +111,9 @@ def test_the_old_owner_of_a_rescued_job_writes_no_progress() -> None:
 def test_bad_progress_is_refused(done: object, total: object, message: object) -> None:
     with running(claimed(), "w") as handle, pytest.raises(ValueError, match="must be"):
         handle.report_progress(done, total, message)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("task", [current_job_id, current_job_id_async])
+def test_a_django_task_has_it_too(task: Any) -> None:
+    returned = perform(task)
+    assert returned == Job.objects.get().pk
