@@ -15,7 +15,7 @@ from django.db import transaction
 from django_sqlqueue.conf import conf, queue_name_problem
 from django_sqlqueue.db.notifying import QUEUES_CHANGED, notify
 from django_sqlqueue.db.routing import queue_db
-from django_sqlqueue.models import Job, PausedQueue
+from django_sqlqueue.models import PausedQueue
 
 #: A worker's paused set is at most this old when it claims.
 REFRESH_SECONDS = 1.0
@@ -69,7 +69,7 @@ class PausedQueues:
         """The paused queues as of at most ``REFRESH_SECONDS`` ago (now, if ``changed``)."""
         now = time.monotonic()
         if changed or self.read_at is None or now - self.read_at >= REFRESH_SECONDS:
-            alias = queue_db(Job)
+            alias = queue_db(PausedQueue)
             self.names = frozenset(PausedQueue.objects.using(alias).values_list("queue", flat=True))
             self.read_at = now
         return self.names
