@@ -44,6 +44,7 @@ _SETTING_IDS = {
     "SQLQUEUE_SHUTDOWN_GRACE": "sqlqueue.E015",
     "SQLQUEUE_RETENTION": "sqlqueue.E017",
     "SQLQUEUE_SCHEDULE": "sqlqueue.E018",
+    "SQLQUEUE_CANCEL_GRACE": "sqlqueue.E026",
 }
 
 

@@ -190,6 +190,12 @@ class Settings:
         return _positive_number("SQLQUEUE_SHUTDOWN_GRACE", 30.0)
 
     @property
+    def SQLQUEUE_CANCEL_GRACE(self) -> float:
+        """Seconds a running job may go on after its worker learnt it was cancelled before
+        it is stopped like a job past its timeout (default 30)."""
+        return _positive_number("SQLQUEUE_CANCEL_GRACE", 30.0)
+
+    @property
     def SQLQUEUE_RETENTION(self) -> dict[JobStatus, datetime.timedelta | None]:
         """How long finished jobs are kept after ``finished_at``, by status: seconds or a
         ``timedelta``, ``None`` to keep them for ever. A status left out keeps its default

@@ -14,7 +14,7 @@ from django_sqlqueue.registry import TASK_NAME_MAX_LENGTH
 from django_sqlqueue.status import JobStatus
 from django_sqlqueue.validation import MAX_PRIORITY, MIN_PRIORITY
 
-__all__ = ["Job", "JobStatus", "Leader", "Schedule", "Worker"]
+__all__ = ["Job", "JobStatus", "Leader", "PausedQueue", "Schedule", "Worker"]
 
 
 class Job(models.Model):
@@ -54,6 +54,12 @@ class Job(models.Model):
         help_text="The exception class of the last failed attempt; empty when none failed.",
     )
     result = models.JSONField(null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(
+        null=True, blank=True, help_text="When someone asked to cancel the job while it ran (the database's clock)."
+    )
+    progress = models.JSONField(
+        null=True, blank=True, help_text='The last progress its task reported: {"done", "total", "message"}.'
+    )
 
     objects = JobManager()
 
@@ -193,3 +199,25 @@ class Leader(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.holder}"
+
+
+class PausedQueue(models.Model):
+    """A queue workers do not claim from until it is resumed (``pause_queue``).
+
+    Its jobs stay ``READY`` and can still be enqueued; the jobs already running finish.
+    One row per paused queue, so pausing twice is pausing once."""
+
+    queue = models.CharField(max_length=QUEUE_NAME_MAX_LENGTH, primary_key=True)
+    reason = models.CharField(max_length=255, blank=True, default="")
+    paused_at = models.DateTimeField(db_default=DatabaseNow())
+
+    class Meta:
+        ordering = ["queue"]
+        default_permissions = ()
+        permissions = [
+            ("pause_queue", "Can pause queues"),
+            ("resume_queue", "Can resume paused queues"),
+        ]
+
+    def __str__(self) -> str:
+        return self.queue

@@ -34,6 +34,7 @@ for _name in (
     "SQLQUEUE_LEASE",
     "SQLQUEUE_POLL_INTERVAL",
     "SQLQUEUE_SHUTDOWN_GRACE",
+    "SQLQUEUE_CANCEL_GRACE",
 ):
     if _name in os.environ:
         globals()[_name] = float(os.environ[_name])

@@ -2,7 +2,7 @@
 charts of the jobs succeeded and failed per minute over the last hour and per hour over
 the last 7 days (``throughput``).
 
-Four grouped queries, whatever the number of jobs: the counts read the
+Four grouped queries (and the few paused queues), whatever the number of jobs: the counts read the
 ``sqlqueue_job_queue_status`` index only, the lag the small partial index of ready
 jobs, and each chart its span's range of the ``sqlqueue_job_finished`` index."""
 
@@ -12,7 +12,8 @@ import datetime
 from dataclasses import dataclass, field
 
 from django_sqlqueue.admin.throughput import SPANS, Chart, throughput
-from django_sqlqueue.models import Job
+from django_sqlqueue.models import Job, PausedQueue
+from django_sqlqueue.pausing import paused_queues
 from django_sqlqueue.stats import queue_lags, status_counts, whole_seconds
 from django_sqlqueue.status import JobStatus
 
@@ -27,6 +28,8 @@ class QueueStats:
     lag: datetime.timedelta | None = None
     #: One chart per span of ``throughput.SPANS``, in that order.
     charts: list[Chart] = field(default_factory=lambda: [Chart(span) for span in SPANS])
+    #: Its pause, while workers do not claim from it.
+    paused: PausedQueue | None = None
 
     @property
     def by_status(self) -> list[tuple[str, str, int]]:
@@ -40,7 +43,7 @@ class QueueStats:
 
 
 def queue_stats() -> list[QueueStats]:
-    """The overview of every queue that has jobs, by queue name."""
+    """The overview of every queue that has jobs or is paused, by queue name."""
     jobs = Job.objects
     stats: dict[str, QueueStats] = {}
 
@@ -51,6 +54,8 @@ def queue_stats() -> list[QueueStats]:
         of(queue).counts = counts
     for queue, lag in queue_lags(jobs.get_queryset()).items():
         of(queue).lag = lag
+    for queue, paused in paused_queues().items():
+        of(queue).paused = paused
     for index, span in enumerate(SPANS):
         for queue, chart in throughput(jobs.get_queryset(), span).items():
             of(queue).charts[index] = chart

@@ -25,7 +25,7 @@ from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import is_away, is_unwritable
-from django_sqlqueue.exceptions import InvalidJobError
+from django_sqlqueue.exceptions import InvalidJobError, JobCancelled
 from django_sqlqueue.status import JobStatus
 from django_sqlqueue.validation import json_problem
 
@@ -91,6 +91,12 @@ def _storable(text: str, limit: int) -> str:
     return f"{text[: limit // 2]}\n[... {cut} characters cut ...]\n{text[-(limit - limit // 2) :]}"
 
 
+def was_cancelled(job: Job, error: BaseException) -> bool:
+    """Whether a failed attempt ends its job ``CANCELLED``: the task stopped on a cancel
+    request (``JobCancelled``), or someone asked to cancel the job while it ran."""
+    return isinstance(error, JobCancelled) or job.cancel_requested_at is not None
+
+
 def will_retry(job: Job) -> bool:
     """Whether a claimed job whose attempt fails goes back to ``READY``: it has attempts left."""
     return job.attempts < job.max_attempts
@@ -98,8 +104,9 @@ def will_retry(job: Job) -> bool:
 
 def after_failure(job: Job, error: BaseException, worker_id: str, now: Any) -> dict[str, Any]:
     """The columns a failed attempt changes, its error added to the job's (and its class
-    to ``last_error_class``): back to ``READY`` after :func:`retry_delay` while it has
-    attempts left, else ``FAILED``.
+    to ``last_error_class``): ``CANCELLED`` when it was cancelled (it raised
+    ``JobCancelled``, or someone asked to cancel it), else back to ``READY`` after
+    :func:`retry_delay` while it has attempts left, else ``FAILED``.
 
     ``now`` is the database's clock when the outcome is written; the worker's own
     clock only where it tells Django's task signals what is about to be written."""
@@ -107,6 +114,8 @@ def after_failure(job: Job, error: BaseException, worker_id: str, now: Any) -> d
     # The column holds what fits of the path: a class nested deep enough to pass 255
     # characters is grouped by its start, and its full path stays in the record.
     kept = {"errors": [*job.errors, record], "last_error_class": record["exception_class_path"][:255]}
+    if was_cancelled(job, error):
+        return {"status": JobStatus.CANCELLED, **kept, "finished_at": now}
     if will_retry(job):
         return {"status": JobStatus.READY, **kept, "run_at": now + retry_delay(job.attempts)}
     return {"status": JobStatus.FAILED, **kept, "finished_at": now}
@@ -241,14 +250,23 @@ def _refused(using: str, error: DatabaseError) -> bool:
 
 
 def release(jobs: JobQuerySet, *, worker_id: str, unstarted: Iterable[Job]) -> int:
-    """Give back claimed jobs that never started, without counting their attempt."""
+    """Give back claimed jobs that never started, without counting their attempt; one
+    someone asked to cancel meanwhile is ``CANCELLED`` instead."""
     unstarted = list(unstarted)
     if not unstarted:
         return 0
     targets = still_held(jobs, worker_id, unstarted)
     return retry_transient(
         jobs.db,
-        lambda: targets.update(status=JobStatus.READY, attempts=F("attempts") - 1, started_at=None),
+        lambda: targets.update(
+            status=Case(
+                When(cancel_requested_at__isnull=False, then=Value(JobStatus.CANCELLED)),
+                default=Value(JobStatus.READY),
+            ),
+            finished_at=Case(When(cancel_requested_at__isnull=False, then=DatabaseNow()), default=F("finished_at")),
+            attempts=F("attempts") - 1,
+            started_at=None,
+        ),
         atomic=False,
     )
 

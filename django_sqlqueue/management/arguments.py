@@ -62,13 +62,16 @@ def claim_limit(text: str) -> int:
     return value
 
 
+def queue_name(text: str) -> str:
+    """One name a queue may have."""
+    if problem := queue_name_problem(text):
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
 def queue_list(text: str) -> list[str]:
     """Comma-separated queue names, each one a queue may have."""
-    queues = [name.strip() for name in text.split(",")]
-    for name in queues:
-        if problem := queue_name_problem(name):
-            raise argparse.ArgumentTypeError(problem)
-    return queues
+    return [queue_name(name.strip()) for name in text.split(",")]
 
 
 def duration(text: str) -> datetime.timedelta:

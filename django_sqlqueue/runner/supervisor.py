@@ -29,8 +29,9 @@ from django_sqlqueue.conf import conf
 from django_sqlqueue.db import leadership, pruning, scheduling
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.vendors import is_away
-from django_sqlqueue.exceptions import JobTimeout, WorkerLost
+from django_sqlqueue.exceptions import JobCancelled, JobTimeout, WorkerLost
 from django_sqlqueue.models import Job, Leader, Schedule, Worker
+from django_sqlqueue.pausing import paused_queues
 from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.rescue import rescue_expired, rescue_worker
@@ -67,8 +68,11 @@ class Child:
     process: BaseProcess
     channel: Connection
     started: dict[int, tuple[float, float | None]] = field(default_factory=dict)
-    #: The job it was killed for overrunning, and that job's timeout.
-    timed_out: tuple[int, float] | None = None
+    #: When it said each of its jobs was asked to cancel, for ``SQLQUEUE_CANCEL_GRACE``.
+    cancelling: dict[int, float] = field(default_factory=dict)
+    #: The job it was killed for (past its timeout, or its cancel's grace), and the
+    #: error that job's attempt records.
+    killed_for: tuple[int, BaseException] | None = None
     #: Whether it got through its start-up (Django, the tasks, its worker row).
     ready: bool = False
     #: The exception it said it died of, if it could say.
@@ -218,6 +222,8 @@ class Supervisor:
                 if kind == "start":
                     job_id, timeout = details
                     child.started[job_id] = (time.monotonic(), timeout)
+                elif kind == "cancel":
+                    child.cancelling[details[0]] = time.monotonic()
                 elif kind == "ready":
                     child.ready = True
                     self.startup_failures = 0
@@ -229,6 +235,7 @@ class Supervisor:
                     job_ids, succeeded, failed = details
                     for job_id in job_ids:
                         child.started.pop(job_id, None)
+                        child.cancelling.pop(job_id, None)
                     self.succeeded += succeeded
                     self.failed += failed
         except (EOFError, OSError):
@@ -268,19 +275,18 @@ class Supervisor:
         lost = WorkerLost(f"worker process {child.config.name} {how} while the job ran")
         started = set(child.started)
         timeouts: dict[int, BaseException] = {}
-        if child.timed_out is not None:
-            overran, limit = child.timed_out
-            timeouts[overran] = JobTimeout(
-                f"timed out after {limit:g} s (the job's timeout): its worker process {child.config.name} was killed"
-            )
+        if child.killed_for is not None:
+            overran, error = child.killed_for
+            timeouts[overran] = error
             started = {overran}
             if interrupted := sorted(set(child.started) - started):
                 logger.warning(
-                    "Jobs %s were interrupted by the kill of %s for job %s's timeout: they go back "
+                    "Jobs %s were interrupted by the kill of %s for job %s (%s): they go back "
                     "to the queue, their attempt not counted",
                     interrupted,
                     child.config.name,
                     overran,
+                    error,
                 )
         self.rescued += self._database(
             lambda: rescue_worker(child.config.name, lost, started=started, errors=timeouts), 0
@@ -314,15 +320,38 @@ class Supervisor:
         return unfinished or not self.options.burst
 
     def _enforce_timeouts(self, now: float) -> None:
+        """Kill the process of a job past its timeout, or past ``SQLQUEUE_CANCEL_GRACE``
+        since its worker learnt it was cancelled: that job's attempt is charged (a
+        timeout) or it ends ``CANCELLED``; the others it ran go back to the queue."""
+        grace = conf.SQLQUEUE_CANCEL_GRACE
         for child in self.children:
+            if child.killed_for is not None:
+                continue
             for job_id, (began, timeout) in child.started.items():
-                if timeout is not None and now - began > timeout and child.timed_out is None:
+                if timeout is not None and now - began > timeout:
                     logger.warning(
                         "Job %s overran its timeout of %s s: stopping %s", job_id, timeout, child.config.name
                     )
-                    child.timed_out = (job_id, timeout)
-                    _kill_group(child.process)
-                    break
+                    error: BaseException = JobTimeout(
+                        f"timed out after {timeout:g} s (the job's timeout): its worker process "
+                        f"{child.config.name} was killed"
+                    )
+                elif job_id in child.cancelling and now - child.cancelling[job_id] > grace:
+                    logger.warning(
+                        "Job %s was cancelled and still ran after %g s (SQLQUEUE_CANCEL_GRACE): stopping %s",
+                        job_id,
+                        grace,
+                        child.config.name,
+                    )
+                    error = JobCancelled(
+                        f"cancelled, and still running after {grace:g} s (SQLQUEUE_CANCEL_GRACE): its worker "
+                        f"process {child.config.name} was killed"
+                    )
+                else:
+                    continue
+                child.killed_for = (job_id, error)
+                _kill_group(child.process)
+                break
 
     def _kill_all(self, why: str) -> None:
         for child in self.children:
@@ -446,10 +475,12 @@ class Supervisor:
 
     def _status(self, elapsed: float) -> None:
         ready = self._database(lambda: Job.objects.ready().in_queues(self.options.queues).count(), "?")
+        paused = self._database(lambda: sorted(paused_queues()), [])
         rate = (self.succeeded + self.failed) / elapsed if elapsed else 0.0
         self.write(
             f"{datetime.datetime.now():%H:%M:%S} done {self.succeeded + self.failed} ({rate:.0f}/s), "
             f"failed {self.failed}, rescued {self.rescued}, ready {ready}, processes {len(self.children)}"
+            + (f", paused {', '.join(paused)}" if paused else "")
         )
 
     def _draw_progress(self, elapsed: float) -> None:

@@ -161,6 +161,11 @@ def test_checks_are_registered_when_django_starts() -> None:
             "SQLQUEUE_SCHEDULE['ping'] has unknown keys ['kwarg']; use ['args', 'cron', 'enabled', 'every', "
             "'kwargs', 'missed', 'priority', 'queue', 'task', 'tz'].",
         ),
+        (
+            {"SQLQUEUE_CANCEL_GRACE": -1},
+            "sqlqueue.E026",
+            "SQLQUEUE_CANCEL_GRACE must be a positive number of seconds, not -1.",
+        ),
     ],
     ids=[
         "E002-empty",
@@ -179,6 +184,7 @@ def test_checks_are_registered_when_django_starts() -> None:
         "E018-expression",
         "E018-tz",
         "E018-key",
+        "E026",
     ],
 )
 def test_bad_setting_is_one_error(overrides: dict[str, Any], check_id: str, message: str) -> None:
