@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from django_sqlqueue import current_job, job
+from django_sqlqueue.exceptions import JobCancelled
 from django_sqlqueue.models import Job
 from tests.support.unstorable import max_allowed_packet, refused_json
 from tests.testapp import connections
@@ -183,6 +184,12 @@ def whoami() -> dict[str, object]:
         "attempt": handle.attempt,
         "cancel_requested": handle.cancel_requested,
     }
+
+
+@job(max_attempts=3)
+def cancel_itself() -> None:
+    """Stops the way a task asked to cancel stops: it raises ``JobCancelled``."""
+    raise JobCancelled("stopping")
 
 
 @job(max_attempts=3)

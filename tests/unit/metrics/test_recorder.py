@@ -8,7 +8,7 @@ import pytest
 
 from django_sqlqueue.metrics import recorder
 from django_sqlqueue.models import Job
-from django_sqlqueue.runner.execution import attempt
+from django_sqlqueue.testing import Ran, perform, run_jobs
 from tests.testapp.tasks import add, fail
 
 pytestmark = pytest.mark.django_db
@@ -38,8 +38,7 @@ def test_finished_attempts_are_counted_by_task_queue_and_outcome(recording: reco
     Job.objects.enqueue(add, [1, 2])
     Job.objects.enqueue(add, [3, 4])
     Job.objects.enqueue(fail, ["boom"], max_attempts=1)
-    for job in Job.objects.claim(worker_id="worker-1"):
-        attempt(job, "worker-1")
+    assert run_jobs() == Ran(succeeded=2, failed=1)
     assert sample(recording, "sqlqueue_jobs_finished_total", **succeeded) == before + 2
     assert sample(recording, "sqlqueue_jobs_finished_total", **failed) == before_failed + 1
     assert (
@@ -51,7 +50,5 @@ def test_finished_attempts_are_counted_by_task_queue_and_outcome(recording: reco
 def test_nothing_is_recorded_unless_connected() -> None:
     labels = {"task": "tests.testapp.tasks.add", "queue": "default", "outcome": "succeeded"}
     before = sample(recorder.job_metrics(), "sqlqueue_jobs_finished_total", **labels)
-    Job.objects.enqueue(add, [1, 2])
-    (job,) = Job.objects.claim(worker_id="worker-1")
-    attempt(job, "worker-1")
+    assert perform(add, 1, 2) == 3
     assert sample(recorder.job_metrics(), "sqlqueue_jobs_finished_total", **labels) == before
