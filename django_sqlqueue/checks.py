@@ -5,6 +5,7 @@ Imported by ``AppConfig.ready()``, once the models are loaded."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -23,7 +24,11 @@ from django_sqlqueue.db.vendors import (
     journal_problem,
     version_problem,
 )
+from django_sqlqueue.exceptions import SQLQueueError
+from django_sqlqueue.metrics import client_installed
 from django_sqlqueue.models import Job
+from django_sqlqueue.recurrence import cronsim_installed
+from django_sqlqueue.validation import arguments_problem, job_options_problem
 
 _SETTING_IDS = {
     "SQLQUEUE_QUEUES": "sqlqueue.E001",
@@ -38,6 +43,8 @@ _SETTING_IDS = {
     "SQLQUEUE_POLL_INTERVAL": "sqlqueue.E014",
     "SQLQUEUE_SHUTDOWN_GRACE": "sqlqueue.E015",
     "SQLQUEUE_RETENTION": "sqlqueue.E017",
+    "SQLQUEUE_SCHEDULE": "sqlqueue.E018",
+    "SQLQUEUE_CANCEL_GRACE": "sqlqueue.E026",
 }
 
 
@@ -48,6 +55,8 @@ def register() -> None:
     checks.register(check_database_drivers)
     checks.register(check_database_version, checks.Tags.database)
     checks.register(check_database_journal, checks.Tags.database)
+    checks.register(check_schedule)
+    checks.register(check_metrics_directory)
 
 
 def check_settings(**kwargs: Any) -> list[checks.CheckMessage]:
@@ -107,4 +116,57 @@ def check_database_journal(databases: Sequence[str] | None = None, **kwargs: Any
         checks.Warning(f"{problem}.", hint=JOURNAL_HINT, id="sqlqueue.W001")
         for connection in _queue_connections(databases or ())
         if (problem := journal_problem(connection))
+    ]
+
+
+def check_schedule(**kwargs: Any) -> list[checks.CheckMessage]:
+    """Every ``SQLQUEUE_SCHEDULE`` entry can be enqueued: its task is registered and its
+    arguments and options are a job's (E019); cron entries have cronsim (E020). The
+    entries' shape is ``check_settings``'s (E018)."""
+    try:
+        entries = conf.SQLQUEUE_SCHEDULE
+    except ImproperlyConfigured:
+        return []  # check_settings reports it
+    errors: list[checks.CheckMessage] = []
+    for key, entry in entries.items():
+        try:
+            job = Job.objects.build(entry.task, entry.args, entry.kwargs, queue=entry.queue, priority=entry.priority)
+            problem = arguments_problem(job.args, job.kwargs) or job_options_problem(
+                queue=job.queue, priority=job.priority
+            )
+        except SQLQueueError as error:
+            problem = str(error)
+        if problem:
+            errors.append(
+                checks.Error(
+                    f"SQLQUEUE_SCHEDULE[{key!r}] cannot enqueue {entry.task!r}: {problem}",
+                    hint="Name a registered task (its @job name) and arguments it can take as JSON.",
+                    id="sqlqueue.E019",
+                )
+            )
+    if not cronsim_installed() and (crons := [key for key, entry in entries.items() if entry.cron is not None]):
+        errors.append(
+            checks.Error(
+                f"SQLQUEUE_SCHEDULE entries {crons} use cron, which needs cronsim, and it is not installed.",
+                hint='pip install "django-sqlqueue[cron]"',
+                id="sqlqueue.E020",
+            )
+        )
+    return errors
+
+
+def check_metrics_directory(**kwargs: Any) -> list[checks.CheckMessage]:
+    """With prometheus-client installed, ``PROMETHEUS_MULTIPROC_DIR``, when set, is a
+    directory this process can write: the worker processes record their metrics there,
+    and a scrape reads it (a missing one fails every job's receiver and every scrape)."""
+    path = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if path is None or not client_installed() or (os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK)):
+        return []
+    return [
+        checks.Error(
+            f"PROMETHEUS_MULTIPROC_DIR is {path!r}, which is not a directory this process can write.",
+            hint="Create it (and empty it before each start), or unset it: "
+            "runworkers --metrics-port then uses a directory of its own.",
+            id="sqlqueue.E023",
+        )
     ]

@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from django_sqlqueue.recurrence import Entry, parse_schedule
 from django_sqlqueue.status import JobStatus
 
 QUEUE_NAME_MAX_LENGTH = 100
@@ -189,12 +190,26 @@ class Settings:
         return _positive_number("SQLQUEUE_SHUTDOWN_GRACE", 30.0)
 
     @property
+    def SQLQUEUE_CANCEL_GRACE(self) -> float:
+        """Seconds a running job may go on after its worker learnt it was cancelled before
+        it is stopped like a job past its timeout (default 30)."""
+        return _positive_number("SQLQUEUE_CANCEL_GRACE", 30.0)
+
+    @property
     def SQLQUEUE_RETENTION(self) -> dict[JobStatus, datetime.timedelta | None]:
         """How long finished jobs are kept after ``finished_at``, by status: seconds or a
         ``timedelta``, ``None`` to keep them for ever. A status left out keeps its default
         (``DEFAULT_RETENTION``: successes a day, cancellations a week, failures 30 days).
         ``SUCCESSFUL: 0`` deletes a job as its success is recorded."""
         return _retention(_read("SQLQUEUE_RETENTION", {}))
+
+    @property
+    def SQLQUEUE_SCHEDULE(self) -> dict[str, Entry]:
+        """Recurring jobs by name (default none): each entry a dict with ``task``, one of
+        ``cron`` (five fields) or ``every`` (seconds or a ``timedelta``), and optionally
+        ``args``, ``kwargs``, ``queue``, ``priority``, ``tz`` (default ``TIME_ZONE``),
+        ``enabled`` and ``missed`` (``"skip"``, ``"latest"``, ``"all"``)."""
+        return parse_schedule(_read("SQLQUEUE_SCHEDULE", {}), default_tz=settings.TIME_ZONE or "UTC")
 
 
 conf = Settings()

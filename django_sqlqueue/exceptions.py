@@ -19,6 +19,13 @@ class JobTimeout(SQLQueueError):
     """Recorded on an attempt that ran past its timeout: its worker process was stopped."""
 
 
+class JobCancelled(SQLQueueError):
+    """Raised by ``current_job().raise_if_cancelled()`` once someone asked to cancel the
+    running job, and recorded on an attempt stopped for a cancel: the job ends
+    ``CANCELLED``, never retried. A task that catches it and goes on is stopped after
+    ``SQLQUEUE_CANCEL_GRACE`` all the same."""
+
+
 class WorkerLost(SQLQueueError):
     """Recorded on an attempt whose worker died or vanished before it finished."""
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
 from django.conf import settings
 from django.db import models, transaction
@@ -59,6 +59,15 @@ class JobQuerySet(models.QuerySet["Job"]):
     def in_claim_order(self) -> JobQuerySet:
         """Higher priority first, then the earliest due, then the oldest."""
         return self.order_by("-priority", "run_at", "id")
+
+
+class CancelCount(NamedTuple):
+    """What :meth:`JobManager.cancel` did."""
+
+    #: ``READY`` jobs now ``CANCELLED``.
+    cancelled: int
+    #: ``RUNNING`` jobs asked to stop (not counting those asked before).
+    requested: int
 
 
 class JobManager(models.Manager["Job"]):
@@ -149,19 +158,25 @@ class JobManager(models.Manager["Job"]):
         queues: Iterable[str] | None = None,
         limit: int | None = None,
         filter: models.Q | None = None,
+        skip_queues: Collection[str] = (),
     ) -> claiming.ClaimedJobs:
         """Take up to ``limit`` ready jobs (default ``SQLQUEUE_BATCH_SIZE``) for ``worker_id``.
 
         The jobs come back ``RUNNING``, owned by the worker, with the attempt counted,
         in claim order. The claim commits at once (unless called inside an outer
         transaction): run the jobs after it returns, never inside it. ``filter`` is any
-        ``Q`` on the jobs table."""
+        ``Q`` on the jobs table. ``skip_queues`` are left out (the paused ones); when it
+        is empty the statement is the same as without it."""
         limit = conf.SQLQUEUE_BATCH_SIZE if limit is None else limit
         if problem := claim_limit_problem(limit):
             raise ValueError(f"{problem}.")
         if not worker_id:
             raise ValueError("worker_id must name the worker that claims.")
+        if skip_queues and queues is not None:
+            queues = [queue for queue in queues if queue not in skip_queues]
         candidates = self.on_queue_db().ready().in_queues(queues)
+        if skip_queues and queues is None:
+            candidates = candidates.exclude(queue__in=list(skip_queues))
         if filter is not None:
             candidates = candidates.filter(filter)
         return claiming.claim(candidates.in_claim_order(), worker_id=worker_id, limit=limit)
@@ -185,6 +200,27 @@ class JobManager(models.Manager["Job"]):
         instead (one DELETE, fenced the same way), and counts as written. Raises what the
         database raised when it is out of reach."""
         return finishing.finish(self.on_queue_db(), worker_id=worker_id, succeeded=succeeded or {}, failed=failed or {})
+
+    def cancel(self, jobs: models.QuerySet[Job] | Iterable[int]) -> CancelCount:
+        """Cancel ``jobs`` (a queryset or ids): a ``READY`` one becomes ``CANCELLED`` at
+        once; a ``RUNNING`` one gets a cancel request (``cancel_requested_at``, the
+        database's clock), which its worker learns of within a heartbeat: the job ends
+        ``CANCELLED`` when its task stops on it (``current_job().raise_if_cancelled()``)
+        or when the worker stops it after ``SQLQUEUE_CANCEL_GRACE``; never retried.
+        Finished jobs are left alone. Two UPDATEs in one transaction."""
+        targets = self.on_queue_db()
+        if isinstance(jobs, models.QuerySet):
+            targets = targets.filter(pk__in=jobs.values_list("pk", flat=True))
+        else:
+            targets = targets.filter(pk__in=list(jobs))
+        with transaction.atomic(using=targets.db):
+            cancelled = targets.filter(status=JobStatus.READY).update(
+                status=JobStatus.CANCELLED, finished_at=DatabaseNow()
+            )
+            requested = targets.filter(status=JobStatus.RUNNING, cancel_requested_at__isnull=True).update(
+                cancel_requested_at=DatabaseNow()
+            )
+        return CancelCount(cancelled, requested)
 
     def release(self, *, worker_id: str, unstarted: Iterable[Job]) -> int:
         """Put claimed jobs that never started back to ``READY``, their attempt not counted

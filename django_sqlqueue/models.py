@@ -9,11 +9,12 @@ from django_sqlqueue.conf import QUEUE_NAME_MAX_LENGTH, conf
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.indexes import StatusIndex
 from django_sqlqueue.managers import JobManager
+from django_sqlqueue.recurrence import KEY_MAX_LENGTH, MISSED
 from django_sqlqueue.registry import TASK_NAME_MAX_LENGTH
 from django_sqlqueue.status import JobStatus
 from django_sqlqueue.validation import MAX_PRIORITY, MIN_PRIORITY
 
-__all__ = ["Job", "JobStatus", "Worker"]
+__all__ = ["Job", "JobStatus", "Leader", "PausedQueue", "Schedule", "Worker"]
 
 
 class Job(models.Model):
@@ -53,6 +54,12 @@ class Job(models.Model):
         help_text="The exception class of the last failed attempt; empty when none failed.",
     )
     result = models.JSONField(null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(
+        null=True, blank=True, help_text="When someone asked to cancel the job while it ran (the database's clock)."
+    )
+    progress = models.JSONField(
+        null=True, blank=True, help_text='The last progress its task reported: {"done", "total", "message"}.'
+    )
 
     objects = JobManager()
 
@@ -139,3 +146,78 @@ class Worker(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Schedule(models.Model):
+    """The state of one ``SQLQUEUE_SCHEDULE`` entry: written from settings when a
+    supervisor starts, then advanced tick by tick.
+
+    ``last_tick_at`` is the compare-and-set that makes each tick fire once: a supervisor
+    moves it from the value it read to the tick it enqueues, in the transaction that
+    inserts the job, and only one supervisor can move it from any one value."""
+
+    key = models.CharField(max_length=KEY_MAX_LENGTH, unique=True, help_text="The entry's name in SQLQUEUE_SCHEDULE.")
+    task = models.CharField(max_length=TASK_NAME_MAX_LENGTH)
+    expression = models.CharField(max_length=255, help_text="A cron expression, or every N seconds.")
+    cron = models.CharField(max_length=255, blank=True, default="")
+    every = models.FloatField(null=True, blank=True, help_text="Seconds between ticks, for an every entry.")
+    tz = models.CharField("time zone", max_length=64)
+    args = models.JSONField(default=list, blank=True)
+    kwargs = models.JSONField(default=dict, blank=True)
+    queue = models.CharField(
+        max_length=QUEUE_NAME_MAX_LENGTH, blank=True, default="", help_text="Empty for the task's own queue."
+    )
+    priority = models.SmallIntegerField(null=True, blank=True)
+    missed = models.CharField(max_length=max(map(len, MISSED)), choices=[(policy, policy) for policy in MISSED])
+    enabled = models.BooleanField(default=True)
+    last_tick_at = models.DateTimeField(help_text="Every tick up to this time is done (enqueued or skipped).")
+    next_tick_at = models.DateTimeField(null=True, blank=True, help_text="When it is next due.")
+    last_run_at = models.DateTimeField(null=True, blank=True, help_text="The tick of the last job it enqueued.")
+    # Not a foreign key: the job may be pruned long before the schedule changes.
+    last_job_id = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["enabled", "next_tick_at"], name="sqlqueue_schedule_due")]
+        permissions = [
+            ("enable_schedule", "Can enable and disable schedules"),
+            ("run_schedule_now", "Can run scheduled entries now"),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class Leader(models.Model):
+    """A lease on a role (``maintenance``: rescue, recurring jobs, pruning) that one
+    ``runworkers`` supervisor holds at a time, until ``expires_at`` by the database's
+    clock; its holder renews it, and any other takes it over once it has expired."""
+
+    role = models.CharField(max_length=50, unique=True)
+    holder = models.CharField(max_length=255, help_text="The supervisor: host:pid, after --name-prefix.")
+    acquired_at = models.DateTimeField(db_default=DatabaseNow(), help_text="When this holder took it.")
+    expires_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.holder}"
+
+
+class PausedQueue(models.Model):
+    """A queue workers do not claim from until it is resumed (``pause_queue``).
+
+    Its jobs stay ``READY`` and can still be enqueued; the jobs already running finish.
+    One row per paused queue, so pausing twice is pausing once."""
+
+    queue = models.CharField(max_length=QUEUE_NAME_MAX_LENGTH, primary_key=True)
+    reason = models.CharField(max_length=255, blank=True, default="")
+    paused_at = models.DateTimeField(db_default=DatabaseNow())
+
+    class Meta:
+        ordering = ["queue"]
+        default_permissions = ()
+        permissions = [
+            ("pause_queue", "Can pause queues"),
+            ("resume_queue", "Can resume paused queues"),
+        ]
+
+    def __str__(self) -> str:
+        return self.queue

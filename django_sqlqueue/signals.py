@@ -10,6 +10,8 @@ from django.dispatch import Signal
 #: Sent before a job runs, with ``job``.
 job_started = Signal()
 
-#: Sent after a job ran, with ``job``, ``result`` (None on failure) and ``error``
-#: (the exception, or None on success). The outcome is written shortly after, in a batch.
+#: Sent after a job ran, with ``job``, ``result`` (None on failure), ``error`` (the
+#: exception, or None on success), ``outcome`` (``"succeeded"``; ``"retrying"`` for a
+#: failed attempt with attempts left; else ``"failed"``) and ``duration`` (the attempt's
+#: seconds, by the worker's monotonic clock). The outcome is written shortly after, in a batch.
 job_finished = Signal()

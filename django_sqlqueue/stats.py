@@ -17,6 +17,7 @@ from django.db.models import Count, F, Min, Q
 from django_sqlqueue.db.clock import DatabaseNow, database_now
 from django_sqlqueue.managers import JobQuerySet
 from django_sqlqueue.models import Job, Worker
+from django_sqlqueue.pausing import paused_queues
 from django_sqlqueue.status import JobStatus
 
 MINUTE = datetime.timedelta(minutes=1)
@@ -159,6 +160,12 @@ class QueueFigures:
     #: How long the oldest due ``READY`` job has waited; None when none is due.
     lag: datetime.timedelta | None = None
     recent: Recent = Recent()
+    #: Why it was paused ("" for no reason given); None while it is not paused.
+    paused_reason: str | None = None
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_reason is not None
 
 
 @dataclass(frozen=True)
@@ -179,6 +186,8 @@ class Snapshot:
                     "counts": {status: queue.counts.get(status, 0) for status in JobStatus.values},
                     "estimated": list(queue.estimated),
                     "lag_seconds": None if queue.lag is None else queue.lag.total_seconds(),
+                    "paused": queue.paused,
+                    "paused_reason": queue.paused_reason,
                     **asdict(queue.recent),
                 }
                 for queue in self.queues
@@ -195,7 +204,7 @@ def _worker_json(worker: WorkerFigures) -> dict[str, Any]:
 
 
 def snapshot(alias: str, *, estimate_above: int = ESTIMATE_ABOVE_ROWS) -> Snapshot:
-    """Every queue that has jobs and every live worker, read on ``alias``. On PostgreSQL
+    """Every queue that has jobs or is paused, and every live worker, read on ``alias``. On PostgreSQL
     with more than ``estimate_above`` rows the finished statuses are estimated, so no
     query reads every row; elsewhere they are counted from the
     ``sqlqueue_job_queue_status`` index."""
@@ -210,6 +219,7 @@ def snapshot(alias: str, *, estimate_above: int = ESTIMATE_ABOVE_ROWS) -> Snapsh
                 counts.setdefault(queue, {}).update(exact)
         estimated = tuple(status for status in JobStatus.values if status not in ACTIVE)
     lags, recent = queue_lags(jobs), recent_outcomes(jobs)
+    paused = {queue: row.reason for queue, row in paused_queues(alias).items()}
     queues = [
         QueueFigures(
             queue,
@@ -217,7 +227,8 @@ def snapshot(alias: str, *, estimate_above: int = ESTIMATE_ABOVE_ROWS) -> Snapsh
             estimated if queue in (estimates or {}) else (),
             lags.get(queue),
             recent.get(queue, Recent()),
+            paused.get(queue),
         )
-        for queue in sorted(counts.keys() | lags.keys() | recent.keys())
+        for queue in sorted(counts.keys() | lags.keys() | recent.keys() | paused.keys())
     ]
     return Snapshot(database_now(alias), queues, live_workers(alias))

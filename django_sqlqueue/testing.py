@@ -44,6 +44,8 @@ class Ran(NamedTuple):
     retried: int = 0
     #: Failed for good: ``FAILED``.
     failed: int = 0
+    #: Stopped on a cancel request (``JobCancelled``): ``CANCELLED``.
+    cancelled: int = 0
 
 
 def enqueued(
@@ -163,7 +165,8 @@ def _tally(ran: Ran, outcome: JobOutcome) -> Ran:
     # No row left: SQLQUEUE_RETENTION["SUCCESSFUL"] is 0 and it succeeded.
     status = Job.objects.on_queue_db().filter(pk=outcome.job.pk).values_list("status", flat=True).first()
     status = status or JobStatus.SUCCESSFUL
-    field = {JobStatus.SUCCESSFUL: "succeeded", JobStatus.READY: "retried"}.get(JobStatus(status), "failed")
+    fields = {JobStatus.SUCCESSFUL: "succeeded", JobStatus.READY: "retried", JobStatus.CANCELLED: "cancelled"}
+    field = fields.get(JobStatus(status), "failed")
     return ran._replace(**{field: getattr(ran, field) + 1})
 
 

@@ -34,6 +34,7 @@ for _name in (
     "SQLQUEUE_LEASE",
     "SQLQUEUE_POLL_INTERVAL",
     "SQLQUEUE_SHUTDOWN_GRACE",
+    "SQLQUEUE_CANCEL_GRACE",
 ):
     if _name in os.environ:
         globals()[_name] = float(os.environ[_name])
@@ -43,6 +44,10 @@ if "SQLQUEUE_RETENTION" in os.environ:
 # The connection tests' workers run with Django's default 0, as most projects' do.
 if "CONN_MAX_AGE" in os.environ:
     DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ["CONN_MAX_AGE"])
+
+# A JSON object of recurring jobs, for the schedule tests' workers.
+if "SQLQUEUE_SCHEDULE" in os.environ:
+    SQLQUEUE_SCHEDULE = json.loads(os.environ["SQLQUEUE_SCHEDULE"])
 
 
 def _read_only(primary: dict[str, Any]) -> dict[str, Any]:

@@ -48,6 +48,9 @@ class Change:
     skipped: str
     #: The columns it sets; None deletes the jobs instead.
     writes: Callable[[], dict[str, Any]] | None = None
+    #: Whether it cancels through ``Job.objects.cancel`` (ready jobs cancelled, running
+    #: ones asked to stop) rather than by ``writes``.
+    cancels: bool = False
 
 
 RETRY = Change(
@@ -64,6 +67,7 @@ RETRY = Change(
         "started_at": None,
         "finished_at": None,
         "worker": "",
+        "cancel_requested_at": None,
     },
     skipped="not failed or cancelled",
 )
@@ -72,9 +76,12 @@ CANCEL = Change(
     label="Cancel",
     done="Cancelled",
     permission="cancel",
-    applies=lambda: models.Q(status=JobStatus.READY),
+    applies=lambda: (
+        models.Q(status=JobStatus.READY) | models.Q(status=JobStatus.RUNNING, cancel_requested_at__isnull=True)
+    ),
     writes=lambda: {"status": JobStatus.CANCELLED, "finished_at": DatabaseNow()},
-    skipped="not ready",
+    skipped="not ready or running, or already asked to stop",
+    cancels=True,
 )
 RUN_NOW = Change(
     name="run_now",
@@ -103,6 +110,8 @@ class Tally:
 
     done: int = 0
     skipped: int = 0
+    #: Running jobs asked to stop (by Cancel), not counted in ``done``.
+    requested: int = 0
 
 
 def apply(change: Change, jobs: QuerySet[Job], request: HttpRequest) -> Tally:
@@ -125,11 +134,16 @@ def apply(change: Change, jobs: QuerySet[Job], request: HttpRequest) -> Tally:
             eligible = list(targets.only("pk", "task", "status"))
             if eligible:
                 _log(change, request, eligible, already_logged=tally.done)
-                if change.writes is None:
+                if change.cancels:
+                    counted = Job.objects.db_manager(alias).cancel(job.pk for job in eligible)
+                    tally.done += counted.cancelled
+                    tally.requested += counted.requested
+                elif change.writes is None:
                     targets.delete()
                 else:
                     targets.update(**change.writes())
-            tally.done += len(eligible)
+            if not change.cancels:
+                tally.done += len(eligible)
             tally.skipped += len(locked) - len(eligible)
 
 
@@ -155,6 +169,8 @@ def _log(change: Change, request: HttpRequest, jobs: list[Job], *, already_logge
 def report(change: Change, tally: Tally) -> str:
     """What to tell the user: done and skipped counts, in words."""
     message = f"{change.done} {_jobs(tally.done)}."
+    if tally.requested:
+        message += f" Asked {tally.requested} running {'job' if tally.requested == 1 else 'jobs'} to stop."
     if tally.skipped:
         message += f" Skipped {_jobs(tally.skipped)}: {change.skipped}."
     return message

@@ -33,6 +33,22 @@ STATUS_COLOURS: dict[str, str] = {
 }
 
 
+def progress_bar(progress: dict[str, Any] | None) -> SafeString | str:
+    """A task's last progress report as a bar with its message ("-" for none)."""
+    if not isinstance(progress, dict) or not isinstance(progress.get("done"), (int, float)):
+        return "-"
+    done, total, message = progress["done"], progress.get("total"), str(progress.get("message") or "")
+    if isinstance(total, (int, float)) and total > 0:
+        return format_html(
+            '<progress class="sqlqueue-progress" value="{}" max="{}"></progress> {}% {}',
+            done,
+            total,
+            int(100 * min(done, total) / total),
+            message,
+        )
+    return format_html('<span class="sqlqueue-progress">{} done</span> {}', done, message)
+
+
 def status_badge(status: str) -> SafeString:
     """The status as a coloured label."""
     label = JobStatus(status).label if status in JobStatus.values else status

@@ -24,7 +24,8 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 from rangefilter.filters import DateRangeFilterBuilder
 
-from django_sqlqueue.admin import changes, display, failures, overview
+from django_sqlqueue import pausing
+from django_sqlqueue.admin import changes, display, failures, overview, throughput
 from django_sqlqueue.admin.changes import CHANGES, Change
 from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, TaskFilter
 from django_sqlqueue.models import Job, JobStatus, Worker
@@ -73,6 +74,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "enqueued_at",
         "finished_at",
         "worker",
+        "progress_shown",
         "last_error",
     ]
     list_display_links = ["id", "task"]
@@ -94,12 +96,15 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     show_facets = admin.ShowFacets.NEVER
     actions = [
         _action("retry", "Retry the selected failed or cancelled jobs"),
-        _action("cancel", "Cancel the selected ready jobs"),
+        _action("cancel", "Cancel the selected jobs (running ones are asked to stop)"),
         _action("run_now", "Run the selected scheduled jobs now"),
         _action("delete_selected", "Delete the selected jobs (not running ones)"),
     ]
     fieldsets = [
-        (None, {"fields": ["id", "task", "queue", "status_badge", "priority", "attempts_of", "timeout"]}),
+        (
+            None,
+            {"fields": ["id", "task", "queue", "status_badge", "priority", "attempts_of", "timeout", "progress_shown"]},
+        ),
         (
             "Timings",
             {"fields": ["enqueued_at", "run_at_shown", "started_at", "finished_at", "waited", "ran", "worker_link"]},
@@ -143,6 +148,12 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def has_run_now_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("django_sqlqueue.run_job_now")
 
+    def has_pause_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("django_sqlqueue.pause_queue")
+
+    def has_resume_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("django_sqlqueue.resume_queue")
+
     def has_delete_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
         running = obj is not None and obj.status == JobStatus.RUNNING
         return not running and super().has_delete_permission(request, obj)
@@ -162,7 +173,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         """Make ``change`` to ``jobs`` and tell the user what was done and skipped."""
         self.check_permission(request, change)
         tally = changes.apply(change, jobs, request)
-        level = messages.SUCCESS if tally.done else messages.WARNING
+        level = messages.SUCCESS if tally.done or tally.requested else messages.WARNING
         self.message_user(request, changes.report(change, tally), level)
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
@@ -194,6 +205,11 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         view = self.admin_site.admin_view
         return [
             path("overview/", view(self.overview_view), name="django_sqlqueue_job_overview"),
+            path(
+                "overview/<str:action>/",
+                view(require_POST(self.pause_view)),
+                name="django_sqlqueue_job_pause",
+            ),
             path("retry-failed/", view(self.retry_failed_view), name="django_sqlqueue_job_retry_failed"),
             path("failures/", view(self.failures_view), name="django_sqlqueue_job_failures"),
             path(
@@ -282,7 +298,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return HttpResponseRedirect(reverse("admin:django_sqlqueue_job_failures"))
 
     def overview_view(self, request: HttpRequest) -> TemplateResponse:
-        """Per queue: jobs by status, lag of the oldest due job, throughput of the last hour."""
+        """Per queue: jobs by status, lag of the oldest due job, succeeded and failed over the last hour and week."""
         if not self.has_view_permission(request):
             raise PermissionDenied
         return TemplateResponse(
@@ -293,12 +309,34 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 "opts": self.opts,
                 "title": "Queue overview",
                 "queues": overview.queue_stats(),
+                "can_pause": self.has_pause_permission(request),
+                "can_resume": self.has_resume_permission(request),
                 "statuses": JobStatus.choices,
-                "chart_width": overview.CHART_WIDTH,
-                "chart_height": overview.CHART_HEIGHT,
-                "bar_width": overview.BAR_WIDTH,
+                "spans": throughput.SPANS,
+                "chart_width": throughput.CHART_WIDTH,
+                "chart_height": throughput.CHART_HEIGHT,
             },
         )
+
+    def pause_view(self, request: HttpRequest, action: str) -> HttpResponse:
+        """The overview's Pause and Resume buttons: the queue named by ``queue`` (posted),
+        each button under its own permission; then back to the overview."""
+        if action not in ("pause", "resume") or not getattr(self, f"has_{action}_permission")(request):
+            raise PermissionDenied
+        queue = request.POST.get("queue", "")
+        try:
+            if action == "pause":
+                done = pausing.pause_queue(queue, request.POST.get("reason", ""))
+                said = f"Paused queue {queue!r}: workers stop claiming its jobs within a second."
+                unchanged = f"Queue {queue!r} was already paused."
+            else:
+                done = pausing.resume_queue(queue)
+                said, unchanged = f"Resumed queue {queue!r}.", f"Queue {queue!r} was not paused."
+        except ValueError as error:
+            self.message_user(request, str(error), messages.ERROR)
+        else:
+            self.message_user(request, said if done else unchanged, messages.SUCCESS if done else messages.WARNING)
+        return HttpResponseRedirect(reverse("admin:django_sqlqueue_job_overview"))
 
     def render_change_form(self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         job = context.get("original")
@@ -325,6 +363,10 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description="attempts")
     def attempts_of(self, job: Job) -> str:
         return f"{job.attempts}/{job.max_attempts}"
+
+    @admin.display(description="progress")
+    def progress_shown(self, job: Job) -> SafeString | str:
+        return display.progress_bar(job.progress)
 
     @admin.display(description="last error")
     def last_error(self, job: Job) -> str:

@@ -1,4 +1,5 @@
-"""The worker admin: which worker processes are alive, their heartbeats, the jobs they hold.
+"""The worker admin: which worker processes are alive, their heartbeats, the jobs they hold,
+and which supervisor leads maintenance (its worker processes are marked).
 
 Read-only: worker rows belong to the supervisors that write them, and a dead
 worker's row goes when a live supervisor rescues its jobs."""
@@ -9,9 +10,10 @@ import datetime
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import BooleanField, Count, ExpressionWrapper, OuterRef, Q, QuerySet, Subquery
-from django.db.models.functions import Coalesce
-from django.http import HttpRequest
+from django.db.models import BooleanField, Count, Exists, ExpressionWrapper, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce, Concat
+from django.db.models.lookups import StartsWith
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -19,8 +21,10 @@ from django.utils.safestring import SafeString
 from django_sqlqueue.admin.display import status_badge
 from django_sqlqueue.admin.jobs import running_jobs_url
 from django_sqlqueue.conf import conf
+from django_sqlqueue.db import leadership
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.models import Job, JobStatus, Worker
+from django_sqlqueue.db.routing import queue_db
+from django_sqlqueue.models import Job, JobStatus, Leader, Worker
 
 #: The jobs listed on a worker's page; the link to the changelist shows them all.
 LISTED_JOBS = 50
@@ -34,6 +38,7 @@ FIELDS = (
     "started_at",
     "heartbeat_at",
     "is_alive",
+    "under_leader",
     "jobs_succeeded",
     "jobs_failed",
     "running",
@@ -61,7 +66,17 @@ class AliveFilter(admin.SimpleListFilter):
 class WorkerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """Every registered worker process, alive or dead, and the jobs it holds."""
 
-    list_display = ["name", "host", "pid", "is_alive", "heartbeat_at", "started_at", "running", "queues_shown"]
+    list_display = [
+        "name",
+        "host",
+        "pid",
+        "is_alive",
+        "under_leader",
+        "heartbeat_at",
+        "started_at",
+        "running",
+        "queues_shown",
+    ]
     list_display_links = ["name"]
     list_filter = [AliveFilter, "host"]
     search_fields = ["name", "host"]
@@ -79,10 +94,26 @@ class WorkerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             .values("count")
         )
         workers: QuerySet[Worker] = super().get_queryset(request)
+        # A worker process's name starts with its supervisor's, the lease's holder.
+        leader = Leader.objects.filter(
+            StartsWith(OuterRef("name"), Concat("holder", Value(":"))),
+            role=leadership.MAINTENANCE,
+            expires_at__gte=DatabaseNow(),
+        )
         return workers.annotate(
             alive=ExpressionWrapper(Q(heartbeat_at__gte=DatabaseNow() - lease), output_field=BooleanField()),
             running_count=Coalesce(Subquery(held), 0),
+            leads=Exists(leader),
         )
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        """Says which supervisor leads maintenance, above the list."""
+        current = leadership.current(queue_db(Leader))
+        if current is None:
+            lead = "No supervisor holds the maintenance lease: no runworkers is running, or it is being taken over."
+        else:
+            lead = f"Supervisor {current.holder} leads maintenance (rescue, recurring jobs, pruning)."
+        return super().changelist_view(request, {"subtitle": lead, **(extra_context or {})})
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -96,6 +127,11 @@ class WorkerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description="alive", boolean=True, ordering="alive")
     def is_alive(self, worker: Worker) -> bool:
         return bool(worker.alive)  # type: ignore[attr-defined]
+
+    @admin.display(description="under the leader", boolean=True, ordering="leads")
+    def under_leader(self, worker: Worker) -> bool:
+        """Whether its supervisor holds the maintenance lease."""
+        return bool(worker.leads)  # type: ignore[attr-defined]
 
     @admin.display(description="queues")
     def queues_shown(self, worker: Worker) -> str:

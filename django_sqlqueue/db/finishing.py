@@ -25,7 +25,7 @@ from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import is_away, is_unwritable
-from django_sqlqueue.exceptions import InvalidJobError
+from django_sqlqueue.exceptions import InvalidJobError, JobCancelled
 from django_sqlqueue.status import JobStatus
 from django_sqlqueue.validation import json_problem
 
@@ -60,18 +60,24 @@ def error_record(job: Job, error: BaseException, worker_id: str) -> dict[str, An
     ``max_attempts``: an admin Retry starts ``attempts`` from 0 again, but every attempt
     before it that ended without success left one record here."""
     kind = type(error)
-    try:
-        message = str(error)
-    except Exception as problem:
-        message = f"<str() of this {kind.__qualname__} raised {type(problem).__qualname__}>"
     return {
         "attempt": len(job.errors) + 1,
         "worker": worker_id,
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "exception_class_path": f"{kind.__module__}.{kind.__qualname__}",
-        "message": _storable(message, MESSAGE_LIMIT),
+        "message": error_message(error),
         "traceback": _storable("".join(traceback.format_exception(error)), TRACEBACK_LIMIT),
     }
+
+
+def error_message(error: BaseException) -> str:
+    """``str(error)`` as a failed attempt keeps it (see :func:`_storable`), or a
+    placeholder naming the class when its ``__str__`` raises: never an exception."""
+    try:
+        message = str(error)
+    except Exception as problem:
+        message = f"<str() of this {type(error).__qualname__} raised {type(problem).__qualname__}>"
+    return _storable(message, MESSAGE_LIMIT)
 
 
 def _storable(text: str, limit: int) -> str:
@@ -85,10 +91,22 @@ def _storable(text: str, limit: int) -> str:
     return f"{text[: limit // 2]}\n[... {cut} characters cut ...]\n{text[-(limit - limit // 2) :]}"
 
 
+def was_cancelled(job: Job, error: BaseException) -> bool:
+    """Whether a failed attempt ends its job ``CANCELLED``: the task stopped on a cancel
+    request (``JobCancelled``), or someone asked to cancel the job while it ran."""
+    return isinstance(error, JobCancelled) or job.cancel_requested_at is not None
+
+
+def will_retry(job: Job) -> bool:
+    """Whether a claimed job whose attempt fails goes back to ``READY``: it has attempts left."""
+    return job.attempts < job.max_attempts
+
+
 def after_failure(job: Job, error: BaseException, worker_id: str, now: Any) -> dict[str, Any]:
     """The columns a failed attempt changes, its error added to the job's (and its class
-    to ``last_error_class``): back to ``READY`` after :func:`retry_delay` while it has
-    attempts left, else ``FAILED``.
+    to ``last_error_class``): ``CANCELLED`` when it was cancelled (it raised
+    ``JobCancelled``, or someone asked to cancel it), else back to ``READY`` after
+    :func:`retry_delay` while it has attempts left, else ``FAILED``.
 
     ``now`` is the database's clock when the outcome is written; the worker's own
     clock only where it tells Django's task signals what is about to be written."""
@@ -96,7 +114,9 @@ def after_failure(job: Job, error: BaseException, worker_id: str, now: Any) -> d
     # The column holds what fits of the path: a class nested deep enough to pass 255
     # characters is grouped by its start, and its full path stays in the record.
     kept = {"errors": [*job.errors, record], "last_error_class": record["exception_class_path"][:255]}
-    if job.attempts < job.max_attempts:
+    if was_cancelled(job, error):
+        return {"status": JobStatus.CANCELLED, **kept, "finished_at": now}
+    if will_retry(job):
         return {"status": JobStatus.READY, **kept, "run_at": now + retry_delay(job.attempts)}
     return {"status": JobStatus.FAILED, **kept, "finished_at": now}
 
@@ -230,14 +250,23 @@ def _refused(using: str, error: DatabaseError) -> bool:
 
 
 def release(jobs: JobQuerySet, *, worker_id: str, unstarted: Iterable[Job]) -> int:
-    """Give back claimed jobs that never started, without counting their attempt."""
+    """Give back claimed jobs that never started, without counting their attempt; one
+    someone asked to cancel meanwhile is ``CANCELLED`` instead."""
     unstarted = list(unstarted)
     if not unstarted:
         return 0
     targets = still_held(jobs, worker_id, unstarted)
     return retry_transient(
         jobs.db,
-        lambda: targets.update(status=JobStatus.READY, attempts=F("attempts") - 1, started_at=None),
+        lambda: targets.update(
+            status=Case(
+                When(cancel_requested_at__isnull=False, then=Value(JobStatus.CANCELLED)),
+                default=Value(JobStatus.READY),
+            ),
+            finished_at=Case(When(cancel_requested_at__isnull=False, then=DatabaseNow()), default=F("finished_at")),
+            attempts=F("attempts") - 1,
+            started_at=None,
+        ),
         atomic=False,
     )
 

@@ -46,6 +46,14 @@ def _whole_number(text: str, *, minimum: int) -> int:
     return value
 
 
+def tcp_port(text: str) -> int:
+    """A TCP port number, from 1 to 65535."""
+    value = positive_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"{value} is more than 65535, the highest port")
+    return value
+
+
 def claim_limit(text: str) -> int:
     """How many jobs one claim takes: a whole number from 1 to ``MAX_CLAIM_LIMIT``."""
     value = positive_int(text)
@@ -54,13 +62,16 @@ def claim_limit(text: str) -> int:
     return value
 
 
+def queue_name(text: str) -> str:
+    """One name a queue may have."""
+    if problem := queue_name_problem(text):
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
 def queue_list(text: str) -> list[str]:
     """Comma-separated queue names, each one a queue may have."""
-    queues = [name.strip() for name in text.split(",")]
-    for name in queues:
-        if problem := queue_name_problem(name):
-            raise argparse.ArgumentTypeError(problem)
-    return queues
+    return [queue_name(name.strip()) for name in text.split(",")]
 
 
 def duration(text: str) -> datetime.timedelta:

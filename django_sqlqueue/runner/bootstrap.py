@@ -4,13 +4,12 @@ The supervisor starts its processes with ``spawn`` (a fresh interpreter; ``fork`
 would copy the parent's database connections and threads). A spawned child imports
 the module of its target, and unpickles its arguments, before it calls the target:
 so the target lives here and its arguments in ``config``, modules that import only
-the standard library and Django.
+the standard library and Django (as ``logs`` does).
 Every other runtime module may then import models at the top."""
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import signal
 import threading
@@ -20,6 +19,7 @@ from typing import Any
 import django
 from django.db import connections
 
+from django_sqlqueue.logs import configure_logging
 from django_sqlqueue.runner.config import WorkerConfig
 
 
@@ -40,7 +40,11 @@ def main(config: WorkerConfig, channel: Connection, budget: Any) -> None:
         # Only now: the worker imports models.
         from django_sqlqueue.runner.worker import Budget, WorkerProcess
 
-        logging.getLogger("django_sqlqueue").setLevel(config.log_level)
+        configure_logging(config.log_format, config.log_level)
+        if config.metrics:
+            from django_sqlqueue.metrics.recorder import connect
+
+            connect()
         stop = threading.Event()
 
         def request_stop(signum: int, frame: Any) -> None:

@@ -20,3 +20,7 @@ class WorkerConfig:
     max_jobs_per_process: int | None = None
     #: Recycle the process once its resident memory passes this many MiB (``--max-memory``).
     max_memory: int | None = None
+    #: Record the job metrics (``runworkers --metrics-port``, or ``PROMETHEUS_MULTIPROC_DIR`` set).
+    metrics: bool = False
+    #: ``text`` (the project's ``LOGGING`` as it is) or ``json`` (``--log-format``).
+    log_format: str = "text"

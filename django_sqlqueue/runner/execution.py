@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import copy
 import logging
+import time
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.dispatch import Signal
 from django.utils import timezone
 
-from django_sqlqueue import signals
-from django_sqlqueue.db.finishing import after_failure
+from django_sqlqueue import current, signals
+from django_sqlqueue.db.finishing import after_failure, error_message, was_cancelled, will_retry
 from django_sqlqueue.models import Job
 from django_sqlqueue.registry import get_task
 from django_sqlqueue.status import JobStatus
@@ -38,14 +39,64 @@ class JobOutcome(NamedTuple):
 
 def attempt(job: Job, worker_id: str) -> JobOutcome:
     """Run ``job`` in ``worker_id`` with ``job_started`` and ``job_finished`` sent around
-    it. Whatever the task raises is its outcome, never the worker's."""
-    _send(signals.job_started, Job, f"job {job.pk}", job=job)
-    try:
-        outcome = JobOutcome(job, result=run(job, worker_id))
-    except Exception as error:
-        outcome = JobOutcome(job, error=error)
-    _send(signals.job_finished, Job, f"job {job.pk}", job=job, result=outcome.result, error=outcome.error)
+    it, ``current_job()`` giving its handle meanwhile, and logs the attempt (at INFO, with
+    the fields of :func:`job_fields` as the record's extras). Whatever the task raises is
+    its outcome, never the worker's."""
+    with current.running(job, worker_id):
+        _send(signals.job_started, Job, f"job {job.pk}", job=job)
+        began = time.perf_counter()
+        try:
+            outcome = JobOutcome(job, result=run(job, worker_id))
+        except Exception as error:
+            outcome = JobOutcome(job, error=error)
+        duration = time.perf_counter() - began
+        result = outcome_name(job, outcome.error)
+        logger.info(
+            "Job %s (%s) %s in %.3f s%s",
+            job.pk,
+            job.task,
+            result,
+            duration,
+            "" if outcome.error is None else f": {type(outcome.error).__name__}: {error_message(outcome.error)}",
+            extra=job_fields(job, result, duration),
+        )
+        _send(
+            signals.job_finished,
+            Job,
+            f"job {job.pk}",
+            job=job,
+            result=outcome.result,
+            error=outcome.error,
+            outcome=result,
+            duration=duration,
+        )
     return outcome
+
+
+#: What an attempt came to: the ``outcome`` of ``job_finished``, of the log line and of the metrics.
+SUCCEEDED, RETRYING, FAILED, CANCELLED = "succeeded", "retrying", "failed", "cancelled"
+
+
+def outcome_name(job: Job, error: BaseException | None) -> str:
+    """``succeeded``; ``cancelled`` for a failed attempt of a job asked to stop;
+    ``retrying`` for one with attempts left; else ``failed``."""
+    if error is None:
+        return SUCCEEDED
+    if was_cancelled(job, error):
+        return CANCELLED
+    return RETRYING if will_retry(job) else FAILED
+
+
+def job_fields(job: Job, outcome: str, duration: float) -> dict[str, Any]:
+    """The fields of a finished attempt's log record, which the JSON log format writes."""
+    return {
+        "job_id": job.pk,
+        "task": job.task,
+        "queue": job.queue,
+        "attempt": job.attempts,
+        "outcome": outcome,
+        "duration": round(duration, 6),
+    }
 
 
 def run(job: Job, worker_id: str) -> Any:

@@ -1,6 +1,7 @@
 """The ``runworkers`` supervisor: starts worker processes, restarts those that die,
-stops jobs that overrun their timeout, rescues jobs of dead workers, and shuts down
-gracefully on SIGTERM/SIGINT."""
+stops jobs that overrun their timeout, and shuts down gracefully on SIGTERM/SIGINT.
+The one that holds the maintenance lease also rescues jobs of dead workers, enqueues
+recurring jobs and prunes finished ones."""
 
 from __future__ import annotations
 
@@ -25,11 +26,12 @@ from django.conf import settings
 from django.db import Error, close_old_connections, connections
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import pruning
+from django_sqlqueue.db import leadership, pruning, scheduling
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.vendors import is_away
-from django_sqlqueue.exceptions import JobTimeout, WorkerLost
-from django_sqlqueue.models import Job, Worker
+from django_sqlqueue.exceptions import JobCancelled, JobTimeout, WorkerLost
+from django_sqlqueue.models import Job, Leader, Schedule, Worker
+from django_sqlqueue.pausing import paused_queues
 from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.rescue import rescue_expired, rescue_worker
@@ -52,6 +54,10 @@ STARTUP_ATTEMPTS = 5
 PRUNE_SECONDS = 60.0
 PRUNE_BACKLOG_SECONDS = 1.0
 PRUNE_CHUNKS = 5
+#: The maintenance lease (``SQLQUEUE_LEASE`` long) is renewed this often, at most.
+LEAD_SECONDS = 10.0
+#: Due recurring jobs (``SQLQUEUE_SCHEDULE``) are looked for this often.
+SCHEDULE_SECONDS = 1.0
 
 
 @dataclass
@@ -62,8 +68,11 @@ class Child:
     process: BaseProcess
     channel: Connection
     started: dict[int, tuple[float, float | None]] = field(default_factory=dict)
-    #: The job it was killed for overrunning, and that job's timeout.
-    timed_out: tuple[int, float] | None = None
+    #: When it said each of its jobs was asked to cancel, for ``SQLQUEUE_CANCEL_GRACE``.
+    cancelling: dict[int, float] = field(default_factory=dict)
+    #: The job it was killed for (past its timeout, or its cancel's grace), and the
+    #: error that job's attempt records.
+    killed_for: tuple[int, BaseException] | None = None
     #: Whether it got through its start-up (Django, the tasks, its worker row).
     ready: bool = False
     #: The exception it said it died of, if it could say.
@@ -87,6 +96,9 @@ class Options:
     log_level: int
     max_jobs_per_process: int | None = None
     max_memory: int | None = None
+    #: Whether the worker processes record the job metrics (see ``WorkerConfig.metrics``).
+    metrics: bool = False
+    log_format: str = "text"
 
 
 class Supervisor:
@@ -111,6 +123,10 @@ class Supervisor:
         self.respawns: list[float] = []
         #: Why the run failed, when it did not end as asked (the command's error).
         self.failure: str | None = None
+        #: Its name on the maintenance lease; its worker processes' names start with it.
+        self.holder = f"{options.name_prefix}{socket.gethostname()}:{os.getpid()}"
+        #: Whether it holds the maintenance lease (rescue, recurring jobs, pruning).
+        self.leading = False
 
     def run(self) -> int:
         """Supervise; returns the exit code: 0, or 1 after a second signal or when the
@@ -129,13 +145,13 @@ class Supervisor:
         self._banner()
         if self.progress_bar:
             self.total = Job.objects.ready().in_queues(self.options.queues).count()
+        self._sync_schedule()
         for _ in range(self.options.processes):
             self._spawn()
         began = time.monotonic()
         next_status = began + STATUS_SECONDS
         next_progress = began
-        next_rescue = began
-        next_prune = began
+        self.next_lead = self.next_rescue = self.next_prune = self.next_schedule = began
         while (self.children or self.respawns) and not self.exit_now:
             self._listen(TICK_SECONDS)
             for child in [child for child in self.children if not child.process.is_alive()]:
@@ -150,18 +166,18 @@ class Supervisor:
             self._enforce_timeouts(now)
             if self.stop_deadline is not None and now > self.stop_deadline:
                 self._kill_all("the shutdown grace period (SQLQUEUE_SHUTDOWN_GRACE) ran out")
-            if now >= next_rescue and self.stop_deadline is None:
-                self.rescued += self._database(rescue_expired, 0)
-                next_rescue = now + min(conf.SQLQUEUE_LEASE / 2, 10.0)
-            if now >= next_prune and self.stop_deadline is None:
-                complete = self._prune()
-                next_prune = time.monotonic() + (PRUNE_SECONDS if complete else PRUNE_BACKLOG_SECONDS)
+            if self.stop_deadline is None:
+                self._maintain(now)
+            elif self.leading:
+                self._step_down()
             if self.progress_bar and now >= next_progress:
                 self._draw_progress(now - began)
                 next_progress = now + PROGRESS_SECONDS
             elif not self.progress_bar and now >= next_status:
                 self._status(now - began)
                 next_status = now + STATUS_SECONDS
+        if self.leading:
+            self._step_down()
         if self.exit_now or self.failure:
             return 1
         if self.progress_bar:
@@ -181,6 +197,8 @@ class Supervisor:
             log_level=self.options.log_level,
             max_jobs_per_process=self.options.max_jobs_per_process,
             max_memory=self.options.max_memory,
+            metrics=self.options.metrics,
+            log_format=self.options.log_format,
         )
         receiver, sender = self.context.Pipe(duplex=False)
         process = self.context.Process(target=bootstrap.main, args=(config, sender, self.budget), name=config.name)
@@ -204,6 +222,8 @@ class Supervisor:
                 if kind == "start":
                     job_id, timeout = details
                     child.started[job_id] = (time.monotonic(), timeout)
+                elif kind == "cancel":
+                    child.cancelling[details[0]] = time.monotonic()
                 elif kind == "ready":
                     child.ready = True
                     self.startup_failures = 0
@@ -215,6 +235,7 @@ class Supervisor:
                     job_ids, succeeded, failed = details
                     for job_id in job_ids:
                         child.started.pop(job_id, None)
+                        child.cancelling.pop(job_id, None)
                     self.succeeded += succeeded
                     self.failed += failed
         except (EOFError, OSError):
@@ -225,6 +246,10 @@ class Supervisor:
         child.process.join()
         _end_group(child.process)
         code = child.process.exitcode
+        if self.options.metrics and child.process.pid is not None:
+            from django_sqlqueue.metrics.server import process_dead
+
+            process_dead(child.process.pid)
         self.children.remove(child)
         child.channel.close()
         how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with status {code}"
@@ -250,19 +275,18 @@ class Supervisor:
         lost = WorkerLost(f"worker process {child.config.name} {how} while the job ran")
         started = set(child.started)
         timeouts: dict[int, BaseException] = {}
-        if child.timed_out is not None:
-            overran, limit = child.timed_out
-            timeouts[overran] = JobTimeout(
-                f"timed out after {limit:g} s (the job's timeout): its worker process {child.config.name} was killed"
-            )
+        if child.killed_for is not None:
+            overran, error = child.killed_for
+            timeouts[overran] = error
             started = {overran}
             if interrupted := sorted(set(child.started) - started):
                 logger.warning(
-                    "Jobs %s were interrupted by the kill of %s for job %s's timeout: they go back "
+                    "Jobs %s were interrupted by the kill of %s for job %s (%s): they go back "
                     "to the queue, their attempt not counted",
                     interrupted,
                     child.config.name,
                     overran,
+                    error,
                 )
         self.rescued += self._database(
             lambda: rescue_worker(child.config.name, lost, started=started, errors=timeouts), 0
@@ -296,15 +320,38 @@ class Supervisor:
         return unfinished or not self.options.burst
 
     def _enforce_timeouts(self, now: float) -> None:
+        """Kill the process of a job past its timeout, or past ``SQLQUEUE_CANCEL_GRACE``
+        since its worker learnt it was cancelled: that job's attempt is charged (a
+        timeout) or it ends ``CANCELLED``; the others it ran go back to the queue."""
+        grace = conf.SQLQUEUE_CANCEL_GRACE
         for child in self.children:
+            if child.killed_for is not None:
+                continue
             for job_id, (began, timeout) in child.started.items():
-                if timeout is not None and now - began > timeout and child.timed_out is None:
+                if timeout is not None and now - began > timeout:
                     logger.warning(
                         "Job %s overran its timeout of %s s: stopping %s", job_id, timeout, child.config.name
                     )
-                    child.timed_out = (job_id, timeout)
-                    _kill_group(child.process)
-                    break
+                    error: BaseException = JobTimeout(
+                        f"timed out after {timeout:g} s (the job's timeout): its worker process "
+                        f"{child.config.name} was killed"
+                    )
+                elif job_id in child.cancelling and now - child.cancelling[job_id] > grace:
+                    logger.warning(
+                        "Job %s was cancelled and still ran after %g s (SQLQUEUE_CANCEL_GRACE): stopping %s",
+                        job_id,
+                        grace,
+                        child.config.name,
+                    )
+                    error = JobCancelled(
+                        f"cancelled, and still running after {grace:g} s (SQLQUEUE_CANCEL_GRACE): its worker "
+                        f"process {child.config.name} was killed"
+                    )
+                else:
+                    continue
+                child.killed_for = (job_id, error)
+                _kill_group(child.process)
+                break
 
     def _kill_all(self, why: str) -> None:
         for child in self.children:
@@ -344,11 +391,53 @@ class Supervisor:
         finally:
             close_old_connections()
 
+    def _maintain(self, now: float) -> None:
+        """Renew (or try to take) the maintenance lease; while it holds it, rescue the
+        jobs of dead workers, enqueue due recurring jobs and prune, each at its pace."""
+        if now >= self.next_lead:
+            self._lead()
+            self.next_lead = now + min(conf.SQLQUEUE_LEASE / 3, LEAD_SECONDS)
+        if not self.leading:
+            return
+        if now >= self.next_rescue:
+            self.rescued += self._database(rescue_expired, 0)
+            self.next_rescue = now + min(conf.SQLQUEUE_LEASE / 2, 10.0)
+        if now >= self.next_schedule:
+            self._database(lambda: scheduling.tick(queue_db(Schedule)), 0)
+            self.next_schedule = now + SCHEDULE_SECONDS
+        if now >= self.next_prune:
+            complete = self._prune()
+            self.next_prune = time.monotonic() + (PRUNE_SECONDS if complete else PRUNE_BACKLOG_SECONDS)
+
+    def _lead(self) -> None:
+        lease = datetime.timedelta(seconds=conf.SQLQUEUE_LEASE)
+        leading = self._database(lambda: leadership.acquire(self.holder, lease, queue_db(Leader)), False)
+        if leading and not self.leading:
+            logger.info("%s leads maintenance (rescue, recurring jobs, pruning)", self.holder)
+            # What the previous leader was doing is due now.
+            self.next_rescue = self.next_schedule = self.next_prune = time.monotonic()
+        elif self.leading and not leading:
+            logger.warning("%s lost the maintenance lease", self.holder)
+        self.leading = leading
+
+    def _step_down(self) -> None:
+        """Stopping: give the lease up, so that another supervisor takes it at once."""
+        self.leading = False
+        self._database(lambda: leadership.release(self.holder, queue_db(Leader)), None)
+
+    def _sync_schedule(self) -> None:
+        """Write ``SQLQUEUE_SCHEDULE`` to its rows before the first check (every
+        supervisor does, at start-up: the rows follow the settings last deployed)."""
+        entries = conf.SQLQUEUE_SCHEDULE
+        self._database(lambda: scheduling.sync(entries, queue_db(Schedule)), None)
+        if entries:
+            logger.info("Recurring jobs: %s", ", ".join(entries))
+
     def _prune(self) -> bool:
         """Delete a few chunks of finished jobs past their retention; whether none is left.
 
-        Every supervisor prunes, on every machine: the deletes go by primary key and
-        check the row again, so two supervisors deleting the same rows is harmless. A
+        Only the supervisor that holds the maintenance lease prunes, but the deletes go by
+        primary key and check the row again, so two deleting the same rows is harmless. A
         failure is logged and tried again at the next interval; it never stops the workers."""
         try:
             pruned = pruning.prune(Job.objects.on_queue_db(), conf.SQLQUEUE_RETENTION, max_chunks=PRUNE_CHUNKS)
@@ -386,10 +475,12 @@ class Supervisor:
 
     def _status(self, elapsed: float) -> None:
         ready = self._database(lambda: Job.objects.ready().in_queues(self.options.queues).count(), "?")
+        paused = self._database(lambda: sorted(paused_queues()), [])
         rate = (self.succeeded + self.failed) / elapsed if elapsed else 0.0
         self.write(
             f"{datetime.datetime.now():%H:%M:%S} done {self.succeeded + self.failed} ({rate:.0f}/s), "
             f"failed {self.failed}, rescued {self.rescued}, ready {ready}, processes {len(self.children)}"
+            + (f", paused {', '.join(paused)}" if paused else "")
         )
 
     def _draw_progress(self, elapsed: float) -> None:

@@ -20,8 +20,10 @@ from django.db import Error, close_old_connections
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.vendors import is_away
-from django_sqlqueue.models import Job, Worker
+from django_sqlqueue.models import Job, JobStatus, Worker
+from django_sqlqueue.pausing import REFRESH_SECONDS, PausedQueues
 from django_sqlqueue.registry import autodiscover
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.execution import JobOutcome, attempt
@@ -78,6 +80,10 @@ class WorkerProcess:
         self.seconds_per_job = 0.0
         self.last_batch_size = 0
         self.database_failures = 0
+        self.paused = PausedQueues()
+        #: The jobs running on this process's threads, by id: the heartbeat tells them
+        #: of cancel requests.
+        self.running: dict[int, Job] = {}
 
     def run(self) -> None:
         autodiscover()
@@ -106,7 +112,10 @@ class WorkerProcess:
                         break
                     close_old_connections()
                     try:
-                        batch = Job.objects.claim(worker_id=self.config.name, queues=self.config.queues, limit=wanted)
+                        paused = self.paused.current(changed=waiter.take_queues_changed())
+                        batch = Job.objects.claim(
+                            worker_id=self.config.name, queues=self.config.queues, limit=wanted, skip_queues=paused
+                        )
                     except Error as error:
                         self.budget.give_back(wanted)
                         self._database_down(error)
@@ -120,7 +129,8 @@ class WorkerProcess:
                     elif not batch.lost:
                         if self.config.burst:
                             break
-                        waiter.wait()
+                        # While a queue is paused, its resume is read within a second.
+                        waiter.wait(longest=REFRESH_SECONDS if paused else None)
         finally:
             waiter.close()
             self.stop.set()
@@ -191,9 +201,11 @@ class WorkerProcess:
         if self.stop.is_set():
             return JobOutcome(job, started=False)
         self._tell("start", job.pk, job.timeout)
+        self.running[job.pk] = job
         try:
             return attempt(job, self.config.name)
         finally:
+            del self.running[job.pk]
             # A task may leave its thread's connection broken or past its age: not the next job's problem.
             close_old_connections()
 
@@ -269,6 +281,22 @@ class WorkerProcess:
         except Error as error:  # at exit, whatever it is: the lease will expire
             logger.warning("%s: could not unregister (%s); the lease will expire", self.config.name, error)
 
+    def _learn_cancels(self) -> None:
+        """Mark the running jobs someone asked to cancel (``current_job().cancel_requested``),
+        and tell the supervisor, which stops the process after ``SQLQUEUE_CANCEL_GRACE``
+        if the job is still running then. One query, only while jobs run."""
+        running = dict(self.running)
+        if not running:
+            return
+        requested = Job.objects.on_queue_db().filter(
+            PrimaryKeyIn(running), worker=self.config.name, status=JobStatus.RUNNING, cancel_requested_at__isnull=False
+        )
+        for pk, at in requested.values_list("pk", "cancel_requested_at"):
+            job = running[pk]
+            if job.cancel_requested_at is None:
+                job.cancel_requested_at = at
+                self._tell("cancel", pk)
+
     def _beat(self) -> None:
         """Heartbeats on their own thread and connection, so a long job keeps its lease."""
         while not self.stop.wait(conf.SQLQUEUE_HEARTBEAT_INTERVAL):
@@ -285,6 +313,7 @@ class WorkerProcess:
                 )
                 if not beat:
                     self._register()
+                self._learn_cancels()
             except Error as error:
                 if not is_away(error):
                     self.stop.set()  # the worker stops too, rather than run without a lease

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django_sqlqueue import current_job
 from django_sqlqueue.tasks_compat import TaskContext, task
 
 
@@ -31,3 +32,17 @@ def whoami(context: TaskContext[Any, Any], label: str) -> dict[str, Any]:
 async def async_double(value: int) -> tuple[int, int]:
     """A coroutine function; its tuple comes back as a list, as from JSON."""
     return value, value * 2
+
+
+@task
+def current_job_id() -> int | None:
+    """The id ``current_job()`` gives inside a Django task."""
+    handle = current_job()
+    return None if handle is None else handle.id
+
+
+@task
+async def current_job_id_async() -> int | None:
+    """The same from a coroutine function."""
+    handle = current_job()
+    return None if handle is None else handle.id

@@ -14,7 +14,8 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import F
 
-from django_sqlqueue import job
+from django_sqlqueue import current_job, job
+from django_sqlqueue.exceptions import JobCancelled
 from django_sqlqueue.models import Job
 from tests.support.unstorable import max_allowed_packet, refused_json
 from tests.testapp import connections
@@ -177,3 +178,54 @@ def spawn_sleeper(pid_file: str, seconds: float) -> None:
     child = subprocess.Popen(["sleep", "3600"], stdin=subprocess.DEVNULL)
     Path(pid_file).write_text(str(child.pid))
     time.sleep(seconds)
+
+
+@job
+def whoami() -> dict[str, object]:
+    """What ``current_job()`` says of the job that runs it."""
+    handle = current_job()
+    assert handle is not None
+    return {
+        "id": handle.id,
+        "task": handle.task,
+        "queue": handle.queue,
+        "attempt": handle.attempt,
+        "cancel_requested": handle.cancel_requested,
+    }
+
+
+@job(max_attempts=3)
+def cancel_itself() -> None:
+    """Stops the way a task asked to cancel stops: it raises ``JobCancelled``."""
+    raise JobCancelled("stopping")
+
+
+@job(max_attempts=3)
+def stop_when_cancelled(token: str) -> None:
+    """Writes the token's receipt, then checks for a cancel ten times a second, for a minute."""
+    Receipt.objects.create(token=token)
+    handle = current_job()
+    assert handle is not None
+    for _ in range(600):
+        handle.raise_if_cancelled()
+        time.sleep(0.1)
+
+
+@job(max_attempts=3)
+def ignore_cancel(token: str) -> None:
+    """Writes the token's receipt, then sleeps a minute whatever anyone asks."""
+    Receipt.objects.create(token=token)
+    time.sleep(60)
+
+
+@job(max_attempts=1)
+def report_and_wait(token: str) -> None:
+    """Reports 3 of 10 done, writes the token's receipt, then waits (a minute at most)
+    until someone cancels it."""
+    handle = current_job()
+    assert handle is not None
+    handle.report_progress(3, 10, "three of ten")
+    Receipt.objects.create(token=token)
+    for _ in range(600):
+        handle.raise_if_cancelled()
+        time.sleep(0.1)

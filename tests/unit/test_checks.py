@@ -5,6 +5,7 @@ from __future__ import annotations
 import types
 from collections.abc import Callable, Iterator
 from io import StringIO
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,8 @@ from django_sqlqueue.checks import (
     check_database_journal,
     check_database_settings,
     check_database_version,
+    check_metrics_directory,
+    check_schedule,
     check_settings,
 )
 from django_sqlqueue.db.vendors import JOURNAL_HINT, version_problem
@@ -132,6 +135,37 @@ def test_checks_are_registered_when_django_starts() -> None:
             "sqlqueue.E017",
             "SQLQUEUE_RETENTION['FAILED'] must be seconds, a timedelta or None, not True.",
         ),
+        (
+            {"SQLQUEUE_SCHEDULE": {"ping": {"task": "t", "every": 5, "cron": "* * * * *"}}},
+            "sqlqueue.E018",
+            "SQLQUEUE_SCHEDULE['ping'] must have exactly one of 'cron' and 'every'.",
+        ),
+        (
+            {"SQLQUEUE_SCHEDULE": {"ping": {"task": "t"}}},
+            "sqlqueue.E018",
+            "SQLQUEUE_SCHEDULE['ping'] must have exactly one of 'cron' and 'every'.",
+        ),
+        (
+            {"SQLQUEUE_SCHEDULE": {"ping": {"task": "t", "cron": "* * * * 9"}}},
+            "sqlqueue.E018",
+            "SQLQUEUE_SCHEDULE['ping']: cron '* * * * 9' is not valid: Bad day-of-week.",
+        ),
+        (
+            {"SQLQUEUE_SCHEDULE": {"ping": {"task": "t", "every": 5, "tz": "Europe/Pariss"}}},
+            "sqlqueue.E018",
+            "SQLQUEUE_SCHEDULE['ping']: 'Europe/Pariss' is not a time zone name, such as 'Europe/Paris'.",
+        ),
+        (
+            {"SQLQUEUE_SCHEDULE": {"ping": {"task": "t", "every": 5, "kwarg": {}}}},
+            "sqlqueue.E018",
+            "SQLQUEUE_SCHEDULE['ping'] has unknown keys ['kwarg']; use ['args', 'cron', 'enabled', 'every', "
+            "'kwargs', 'missed', 'priority', 'queue', 'task', 'tz'].",
+        ),
+        (
+            {"SQLQUEUE_CANCEL_GRACE": -1},
+            "sqlqueue.E026",
+            "SQLQUEUE_CANCEL_GRACE must be a positive number of seconds, not -1.",
+        ),
     ],
     ids=[
         "E002-empty",
@@ -145,6 +179,12 @@ def test_checks_are_registered_when_django_starts() -> None:
         "E014",
         "E015",
         "E017",
+        "E018-both",
+        "E018-neither",
+        "E018-expression",
+        "E018-tz",
+        "E018-key",
+        "E026",
     ],
 )
 def test_bad_setting_is_one_error(overrides: dict[str, Any], check_id: str, message: str) -> None:
@@ -297,3 +337,60 @@ def test_queue_commands_run_the_checks_that_ask_the_database(monkeypatch: pytest
     stderr = StringIO()
     call_command("sqlqueue_stats", "--json", skip_checks=False, stdout=StringIO(), stderr=stderr)
     assert "(sqlqueue.W001) Slow." in stderr.getvalue()
+
+
+NOOP = "tests.testapp.tasks.noop"
+
+
+def test_a_schedule_of_registered_tasks_is_clean() -> None:
+    with override_settings(
+        SQLQUEUE_SCHEDULE={"ping": {"task": NOOP, "every": 5}, "cron": {"task": NOOP, "cron": "0 3 * * *"}}
+    ):
+        assert check_schedule() == []
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ({"task": "shop.tasks.gone", "every": 5}, "No task is registered as 'shop.tasks.gone'."),
+        ({"task": NOOP, "every": 5, "priority": 1000}, "priority must be an integer from -100 to 100, not 1000"),
+        ({"task": NOOP, "every": 5, "kwargs": {"when": 1j}}, "kwargs"),
+    ],
+    ids=["unknown-task", "priority", "not-json"],
+)
+def test_a_schedule_that_cannot_enqueue_is_refused(entry: dict[str, Any], problem: str) -> None:
+    with override_settings(SQLQUEUE_SCHEDULE={"report": entry}):
+        (error,) = check_schedule()
+    assert error.id == "sqlqueue.E019"
+    assert error.msg.startswith(f"SQLQUEUE_SCHEDULE['report'] cannot enqueue {entry['task']!r}: ")
+    assert problem in error.msg
+
+
+def test_cron_entries_without_cronsim_say_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("django_sqlqueue.checks.cronsim_installed", lambda: False)
+    schedule = {"nightly": {"task": NOOP, "cron": "0 3 * * *"}, "ping": {"task": NOOP, "every": 5}}
+    with override_settings(SQLQUEUE_SCHEDULE=schedule):
+        errors = check_schedule()
+    assert errors == [
+        checks.Error(
+            "SQLQUEUE_SCHEDULE entries ['nightly'] use cron, which needs cronsim, and it is not installed.",
+            hint='pip install "django-sqlqueue[cron]"',
+            id="sqlqueue.E020",
+        )
+    ]
+    with override_settings(SQLQUEUE_SCHEDULE={"ping": {"task": NOOP, "every": 5}}):
+        assert check_schedule() == []
+
+
+def test_a_metrics_directory_that_is_not_there_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    assert check_metrics_directory() == []
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    assert check_metrics_directory() == []
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "gone"))
+    (error,) = check_metrics_directory()
+    assert (error.id, error.msg) == (
+        "sqlqueue.E023",
+        f"PROMETHEUS_MULTIPROC_DIR is {str(tmp_path / 'gone')!r}, which is not a directory this process can write.",
+    )
+    assert check_metrics_directory in set(checks.registry.registry.get_checks())  # type: ignore[comparison-overlap]

@@ -17,7 +17,7 @@ from django_sqlqueue.testing import Ran, assert_enqueued, enqueued, perform, ref
 from tests.djtasks.tasks import add as django_add
 from tests.djtasks.tasks import async_double
 from tests.testapp.models import Receipt
-from tests.testapp.tasks import add, countdown, fail, noop, record, report, send_welcome
+from tests.testapp.tasks import add, cancel_itself, countdown, fail, noop, record, report, send_welcome
 
 pytestmark = pytest.mark.django_db
 
@@ -111,6 +111,13 @@ def test_a_failure_waits_out_its_backoff() -> None:
     Job.objects.enqueue(fail, ["boom"], max_attempts=3)
     assert run_jobs() == Ran(retried=1)
     assert run_jobs() == Ran()
+
+
+def test_a_job_that_stops_on_a_cancel_is_counted_cancelled_and_not_retried() -> None:
+    job = Job.objects.enqueue(cancel_itself)
+    assert run_jobs(scheduled=True) == Ran(cancelled=1)
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == (JobStatus.CANCELLED, 1)
 
 
 def test_scheduled_runs_delayed_jobs_and_every_retry() -> None:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.exceptions import TaskModuleError
-from django_sqlqueue.management.arguments import claim_limit, positive_int, queue_list
+from django_sqlqueue.logs import LOG_FORMATS, TEXT, configure_logging
+from django_sqlqueue.management.arguments import claim_limit, positive_int, queue_list, tcp_port
 from django_sqlqueue.management.migrated import QueueCommand
+from django_sqlqueue.metrics import INSTALL_HINT, client_installed
 from django_sqlqueue.registry import autodiscover
 from django_sqlqueue.runner.supervisor import Options, Supervisor
 
@@ -55,6 +59,23 @@ class Command(QueueCommand):
             help="Replace a worker process once its resident memory passes this many MiB (default: never).",
         )
         parser.add_argument("--name", default="", help="A prefix for the worker names, e.g. the deployment.")
+        parser.add_argument(
+            "--metrics-port",
+            type=tcp_port,
+            default=None,
+            help="Serve Prometheus metrics on this port from the supervisor (needs the [metrics] extra).",
+        )
+        parser.add_argument(
+            "--metrics-address",
+            default="127.0.0.1",
+            help="The address --metrics-port binds (default 127.0.0.1; 0.0.0.0 for every interface).",
+        )
+        parser.add_argument(
+            "--log-format",
+            choices=LOG_FORMATS,
+            default=TEXT,
+            help="text (your LOGGING as it is) or json (one JSON object per line on stderr).",
+        )
 
     def handle(
         self,
@@ -68,6 +89,9 @@ class Command(QueueCommand):
         max_jobs_per_process: int | None,
         max_memory: int | None,
         name: str,
+        metrics_port: int | None,
+        metrics_address: str,
+        log_format: str,
         verbosity: int,
         **options: Any,
     ) -> None:
@@ -81,8 +105,10 @@ class Command(QueueCommand):
             raise CommandError(
                 f"{error}. No worker could run its tasks: fix it, then start runworkers again."
             ) from error
+        if metrics_port is not None and not client_installed():
+            raise CommandError(f"--metrics-port needs prometheus-client: {INSTALL_HINT}.")
         level = _LOG_LEVELS.get(verbosity, logging.DEBUG)
-        logging.getLogger("django_sqlqueue").setLevel(level)
+        configure_logging(log_format, level)
         supervisor = Supervisor(
             Options(
                 queues=queues,
@@ -95,11 +121,15 @@ class Command(QueueCommand):
                 log_level=level,
                 max_jobs_per_process=max_jobs_per_process,
                 max_memory=max_memory,
+                metrics=client_installed() and (metrics_port is not None or "PROMETHEUS_MULTIPROC_DIR" in os.environ),
+                log_format=log_format,
             ),
             write=self._write,
             progress_bar=burst and self.stdout.isatty(),
         )
-        if code := supervisor.run():
+        with _metrics_served(metrics_address, metrics_port):
+            code = supervisor.run()
+        if code:
             raise CommandError(
                 supervisor.failure or "Exited at once on a second signal; the jobs it held will be rescued.",
                 returncode=code,
@@ -109,3 +139,21 @@ class Command(QueueCommand):
         self.stdout.write(text, ending=ending)
         self.stdout.flush()
         sys.stdout.flush()
+
+
+@contextlib.contextmanager
+def _metrics_served(address: str, port: int | None) -> Iterator[None]:
+    """Serve the metrics on ``address:port`` while the block runs (nothing without a port)."""
+    if port is None:
+        yield
+        return
+    from django_sqlqueue.metrics.server import serving
+
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(serving(address, port))
+        except OSError as error:
+            raise CommandError(
+                f"--metrics-port cannot serve on {address}:{port}: {error.strerror or error}."
+            ) from error
+        yield

@@ -103,15 +103,23 @@ def test_changes_go_chunk_by_chunk(admin_client: Client, monkeypatch: pytest.Mon
 # Cancel, run now
 
 
-def test_cancel_only_ready_jobs(admin_client: Client) -> None:
+def test_cancel_cancels_ready_jobs_and_asks_running_ones_to_stop(admin_client: Client) -> None:
     ready = make_job(JobStatus.READY)
     running = make_job(JobStatus.RUNNING, worker="w1")
-    response = action(admin_client, "cancel", [ready, running])
-    assert messages(admin_client, response) == ["Cancelled 1 job. Skipped 1 job: not ready."]
+    finished = make_job(JobStatus.SUCCESSFUL)
+    response = action(admin_client, "cancel", [ready, running, finished])
+    assert messages(admin_client, response) == [
+        "Cancelled 1 job. Asked 1 running job to stop. Skipped 1 job: not ready or running, or already asked to stop."
+    ]
     ready.refresh_from_db()
     assert ready.status == JobStatus.CANCELLED
     assert ready.finished_at is not None
-    assert statuses()[running.pk] == JobStatus.RUNNING
+    running.refresh_from_db()
+    assert (running.status, running.cancel_requested_at is not None) == (JobStatus.RUNNING, True)
+    response = action(admin_client, "cancel", [running])
+    assert messages(admin_client, response) == [
+        "Cancelled 0 jobs. Skipped 1 job: not ready or running, or already asked to stop."
+    ]
 
 
 def test_run_now_brings_a_scheduled_job_forward(admin_client: Client) -> None:
@@ -126,7 +134,10 @@ def test_nothing_to_do_is_a_warning(admin_client: Client) -> None:
     response = action(admin_client, "cancel", [make_job(JobStatus.SUCCESSFUL)])
     follow = admin_client.get(response["Location"])
     [message] = follow.context["messages"]
-    assert (message.level_tag, str(message)) == ("warning", "Cancelled 0 jobs. Skipped 1 job: not ready.")
+    assert (message.level_tag, str(message)) == (
+        "warning",
+        "Cancelled 0 jobs. Skipped 1 job: not ready or running, or already asked to stop.",
+    )
 
 
 # Delete

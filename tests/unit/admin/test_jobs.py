@@ -42,6 +42,26 @@ def test_the_changelist_shows_the_triage_columns(admin_client: Client) -> None:
     assert '<td class="field-worker">host:1:0</td>' in page
 
 
+def test_progress_shows_as_a_bar_with_its_message(admin_client: Client) -> None:
+    job = make_job(JobStatus.RUNNING, worker="w", progress={"done": 3, "total": 10, "message": "<b>three</b> of ten"})
+    make_job(JobStatus.RUNNING, worker="w", progress={"done": 7, "total": None, "message": ""})
+    bar = '<progress class="sqlqueue-progress" value="3" max="10"></progress> 30% &lt;b&gt;three&lt;/b&gt; of ten'
+    page = admin_client.get(CHANGELIST).content.decode()
+    assert f'<td class="field-progress_shown">{bar}</td>' in page
+    assert '<span class="sqlqueue-progress">7 done</span>' in page
+    assert bar in admin_client.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+    assert "sqlqueue-progress" not in admin_client.get(f"{CHANGELIST}{make_job().pk}/change/").content.decode()
+
+
+def test_a_running_job_s_page_offers_cancel(admin_client: Client) -> None:
+    running = make_job(JobStatus.RUNNING, worker="w")
+    page = admin_client.get(f"{CHANGELIST}{running.pk}/change/").content.decode()
+    assert re.findall(r'name="change" value="(\w+)"', page) == ["cancel"]
+    admin_client.post(f"{CHANGELIST}{running.pk}/change/cancel/")
+    running.refresh_from_db()
+    assert (running.status, running.cancel_requested_at is not None) == (JobStatus.RUNNING, True)
+
+
 def test_newest_first(admin_client: Client) -> None:
     jobs = [make_job() for _ in range(3)]
     assert listed(admin_client) == [job.pk for job in reversed(jobs)]

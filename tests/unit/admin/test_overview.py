@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 import pytest
 from django.test import Client
 from django.utils import timezone
 
-from django_sqlqueue.admin.overview import MINUTES, queue_stats
-from django_sqlqueue.models import JobStatus
-from tests.support.admin_helpers import CHANGELIST, make_job
+from django_sqlqueue import pause_queue
+from django_sqlqueue.admin.overview import queue_stats
+from django_sqlqueue.admin.throughput import LAST_HOUR, LAST_WEEK
+from django_sqlqueue.models import JobStatus, PausedQueue
+from tests.support.admin_helpers import CHANGELIST, make_job, messages_of, staff_client
 
 pytestmark = pytest.mark.django_db
 
@@ -40,20 +43,16 @@ def test_lag_is_the_age_of_the_oldest_due_ready_job() -> None:
     assert (mail.lag, mail.lag_text) == (None, "-")
 
 
-def test_jobs_finished_per_minute_over_the_last_hour() -> None:
-    now = timezone.now()
-    for minutes_ago in (0, 0, 5, 59.5, 61):
-        make_job(JobStatus.SUCCESSFUL, finished_at=now - datetime.timedelta(minutes=minutes_ago))
-    make_job(JobStatus.FAILED, finished_at=now - datetime.timedelta(minutes=5))
-    [default] = queue_stats()
-    # Buckets are whole minutes of the database's clock: the job 59.5 minutes ago falls in
-    # the oldest bucket or just before it, the one 61 minutes ago never counts.
-    assert default.finished_last_hour in (4, 5)
-    assert sum(default.per_minute[-2:]) >= 2
-    assert sum(default.per_minute[MINUTES - 7 : MINUTES - 4]) == 2
-    bars = default.bars
-    assert len(bars) == MINUTES
-    assert max(bar.height for bar in bars) == 32
+def test_each_queue_has_both_charts_even_without_finished_jobs() -> None:
+    make_job(queue="mail")
+    make_job(JobStatus.SUCCESSFUL, finished_at=timezone.now() - datetime.timedelta(days=2))
+    default, mail = queue_stats()
+    assert [chart.span for chart in default.charts] == [LAST_HOUR, LAST_WEEK]
+    assert [(chart.total_succeeded, chart.total_failed) for chart in default.charts] == [(0, 0), (1, 0)]
+    assert [(chart.total_succeeded, chart.total_failed, chart.bars) for chart in mail.charts] == [
+        (0, 0, []),
+        (0, 0, []),
+    ]
 
 
 def test_the_page(admin_client: Client) -> None:
@@ -61,7 +60,9 @@ def test_the_page(admin_client: Client) -> None:
     page = admin_client.get(OVERVIEW).content.decode()
     assert '<tr class="queue" data-queue="&lt;b&gt;q&lt;/b&gt;">' in page
     assert f'<a href="{CHANGELIST}?queue=%3Cb%3Eq%3C/b%3E&amp;status__exact=FAILED">1</a>' in page
-    assert "<title>1 finished 0 min ago</title>" in page
+    assert "<title>0 succeeded, 1 failed, 0 min ago</title>" in page
+    assert "<title>0 succeeded, 1 failed, 0 h ago</title>" in page
+    assert "Last 7 days, per hour" in page
     assert "<b>q</b>" not in page
 
 
@@ -71,3 +72,57 @@ def test_the_page_with_no_jobs(admin_client: Client) -> None:
 
 def test_the_changelist_links_to_it(admin_client: Client) -> None:
     assert f'href="{OVERVIEW}"' in admin_client.get(CHANGELIST).content.decode()
+
+
+def test_a_paused_queue_shows_even_without_jobs() -> None:
+    make_job()
+    pause_queue("idle", "maintenance")
+    default, idle = queue_stats()
+    assert (default.queue, default.paused) == ("default", None)
+    assert idle.paused is not None
+    assert (idle.queue, idle.counts, idle.paused.reason) == ("idle", {}, "maintenance")
+
+
+def test_the_pause_and_resume_buttons(admin_client: Client) -> None:
+    make_job()
+    page = admin_client.get(OVERVIEW).content.decode()
+    assert 'class="pause-queue"' in page
+    assert 'class="resume-queue"' not in page
+    response = admin_client.post(f"{OVERVIEW}pause/", {"queue": "default", "reason": "deploy"}, follow=True)
+    assert messages_of(response) == ["Paused queue 'default': workers stop claiming its jobs within a second."]
+    assert PausedQueue.objects.get().reason == "deploy"
+    page = response.content.decode()
+    assert "Paused: deploy" in page
+    assert 'class="resume-queue"' in page
+    response = admin_client.post(f"{OVERVIEW}pause/", {"queue": "default"}, follow=True)
+    assert messages_of(response) == ["Queue 'default' was already paused."]
+    response = admin_client.post(f"{OVERVIEW}resume/", {"queue": "default"}, follow=True)
+    assert messages_of(response) == ["Resumed queue 'default'."]
+    assert not PausedQueue.objects.exists()
+
+
+def test_a_bad_queue_name_is_an_error_message(admin_client: Client) -> None:
+    response = admin_client.post(f"{OVERVIEW}pause/", {"queue": ""}, follow=True)
+    assert messages_of(response) == ["a queue name must be a non-empty string, not ''."]
+    assert not PausedQueue.objects.exists()
+
+
+def test_each_button_takes_its_own_permission(django_user_model: Any) -> None:
+    make_job()
+    pauser = staff_client(django_user_model, "view_job", "pause_queue")
+    page = pauser.get(OVERVIEW).content.decode()
+    assert 'class="pause-queue"' in page
+    assert pauser.post(f"{OVERVIEW}pause/", {"queue": "default"}).status_code == 302
+    page = pauser.get(OVERVIEW).content.decode()
+    assert 'class="resume-queue"' not in page  # may pause, not resume
+    assert pauser.post(f"{OVERVIEW}resume/", {"queue": "default"}).status_code == 403
+    assert PausedQueue.objects.filter(queue="default").exists()
+
+
+def test_a_viewer_sees_no_buttons_and_may_not_post(django_user_model: Any) -> None:
+    make_job()
+    viewer = staff_client(django_user_model, "view_job")
+    assert 'class="pause-queue"' not in viewer.get(OVERVIEW).content.decode()
+    assert viewer.post(f"{OVERVIEW}pause/", {"queue": "default"}).status_code == 403
+    assert viewer.get(f"{OVERVIEW}pause/").status_code == 405
+    assert not PausedQueue.objects.exists()

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import datetime
+import re
 
 import pytest
+from django.db import DEFAULT_DB_ALIAS
 from django.test import Client
 from django.utils import timezone
 
+from django_sqlqueue.db import leadership
 from django_sqlqueue.models import JobStatus, Worker
 from tests.support.admin_helpers import CHANGELIST, make_job
 
@@ -33,8 +36,8 @@ def test_the_list_shows_heartbeats_and_running_jobs(admin_client: Client, worker
     assert f'<td class="field-running"><a href="{running}">2</a></td>' in page
     assert '<td class="field-queues_shown">mail</td>' in page
     assert '<td class="field-queues_shown">all</td>' in page
-    assert page.count('alt="True"') == 1
-    assert page.count('alt="False"') == 1
+    alive = re.findall(r'<td class="field-is_alive"><img [^>]*alt="(True|False)"', page)
+    assert sorted(alive) == ["False", "True"]
 
 
 def test_filter_alive_and_dead(admin_client: Client, workers: tuple[Worker, Worker]) -> None:
@@ -60,3 +63,13 @@ def test_workers_are_read_only(admin_client: Client, workers: tuple[Worker, Work
     assert admin_client.get(f"{WORKERS}add/").status_code == 403
     assert admin_client.post(f"{WORKERS}{alive.pk}/delete/", {"post": "yes"}).status_code == 403
     assert Worker.objects.count() == 2
+
+
+def test_the_list_says_which_supervisor_leads(admin_client: Client, workers: tuple[Worker, Worker]) -> None:
+    page = admin_client.get(WORKERS).content.decode()
+    assert "No supervisor holds the maintenance lease" in page
+    leadership.acquire("host:1", datetime.timedelta(seconds=60), DEFAULT_DB_ALIAS)
+    response = admin_client.get(WORKERS)
+    assert "Supervisor host:1 leads maintenance (rescue, recurring jobs, pruning)." in response.content.decode()
+    leads = {worker.name: worker.leads for worker in response.context["cl"].result_list}
+    assert leads == {"host:1:0": True, "host:2:0": False}

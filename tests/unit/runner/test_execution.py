@@ -13,13 +13,14 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from django_sqlqueue import signals
 from django_sqlqueue.backends import SQLQueueBackend
 from django_sqlqueue.exceptions import UnknownTaskError
 from django_sqlqueue.models import Job
 from django_sqlqueue.runner import execution
 from django_sqlqueue.tasks_compat import TaskResult, TaskResultStatus, task_finished, task_started
 from tests.djtasks.tasks import add, async_double, fail, whoami
-from tests.testapp.tasks import report
+from tests.testapp.tasks import raise_unprintable, report
 
 pytestmark = pytest.mark.django_db
 
@@ -137,3 +138,51 @@ def test_a_row_naming_an_unregistered_task_imports_nothing() -> None:
     with pytest.raises(UnknownTaskError, match=re.escape("No task is registered as 'tests.support.poison.run'")):
         execution.run(claim_one(), "worker-1")
     assert "tests.support.poison" not in sys.modules
+
+
+@pytest.mark.parametrize(
+    ("max_attempts", "outcome"),
+    [(1, execution.FAILED), (2, execution.RETRYING)],
+)
+def test_an_attempt_is_logged_and_signalled_with_its_outcome_and_duration(
+    max_attempts: int, outcome: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    received: list[dict[str, Any]] = []
+
+    def finished(**kwargs: Any) -> None:
+        received.append(kwargs)
+
+    Job.objects.enqueue(report, ["ok"])
+    fail.enqueue("boom")
+    Job.objects.update(max_attempts=max_attempts)
+    signals.job_finished.connect(finished)
+    caplog.set_level(logging.INFO, "django_sqlqueue")
+    try:
+        for job in sorted(Job.objects.claim(worker_id="worker-1"), key=lambda job: job.pk):
+            execution.attempt(job, "worker-1")
+    finally:
+        signals.job_finished.disconnect(finished)
+    assert [(sent["job"].task, sent["outcome"]) for sent in received] == [
+        ("tests.testapp.tasks.report", execution.SUCCEEDED),
+        ("tests.djtasks.tasks.fail", outcome),
+    ]
+    assert all(0 <= sent["duration"] < 60 for sent in received)
+    logged = [record for record in caplog.records if record.name == "django_sqlqueue.runner.execution"]
+    assert [(record.levelno, record.outcome, record.attempt, record.queue) for record in logged] == [  # type: ignore[attr-defined]
+        (logging.INFO, execution.SUCCEEDED, 1, "reports"),
+        (logging.INFO, outcome, 1, received[1]["job"].queue),
+    ]
+    assert logged[1].getMessage() == (
+        f"Job {received[1]['job'].pk} (tests.djtasks.tasks.fail) {outcome} in "
+        f"{received[1]['duration']:.3f} s: ValueError: boom"
+    )
+    assert (logged[1].job_id, logged[1].task) == (received[1]["job"].pk, "tests.djtasks.tasks.fail")  # type: ignore[attr-defined]
+
+
+def test_an_attempt_whose_exception_has_no_words_is_logged_all_the_same(caplog: pytest.LogCaptureFixture) -> None:
+    Job.objects.enqueue(raise_unprintable)
+    caplog.set_level(logging.INFO, "django_sqlqueue")
+    outcome = execution.attempt(claim_one(), "worker-1")
+    assert type(outcome.error).__name__ == "Unprintable"
+    (logged,) = [record for record in caplog.records if record.name == "django_sqlqueue.runner.execution"]
+    assert logged.getMessage().endswith(": Unprintable: <str() of this Unprintable raised RuntimeError>")

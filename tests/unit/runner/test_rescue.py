@@ -90,3 +90,22 @@ def test_rescue_worker_fails_started_jobs_and_releases_the_others() -> None:
     unstarted.refresh_from_db()
     assert (started.status, started.attempts, started.errors[0]["message"]) == (JobStatus.READY, 1, "gone")
     assert (unstarted.status, unstarted.attempts, unstarted.errors) == (JobStatus.READY, 0, [])
+
+
+def test_a_rescued_job_someone_asked_to_cancel_is_cancelled_not_ready() -> None:
+    register("dead", seconds_ago=120)
+    cancelled, kept = hold("dead", 2, max_attempts=3)
+    assert Job.objects.cancel([cancelled.pk]) == (0, 1)
+    assert rescue_expired() == 2
+    cancelled.refresh_from_db()
+    kept.refresh_from_db()
+    assert (cancelled.status, cancelled.finished_at is not None) == (JobStatus.CANCELLED, True)
+    assert kept.status == JobStatus.READY
+
+
+def test_an_unstarted_job_someone_asked_to_cancel_is_cancelled_when_given_back() -> None:
+    [job] = hold("w", 1)
+    Job.objects.cancel([job.pk])
+    assert rescue_worker("w", WorkerLost("gone"), started=set()) == 1
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.finished_at is not None) == (JobStatus.CANCELLED, 0, True)

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import re
+import socket
 from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
 
+from django_sqlqueue.management.commands import runworkers
 from django_sqlqueue.models import Worker
 
 
@@ -25,6 +27,9 @@ from django_sqlqueue.models import Worker
         (["--max-memory", "200MB"], "argument --max-memory: '200MB' is not a whole number"),
         (["--queues", "mail,,reports"], "argument --queues: a queue name must be a non-empty string, not ''"),
         (["--queues", "q" * 101], "longer than 100 characters"),
+        (["--metrics-port", "0"], "argument --metrics-port: 0 is less than 1"),
+        (["--metrics-port", "65536"], "argument --metrics-port: 65536 is more than 65535, the highest port"),
+        (["--log-format", "xml"], "argument --log-format: invalid choice: 'xml'"),
     ],
 )
 def test_bad_options_are_refused_before_anything_starts(args: list[str], message: str) -> None:
@@ -37,4 +42,30 @@ def test_queue_outside_sqlqueue_queues_is_refused(settings: Any) -> None:
     settings.SQLQUEUE_QUEUES = ["default", "mail"]
     with pytest.raises(CommandError, match=re.escape("--queues names ['reports'], not in SQLQUEUE_QUEUES")):
         call_command("runworkers", "--queues", "mail,reports")
+    assert not Worker.objects.exists()
+
+
+@pytest.mark.django_db
+def test_metrics_without_prometheus_client_say_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runworkers, "client_installed", lambda: False)
+    with pytest.raises(
+        CommandError,
+        match=re.escape(
+            '--metrics-port needs prometheus-client: install prometheus-client: pip install "django-sqlqueue[metrics]".'
+        ),
+    ):
+        call_command("runworkers", "--metrics-port", "9100")
+    assert not Worker.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_metrics_port_in_use_is_refused_before_any_process_starts() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        with pytest.raises(
+            CommandError, match=re.escape(f"--metrics-port cannot serve on 127.0.0.1:{port}: Address already in use.")
+        ):
+            call_command("runworkers", "--metrics-port", str(port))
     assert not Worker.objects.exists()

@@ -12,13 +12,14 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
+from django_sqlqueue import pause_queue
 from django_sqlqueue.models import JobStatus, Worker
 from tests.support.admin_helpers import make_job
 
 pytestmark = pytest.mark.django_db
 
 
-DONE_AND_FAILED = ["DONE/1M", "FAILED/1M", "DONE/1H", "FAILED/1H"]
+DONE_AND_FAILED = ["DONE/1M", "FAILED/1M", "DONE/1H", "FAILED/1H", "PAUSED"]
 
 
 def stats(*args: str) -> str:
@@ -80,6 +81,26 @@ def test_json_is_one_object() -> None:
         "candidates_lost": 3,
     }
     assert figures["candidates_lost"] == 3
+
+
+def test_paused_queues_are_marked_in_both_forms_even_without_jobs() -> None:
+    make_job()
+    pause_queue("default", "deploy")
+    pause_queue("empty")
+    lines = stats().splitlines()
+    assert lines[3].split()[0] == "default"
+    assert lines[3].endswith("paused: deploy")
+    assert lines[4].split()[0] == "empty"
+    assert lines[4].endswith("paused")
+    default, empty = json.loads(stats("--json"))["queues"]
+    assert (default["paused"], default["paused_reason"], default["counts"]["READY"]) == (True, "deploy", 1)
+    assert (empty["queue"], empty["paused"], empty["paused_reason"]) == ("empty", True, "")
+
+
+def test_a_queue_not_paused_is_not_marked() -> None:
+    make_job()
+    [default] = json.loads(stats("--json"))["queues"]
+    assert (default["paused"], default["paused_reason"]) == (False, None)
 
 
 @pytest.mark.parametrize(

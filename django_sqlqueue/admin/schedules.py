@@ -1,0 +1,97 @@
+"""The schedules admin: each ``SQLQUEUE_SCHEDULE`` entry, when it runs next, its last
+run and job, and the actions disable, enable and run now.
+
+Entries come from settings (a supervisor writes them at start-up), so nothing here adds,
+edits or deletes one; the admin only switches an entry off and on, or runs it once."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db import transaction
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from django_sqlqueue.db import scheduling
+from django_sqlqueue.db.routing import queue_db
+from django_sqlqueue.exceptions import SQLQueueError
+from django_sqlqueue.models import Schedule
+
+FIELDS = (
+    "key",
+    "task",
+    "expression",
+    "tz",
+    "missed",
+    "args",
+    "kwargs",
+    "queue",
+    "priority",
+    "enabled",
+    "next_tick_at",
+    "last_run_at",
+    "last_job",
+)
+
+
+class ScheduleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Every recurring job, with its next and last run."""
+
+    list_display = ["key", "task", "expression", "tz", "next_tick_at", "last_run_at", "last_job", "enabled"]
+    list_filter = ["enabled"]
+    search_fields = ["key", "task"]
+    ordering = ["key"]
+    fields = FIELDS
+    readonly_fields = FIELDS
+    actions = ["disable", "enable", "run_now"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Schedule | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Schedule | None = None) -> bool:
+        return False
+
+    def has_enable_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("django_sqlqueue.enable_schedule")
+
+    def has_run_now_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("django_sqlqueue.run_schedule_now")
+
+    @admin.display(description="last job")
+    def last_job(self, schedule: Schedule) -> SafeString | str:
+        if schedule.last_job_id is None:
+            return "-"
+        url = reverse("admin:django_sqlqueue_job_change", args=[schedule.last_job_id])
+        return format_html('<a href="{}">#{}</a>', url, schedule.last_job_id)
+
+    @admin.action(permissions=["enable"], description="Disable the selected schedules")
+    def disable(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        using = queue_db(Schedule)
+        with transaction.atomic(using=using):
+            changed = queryset.using(using).select_for_update().filter(enabled=True).update(enabled=False)
+        self.message_user(request, f"Disabled {changed} schedule(s).", messages.SUCCESS)
+
+    @admin.action(permissions=["enable"], description="Enable the selected schedules (from now on)")
+    def enable(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        using = queue_db(Schedule)
+        with transaction.atomic(using=using):
+            rows = list(queryset.using(using).select_for_update().filter(enabled=False))
+            scheduling.enable(rows, using)
+        self.message_user(request, f"Enabled {len(rows)} schedule(s); they run from their next tick.", messages.SUCCESS)
+
+    @admin.action(permissions=["run_now"], description="Run the selected schedules now (once each)")
+    def run_now(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        using = queue_db(Schedule)
+        try:
+            with transaction.atomic(using=using):
+                jobs = [scheduling.run_now(row, using) for row in queryset.using(using).select_for_update()]
+        except SQLQueueError as error:
+            self.message_user(request, f"Nothing was enqueued: {error}", messages.ERROR)
+            return
+        shown = ", ".join(f"#{job.pk}" for job in jobs)
+        self.message_user(request, f"Enqueued {len(jobs)} job(s): {shown}.", messages.SUCCESS)

@@ -1,0 +1,108 @@
+"""The job a task runs as: ``current_job()`` inside a task, None elsewhere.
+
+A context variable set around each attempt (``runner/execution.py``), so it is right
+in every worker thread, in ``testing.perform`` and ``run_jobs``, and in a Django task.
+Imports no model: the package's top imports it."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar
+from typing import TYPE_CHECKING
+
+from django_sqlqueue.exceptions import JobCancelled
+
+if TYPE_CHECKING:
+    from django_sqlqueue.models import Job
+
+#: ``report_progress`` writes at most this often (and always the report that reaches the total).
+PROGRESS_SECONDS = 1.0
+#: The longest progress message kept.
+MESSAGE_LENGTH = 255
+
+_current: ContextVar[JobHandle | None] = ContextVar("sqlqueue_current_job", default=None)
+
+
+class JobHandle:
+    """What a running task may know and do about its own job."""
+
+    def __init__(self, job: Job, worker_id: str) -> None:
+        self.job = job
+        self.worker_id = worker_id
+        self.reported_at: float | None = None
+
+    @property
+    def id(self) -> int:
+        return int(self.job.pk)
+
+    @property
+    def task(self) -> str:
+        return self.job.task
+
+    @property
+    def queue(self) -> str:
+        return self.job.queue
+
+    @property
+    def attempt(self) -> int:
+        """This attempt's number, from 1 (an admin Retry starts again from 1)."""
+        return self.job.attempts
+
+    @property
+    def cancel_requested(self) -> bool:
+        """Whether someone asked to cancel this job. A worker learns of it within a
+        heartbeat (``SQLQUEUE_HEARTBEAT_INTERVAL``); no query is made here."""
+        return self.job.cancel_requested_at is not None
+
+    def raise_if_cancelled(self) -> None:
+        """Raise ``JobCancelled`` once a cancel was requested: the job ends ``CANCELLED``."""
+        if self.cancel_requested:
+            raise JobCancelled(f"job {self.id} was cancelled while it ran")
+
+    def report_progress(self, done: float, total: float | None = None, message: str = "") -> bool:
+        """Record how far the task is (``done`` of ``total``, with a ``message``), shown
+        in the admin. Written at most once every ``PROGRESS_SECONDS`` (the report that
+        reaches ``total`` always), and only while this worker still holds this attempt:
+        the old owner of a rescued job writes nothing. Whether it was written."""
+        if isinstance(done, bool) or not isinstance(done, (int, float)) or not 0 <= done < math.inf:
+            raise ValueError(f"done must be a number of at least 0, not {done!r}.")
+        if total is not None and (
+            isinstance(total, bool) or not isinstance(total, (int, float)) or not 0 < total < math.inf
+        ):
+            raise ValueError(f"total must be a number above 0 or None, not {total!r}.")
+        if not isinstance(message, str):
+            raise ValueError(f"message must be a string, not {message!r}.")
+        now = time.monotonic()
+        finished = total is not None and done >= total
+        if self.reported_at is not None and now - self.reported_at < PROGRESS_SECONDS and not finished:
+            return False
+        self.reported_at = now
+        # Imported here: this module is imported with the package, before the models can be.
+        from django_sqlqueue.db.finishing import still_held
+        from django_sqlqueue.models import Job
+
+        progress = {"done": done, "total": total, "message": message[:MESSAGE_LENGTH]}
+        held = still_held(Job.objects.on_queue_db(), self.worker_id, [self.job])
+        return bool(held.update(progress=progress))
+
+    def __repr__(self) -> str:
+        return f"<JobHandle #{self.id} {self.task} attempt {self.attempt}>"
+
+
+def current_job() -> JobHandle | None:
+    """The running job's handle inside a task run by a worker (or by
+    ``django_sqlqueue.testing``); None anywhere else."""
+    return _current.get()
+
+
+@contextlib.contextmanager
+def running(job: Job, worker_id: str) -> Iterator[JobHandle]:
+    """Make ``job`` the current job while the block runs."""
+    token = _current.set(JobHandle(job, worker_id))
+    try:
+        yield _current.get()  # type: ignore[misc]
+    finally:
+        _current.reset(token)

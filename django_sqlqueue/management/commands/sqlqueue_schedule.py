@@ -1,0 +1,67 @@
+"""``manage.py sqlqueue_schedule``: the recurring jobs of ``SQLQUEUE_SCHEDULE`` and their
+next run times, read from settings, so that an expression can be checked before it is
+deployed. Needs no database; when the schedules' table is there it shows each entry's
+last run too."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import Error
+from django.utils import timezone
+
+from django_sqlqueue.conf import conf
+from django_sqlqueue.db import scheduling
+from django_sqlqueue.db.routing import queue_db
+from django_sqlqueue.management.arguments import positive_int
+from django_sqlqueue.models import Schedule
+from django_sqlqueue.recurrence import Entry, cronsim_installed
+
+
+class Command(BaseCommand):
+    help = "List SQLQUEUE_SCHEDULE's entries with their next run times, in each entry's time zone."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--count", type=positive_int, default=5, help="How many run times to show per entry (default 5)."
+        )
+
+    def handle(self, *, count: int, **options: Any) -> None:
+        try:
+            entries = conf.SQLQUEUE_SCHEDULE
+        except ImproperlyConfigured as error:
+            raise CommandError(str(error)) from error
+        if not entries:
+            self.stdout.write("SQLQUEUE_SCHEDULE is empty: no recurring jobs.")
+            return
+        if not cronsim_installed() and any(entry.cron is not None for entry in entries.values()):
+            raise CommandError('cron entries need cronsim: pip install "django-sqlqueue[cron]"')
+        rows = _rows()
+        now = datetime.datetime.now(datetime.UTC)
+        for key, entry in entries.items():
+            state = "enabled" if entry.enabled else "disabled in settings"
+            row = rows.get(key)
+            if row is not None and entry.enabled and not row.enabled:
+                state = "disabled in the admin"
+            self.stdout.write(f"{key}: {entry.task}, {entry.expression} ({entry.tz}), missed={entry.missed}, {state}")
+            if row is not None:
+                last = "never" if row.last_run_at is None else _shown(scheduling.aware(row.last_run_at), entry)
+                job = "" if row.last_job_id is None else f" (job #{row.last_job_id})"
+                self.stdout.write(f"  last run: {last}{job}")
+            for tick in entry.next_ticks(now, count):
+                self.stdout.write(f"  {_shown(tick, entry)}")
+
+
+def _shown(moment: datetime.datetime, entry: Entry) -> str:
+    return f"{timezone.localtime(moment, entry.zone):%Y-%m-%d %H:%M:%S %Z}"
+
+
+def _rows() -> dict[str, Schedule]:
+    """The schedules' rows when the database and the table are there; none otherwise."""
+    try:
+        return {row.key: row for row in Schedule.objects.using(queue_db(Schedule))}
+    except Error:
+        return {}

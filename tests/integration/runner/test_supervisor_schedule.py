@@ -1,0 +1,42 @@
+"""Recurring jobs with real ``runworkers`` processes: four supervisors on one database
+check the same every-second schedule, and each tick gives exactly one job."""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import json
+from collections import Counter
+from collections.abc import Callable
+
+import pytest
+
+from django_sqlqueue.models import Job, Worker
+from tests.support.workers import Workers, wait_until
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+StartWorkers = Callable[..., Workers]
+SECOND = datetime.timedelta(seconds=1)
+#: ``missed="all"``: a check that comes late (a busy machine) still enqueues every tick.
+SCHEDULE = json.dumps({"tick": {"task": "tests.testapp.tasks.noop", "every": 1, "missed": "all"}})
+#: Ticks to see after all four supervisors run (10 s, not 20, to keep CI short).
+TICKS = 10
+
+
+def test_four_supervisors_enqueue_each_tick_exactly_once(start_workers: StartWorkers) -> None:
+    supervisors = [start_workers("--processes", "1", SQLQUEUE_SCHEDULE=SCHEDULE) for _ in range(4)]
+    logs = lambda: "\n".join(workers.text() for workers in supervisors)  # noqa: E731
+    wait_until(lambda: Worker.objects.count() == 4, timeout=90, why=logs)
+    first = Job.objects.count()
+    wait_until(lambda: Job.objects.count() >= first + TICKS, timeout=90, why=logs)
+    for workers in supervisors:
+        assert workers.stop() == 0, workers.text()
+
+    per_tick = Counter(Job.objects.values_list("run_at", flat=True))
+    assert [tick for tick, jobs in per_tick.items() if jobs > 1] == []
+    ticks = sorted(per_tick)
+    assert len(ticks) >= TICKS
+    assert all(tick.microsecond == 0 for tick in ticks)
+    # No gap between the first and the last: a gap would be a tick lost.
+    assert [later - earlier for earlier, later in itertools.pairwise(ticks)] == [SECOND] * (len(ticks) - 1)

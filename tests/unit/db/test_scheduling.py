@@ -1,0 +1,157 @@
+"""Recurring jobs' statements (``db/scheduling.py``): rows written from settings, due
+ticks enqueued once, the compare-and-set that refuses a stale read."""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+from typing import Any
+
+import pytest
+from django.db import DEFAULT_DB_ALIAS
+from django.utils import timezone
+
+from django_sqlqueue.db import scheduling
+from django_sqlqueue.models import Job, Schedule
+from django_sqlqueue.recurrence import Entry, parse_schedule
+
+pytestmark = pytest.mark.django_db
+
+DB = DEFAULT_DB_ALIAS
+NOOP = "tests.testapp.tasks.noop"
+
+
+def entries(**raw: dict[str, object]) -> dict[str, Entry]:
+    return parse_schedule(raw, "UTC")
+
+
+def rewind(key: str, seconds: float) -> Schedule:
+    """Make ``key``'s row look as if it last ticked ``seconds`` ago, and due."""
+    past = timezone.now() - datetime.timedelta(seconds=seconds)
+    Schedule.objects.filter(key=key).update(last_tick_at=past, next_tick_at=past)
+    return Schedule.objects.get(key=key)
+
+
+def test_sync_creates_rows_that_tick_from_now_on() -> None:
+    before = timezone.now() - datetime.timedelta(seconds=5)
+    scheduling.sync(entries(ping={"task": NOOP, "every": 30, "kwargs": {"a": 1}, "queue": "mail"}), DB)
+    row = Schedule.objects.get()
+    assert (row.key, row.task, row.expression, row.kwargs, row.queue, row.enabled) == (
+        "ping",
+        NOOP,
+        "every 30 s",
+        {"a": 1},
+        "mail",
+        True,
+    )
+    assert row.last_tick_at > before
+    assert row.next_tick_at is not None
+    assert datetime.timedelta(0) < row.next_tick_at - row.last_tick_at <= datetime.timedelta(seconds=30)
+    assert scheduling.tick(DB) == 0
+
+
+def test_sync_updates_keeps_the_last_tick_and_deletes_removed_entries() -> None:
+    scheduling.sync(entries(ping={"task": NOOP, "every": 30}, old={"task": NOOP, "every": 5}), DB)
+    last_tick = rewind("ping", 3600).last_tick_at
+    scheduling.sync(entries(ping={"task": NOOP, "cron": "0 * * * *", "missed": "all"}), DB)
+    row = Schedule.objects.get()
+    assert (row.key, row.expression, row.every, row.missed, row.last_tick_at) == (
+        "ping",
+        "0 * * * *",
+        None,
+        "all",
+        last_tick,
+    )
+
+
+def test_sync_keeps_an_admin_disable_unless_settings_disable() -> None:
+    scheduling.sync(entries(ping={"task": NOOP, "every": 30}), DB)
+    Schedule.objects.update(enabled=False)
+    scheduling.sync(entries(ping={"task": NOOP, "every": 30}), DB)
+    assert not Schedule.objects.get().enabled
+    scheduling.sync(entries(new={"task": NOOP, "every": 30, "enabled": False}), DB)
+    assert not Schedule.objects.get(key="new").enabled
+
+
+def test_a_due_tick_enqueues_one_job_due_at_its_tick() -> None:
+    scheduling.sync(entries(ping={"task": NOOP, "every": 60, "args": [1], "kwargs": {"b": 2}, "priority": 5}), DB)
+    rewind("ping", 61)
+    assert scheduling.tick(DB) == 1
+    job = Job.objects.get()
+    row = Schedule.objects.get()
+    assert (job.task, job.args, job.kwargs, job.priority) == (NOOP, [1], {"b": 2}, 5)
+    assert job.run_at == row.last_tick_at == row.last_run_at
+    assert job.run_at.timestamp() % 60 == 0
+    assert row.last_job_id == job.pk
+    assert row.next_tick_at == row.last_tick_at + datetime.timedelta(seconds=60)
+    assert scheduling.tick(DB) == 0
+
+
+def test_a_stale_read_enqueues_nothing() -> None:
+    """Two supervisors read the same due row: the second's compare-and-set fails."""
+    scheduling.sync(entries(ping={"task": NOOP, "every": 60}), DB)
+    rewind("ping", 61)
+    read_by_both = scheduling.due_rows(DB)
+    assert scheduling.tick(DB) == 1
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(scheduling, "due_rows", lambda using: read_by_both)
+        assert scheduling.tick(DB) == 0
+    assert Job.objects.count() == 1
+
+
+def test_missed_all_enqueues_each_tick_with_its_time() -> None:
+    scheduling.sync(entries(ping={"task": NOOP, "every": 60, "missed": "all"}), DB)
+    rewind("ping", 5 * 60 + 1)
+    assert scheduling.tick(DB) == 5
+    run_ats = sorted(Job.objects.values_list("run_at", flat=True))
+    assert [later - earlier for earlier, later in itertools.pairwise(run_ats)] == [datetime.timedelta(seconds=60)] * 4
+    assert Schedule.objects.get().last_job_id == Job.objects.latest("pk").pk
+
+
+def test_a_disabled_row_never_fires() -> None:
+    scheduling.sync(entries(ping={"task": NOOP, "every": 60, "enabled": False}), DB)
+    rewind("ping", 120)
+    assert scheduling.tick(DB) == 0
+    assert not Job.objects.exists()
+
+
+def test_an_unregistered_task_never_enqueues_and_stays_due(caplog: pytest.LogCaptureFixture) -> None:
+    scheduling.sync(entries(gone={"task": "no.such.task", "every": 60}), DB)
+    row = rewind("gone", 120)
+    assert scheduling.tick(DB) == 0
+    assert not Job.objects.exists()
+    assert Schedule.objects.get().last_tick_at == row.last_tick_at
+    assert "Schedule 'gone' did not enqueue: UnknownTaskError" in caplog.text
+
+
+def test_run_now_enqueues_one_job_and_leaves_the_ticks_alone() -> None:
+    scheduling.sync(entries(ping={"task": NOOP, "every": 3600, "kwargs": {"x": 1}}), DB)
+    row = Schedule.objects.get()
+    job = scheduling.run_now(row, DB)
+    after = Schedule.objects.get()
+    assert (job.task, job.kwargs) == (NOOP, {"x": 1})
+    assert after.last_job_id == job.pk
+    assert after.last_run_at is not None
+    assert (after.last_tick_at, after.next_tick_at) == (row.last_tick_at, row.next_tick_at)
+
+
+def test_enable_ticks_from_now_on() -> None:
+    scheduling.sync(entries(ping={"task": NOOP, "every": 60, "missed": "all", "enabled": False}), DB)
+    rewind("ping", 3600)
+    scheduling.enable(list(Schedule.objects.all()), DB)
+    row = Schedule.objects.get()
+    assert row.enabled
+    assert row.last_tick_at > timezone.now() - datetime.timedelta(seconds=30)
+    assert scheduling.tick(DB) == 0
+
+
+def test_without_use_tz_ticks_are_stored_as_naive_local_times(settings: Any) -> None:
+    settings.USE_TZ = False
+    scheduling.sync(entries(ping={"task": NOOP, "every": 60}), DB)
+    rewind("ping", 61)
+    assert scheduling.tick(DB) == 1
+    job = Job.objects.get()
+    row = Schedule.objects.get()
+    assert timezone.is_naive(job.run_at)
+    assert job.run_at == row.last_tick_at
+    assert row.next_tick_at == row.last_tick_at + datetime.timedelta(seconds=60)

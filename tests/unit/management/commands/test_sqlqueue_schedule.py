@@ -1,0 +1,62 @@
+"""``manage.py sqlqueue_schedule``: the entries and their next run times, from settings."""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import DEFAULT_DB_ALIAS
+from django.test import override_settings
+
+from django_sqlqueue.db import scheduling
+from django_sqlqueue.models import Schedule
+from django_sqlqueue.recurrence import parse_schedule
+
+NOOP = "tests.testapp.tasks.noop"
+SCHEDULE = {
+    "nightly": {"task": NOOP, "cron": "30 2 * * *", "tz": "Europe/Paris"},
+    "ping": {"task": NOOP, "every": 30, "missed": "all", "enabled": False},
+}
+
+
+def schedule(*args: str) -> str:
+    out = StringIO()
+    call_command("sqlqueue_schedule", *args, stdout=out)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+@override_settings(SQLQUEUE_SCHEDULE=SCHEDULE)
+def test_lists_each_entry_with_its_next_run_times_in_its_time_zone() -> None:
+    lines = schedule("--count", "3").splitlines()
+    assert lines[0] == f"nightly: {NOOP}, 30 2 * * * (Europe/Paris), missed=latest, enabled"
+    assert all(line.startswith("  ") and line.endswith((":30:00 CET", ":30:00 CEST")) for line in lines[1:4])
+    nightly = [datetime.datetime.strptime(line.strip()[:19], "%Y-%m-%d %H:%M:%S") for line in lines[1:4]]
+    assert [later - earlier for earlier, later in itertools.pairwise(nightly)] == [datetime.timedelta(days=1)] * 2
+    assert lines[4] == f"ping: {NOOP}, every 30 s (UTC), missed=all, disabled in settings"
+    assert len(lines) == 8
+
+
+@pytest.mark.django_db
+@override_settings(SQLQUEUE_SCHEDULE=SCHEDULE)
+def test_shows_the_last_run_when_the_table_is_there() -> None:
+    scheduling.sync(parse_schedule(SCHEDULE, "UTC"), DEFAULT_DB_ALIAS)
+    job = scheduling.run_now(Schedule.objects.get(key="nightly"), DEFAULT_DB_ALIAS)
+    lines = schedule("--count", "1").splitlines()
+    assert lines[1].startswith("  last run: ")
+    assert lines[1].endswith(f" (job #{job.pk})")
+    assert lines[4] == "  last run: never"
+
+
+@override_settings(SQLQUEUE_SCHEDULE={})
+def test_an_empty_schedule() -> None:
+    assert schedule() == "SQLQUEUE_SCHEDULE is empty: no recurring jobs.\n"
+
+
+@override_settings(SQLQUEUE_SCHEDULE={"bad": {"task": NOOP, "cron": "99 * * * *"}})
+def test_a_bad_entry_is_an_error() -> None:
+    with pytest.raises(CommandError, match=r"SQLQUEUE_SCHEDULE\['bad'\]: cron '99 \* \* \* \*' is not valid"):
+        call_command("sqlqueue_schedule", skip_checks=True)

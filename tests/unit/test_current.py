@@ -1,0 +1,119 @@
+"""``current_job()`` and its handle (``current.py``), in the test process through
+``django_sqlqueue.testing``; with real workers, ``tests/integration/test_cancelling.py``."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from django_sqlqueue import current_job
+from django_sqlqueue.current import running
+from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.exceptions import JobCancelled, WorkerLost
+from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.runner.execution import attempt
+from django_sqlqueue.runner.rescue import rescue_worker
+from django_sqlqueue.testing import perform
+from tests.djtasks.tasks import current_job_id, current_job_id_async
+from tests.testapp.tasks import whoami
+
+pytestmark = pytest.mark.django_db
+
+
+def test_none_outside_a_job() -> None:
+    assert current_job() is None
+
+
+def test_inside_perform_the_handle_names_the_job() -> None:
+    seen = perform(whoami)
+    [job] = Job.objects.all()
+    assert seen == {
+        "id": job.pk,
+        "task": job.task,
+        "queue": "default",
+        "attempt": 1,
+        "cancel_requested": False,
+    }
+    assert current_job() is None  # reset after the job
+
+
+def test_the_handle_sees_a_cancel_request_its_job_carries() -> None:
+    Job.objects.enqueue(whoami)
+    [job] = Job.objects.claim(worker_id="w")
+    assert Job.objects.cancel([job.pk]) == (0, 1)
+    job.refresh_from_db()  # as the worker's heartbeat does
+    outcome = attempt(job, "w")
+    assert outcome.result["cancel_requested"] is True
+
+
+def test_raise_if_cancelled_raises_once_asked_and_the_job_ends_cancelled_not_retried() -> None:
+    Job.objects.enqueue(whoami)
+    [job] = Job.objects.claim(worker_id="w")
+    with running(job, "w") as handle:
+        handle.raise_if_cancelled()  # not asked: nothing
+        Job.objects.cancel(Job.objects.filter(pk=job.pk))
+        job.refresh_from_db()
+        with pytest.raises(JobCancelled, match=f"job {job.pk} was cancelled"):
+            handle.raise_if_cancelled()
+    assert Job.objects.finish(worker_id="w", failed={job: JobCancelled("stop")}) == 1
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.last_error_class) == (
+        JobStatus.CANCELLED,
+        1,
+        "django_sqlqueue.exceptions.JobCancelled",
+    )
+
+
+def claimed(worker: str = "w") -> Job:
+    Job.objects.enqueue(whoami)
+    [job] = Job.objects.claim(worker_id=worker)
+    return job
+
+
+def progress_of(job: Job) -> object:
+    return Job.objects.values_list("progress", flat=True).get(pk=job.pk)
+
+
+def test_report_progress_writes_at_most_once_a_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    job = claimed()
+    with running(job, "w") as handle:
+        assert handle.report_progress(1, 10, "one") is True
+        assert progress_of(job) == {"done": 1, "total": 10, "message": "one"}
+        clock[0] += 0.5
+        assert handle.report_progress(2, 10) is False  # too soon: not written
+        assert progress_of(job) == {"done": 1, "total": 10, "message": "one"}
+        assert handle.report_progress(10, 10, "all") is True  # the last one always is
+        clock[0] += 1
+        assert handle.report_progress(11, message="x" * 300) is True
+    assert progress_of(job) == {"done": 11, "total": None, "message": "x" * 255}
+
+
+def test_the_old_owner_of_a_rescued_job_writes_no_progress() -> None:
+    job = claimed("old")
+    with running(job, "old") as handle:
+        assert rescue_worker("old", WorkerLost("gone")) == 1
+        assert handle.report_progress(1, 2) is False
+        Job.objects.filter(pk=job.pk).update(run_at=DatabaseNow())  # its retry is due now
+        [again] = Job.objects.claim(worker_id="new")  # the same job, claimed again (attempt 2)
+        assert again.pk == job.pk
+        assert handle.report_progress(2, 2) is False
+    assert progress_of(job) is None
+
+
+@pytest.mark.parametrize(
+    ("done", "total", "message"),
+    [(-1, None, ""), (True, None, ""), (1, 0, ""), (1, float("inf"), ""), ("1", None, ""), (1, None, None)],
+)
+def test_bad_progress_is_refused(done: object, total: object, message: object) -> None:
+    with running(claimed(), "w") as handle, pytest.raises(ValueError, match="must be"):
+        handle.report_progress(done, total, message)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("task", [current_job_id, current_job_id_async])
+def test_a_django_task_has_it_too(task: Any) -> None:
+    returned = perform(task)
+    assert returned == Job.objects.get().pk
