@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,6 +17,15 @@ from pathlib import Path
 SUBNET = "10.77.0"
 DATABASE_ADDRESS = f"{SUBNET}.1"
 PREFIX = "sqq"
+
+
+def program(name: str) -> str:
+    """The path of a system program, looked for in the sbin folders too (a plain
+    ``PATH``, as CI's, lacks them)."""
+    found = shutil.which(name, path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"]))
+    if found is None:
+        raise RuntimeError(f"{name} is not installed: the multi-host suite needs it (Debian's packages).")
+    return found
 
 
 def run(*command: str) -> None:

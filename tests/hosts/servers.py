@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.hosts.network import DATABASE_ADDRESS, SUBNET, Network, run
+from tests.hosts.network import DATABASE_ADDRESS, SUBNET, Network, program, run
 
 STARTUP_SECONDS = 60
 
@@ -181,7 +181,7 @@ class MariaDBServer(Server):
         self.data = _owned_by(root / "mariadb-data", "mysql")
         self.run_dir = _owned_by(root / "mariadb-run", "mysql")
         run(
-            "mariadb-install-db", "--no-defaults", f"--datadir={self.data}", "--user=mysql",
+            program("mariadb-install-db"), "--no-defaults", f"--datadir={self.data}", "--user=mysql",
             "--auth-root-authentication-method=normal", "--skip-test-db",
         )  # fmt: skip
         self.start()
@@ -195,7 +195,7 @@ class MariaDBServer(Server):
 
     def command(self) -> list[str]:
         return [
-            "mariadbd", "--no-defaults", f"--datadir={self.data}", "--user=mysql",
+            program("mariadbd"), "--no-defaults", f"--datadir={self.data}", "--user=mysql",
             f"--socket={self.socket_path}", f"--pid-file={self.run_dir / 'mariadb.pid'}",
             f"--bind-address={DATABASE_ADDRESS}", f"--port={self.port}", "--skip-name-resolve",
             "--max-connections=300", "--character-set-server=utf8mb4", "--collation-server=utf8mb4_unicode_ci",
