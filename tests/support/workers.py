@@ -34,13 +34,16 @@ KEEP_FINISHED = {"SQLQUEUE_RETENTION": '{"SUCCESSFUL": null, "CANCELLED": null, 
 
 
 class Workers:
-    """One ``runworkers`` supervisor in its own session, its output in a file."""
+    """One ``runworkers`` supervisor in its own session, its output in a file; ``prefix``
+    runs it through another program first (``ip netns exec HOST``, which execs it)."""
 
-    def __init__(self, args: list[str], env: dict[str, str], python: str, log: Path) -> None:
+    def __init__(
+        self, args: list[str], env: dict[str, str], python: str, log: Path, prefix: tuple[str, ...] = ()
+    ) -> None:
         self.log = log
         self.output = log.open("w")
         self.process = subprocess.Popen(
-            [python, "manage.py", "runworkers", *args],
+            [*prefix, python, "manage.py", "runworkers", *args],
             cwd=ROOT,
             env=env,
             stdin=subprocess.DEVNULL,

@@ -121,6 +121,14 @@ def countdown(n: int) -> int:
 
 
 @job
+def sleep_and_say(seconds: float) -> str:
+    """Sleeps, then returns its worker's ``SAY`` environment variable: which of several
+    hosts (``tests/hosts/``) wrote the outcome."""
+    time.sleep(seconds)
+    return os.environ.get("SAY", "")
+
+
+@job
 def worker_pid() -> int:
     """The pid of the worker process that ran it: tells which process ran which job."""
     return os.getpid()

@@ -1,0 +1,212 @@
+"""The suite's own database servers, started inside the database namespace with their
+data under a temporary folder: a PostgreSQL cluster and a MariaDB instance that listen on
+the namespace's address, and on a Unix socket in that folder for the test process (which
+stays in the machine's namespace). The machine's own servers are never touched."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import pwd
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.hosts.network import DATABASE_ADDRESS, SUBNET, Network, program, run
+
+STARTUP_SECONDS = 60
+
+
+def _owned_by(path: Path, user: str) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    account = pwd.getpwnam(user)
+    shutil.chown(path, account.pw_uid, account.pw_gid)
+    return path
+
+
+class Server:
+    """A database server in the network's database namespace."""
+
+    vendor: str
+    port: int
+    user: str
+
+    def __init__(self, network: Network, root: Path) -> None:
+        self.network = network
+        self.root = root
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def env(self, name: str, *, from_host: bool) -> dict[str, str]:
+        """``tests.settings``' variables for database ``name``: over the network from a
+        host namespace, over the Unix socket from the test process."""
+        return {
+            "DB_BACKEND": self.vendor,
+            "DB_NAME": name,
+            "DB_HOST": DATABASE_ADDRESS if from_host else str(self.socket_path),
+            "DB_PORT": str(self.port),
+            "DB_USER": self.user,
+            "DB_PASSWORD": "",
+        }
+
+    @property
+    def socket_path(self) -> Path:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        with (self.root / f"{self.vendor}.log").open("ab") as log:  # the server keeps its own copy
+            self.process = subprocess.Popen(
+                [*self.network.in_namespace(self.network.database), *self.command()],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while not self.answers():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{self.vendor} did not start:\n{self.log_text()}")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        """A fast, clean shutdown (SIGINT for PostgreSQL, SIGTERM for MariaDB)."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(self.stop_signal)
+        try:
+            self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def log_text(self) -> str:
+        with contextlib.suppress(OSError):
+            return (self.root / f"{self.vendor}.log").read_text(errors="replace")[-4000:]
+        return ""
+
+    def answers(self) -> bool:
+        try:
+            self.execute("SELECT 1")
+        except Exception:
+            return False
+        return True
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    stop_signal: int
+
+    def connect(self, database: str | None = None) -> Any:
+        raise NotImplementedError
+
+    def execute(self, sql: str, database: str | None = None) -> list[tuple[Any, ...]]:
+        """Run one statement as the superuser, over the socket; its rows."""
+        connection = self.connect(database)
+        try:
+            cursor = connection.cursor()
+            cursor.execute(sql)
+            rows = list(cursor.fetchall()) if cursor.description else []
+            connection.commit()
+            return rows
+        finally:
+            connection.close()
+
+    def create_database(self, name: str) -> None:
+        raise NotImplementedError
+
+
+class PostgresServer(Server):
+    vendor = "postgres"
+    port = 5432
+    user = "postgres"
+    stop_signal = 2  # SIGINT: PostgreSQL's fast shutdown
+
+    def __init__(self, network: Network, root: Path) -> None:
+        super().__init__(network, root)
+        self.bin = Path(sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"))[-1]).parent
+        self.data = _owned_by(root / "postgres-data", "postgres")
+        self.sockets = _owned_by(root / "postgres-socket", "postgres")
+        run(
+            "setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups",
+            str(self.bin / "initdb"), "--auth=trust", "--username=postgres", "--no-sync",
+            "--encoding=UTF8", "--locale=C.UTF-8", "-D", str(self.data),
+        )  # fmt: skip
+        with (self.data / "pg_hba.conf").open("a") as hba:  # the hosts, as the socket is: trusted
+            hba.write(f"host all all {SUBNET}.0/24 trust\n")
+        self.start()
+
+    @property
+    def socket_path(self) -> Path:
+        return self.sockets
+
+    def command(self) -> list[str]:
+        return [
+            "setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups",
+            str(self.bin / "postgres"), "-D", str(self.data),
+            "-c", f"listen_addresses={DATABASE_ADDRESS}",
+            "-c", f"unix_socket_directories={self.sockets}",
+            "-c", "max_connections=300",
+        ]  # fmt: skip
+
+    def connect(self, database: str | None = None) -> Any:
+        import psycopg
+
+        return psycopg.connect(
+            host=str(self.sockets), user="postgres", dbname=database or "postgres", connect_timeout=5
+        )
+
+    def create_database(self, name: str) -> None:
+        connection = self.connect()
+        connection.autocommit = True
+        try:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            connection.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            connection.close()
+
+
+class MariaDBServer(Server):
+    vendor = "mysql"
+    port = 3306
+    user = "root"
+    stop_signal = 15
+
+    def __init__(self, network: Network, root: Path) -> None:
+        super().__init__(network, root)
+        self.data = _owned_by(root / "mariadb-data", "mysql")
+        self.run_dir = _owned_by(root / "mariadb-run", "mysql")
+        run(
+            program("mariadb-install-db"), "--no-defaults", f"--datadir={self.data}", "--user=mysql",
+            "--auth-root-authentication-method=normal", "--skip-test-db",
+        )  # fmt: skip
+        self.start()
+        # The hosts come over the network: root from anywhere, as root@localhost is.
+        self.execute("CREATE USER IF NOT EXISTS 'root'@'%'")
+        self.execute("GRANT ALL ON *.* TO 'root'@'%' WITH GRANT OPTION")
+
+    @property
+    def socket_path(self) -> Path:
+        return self.run_dir / "mariadb.sock"
+
+    def command(self) -> list[str]:
+        return [
+            program("mariadbd"), "--no-defaults", f"--datadir={self.data}", "--user=mysql",
+            f"--socket={self.socket_path}", f"--pid-file={self.run_dir / 'mariadb.pid'}",
+            f"--bind-address={DATABASE_ADDRESS}", f"--port={self.port}", "--skip-name-resolve",
+            "--max-connections=300", "--character-set-server=utf8mb4", "--collation-server=utf8mb4_unicode_ci",
+            "--transaction-isolation=READ-COMMITTED",
+        ]  # fmt: skip
+
+    def connect(self, database: str | None = None) -> Any:
+        import MySQLdb
+
+        return MySQLdb.connect(unix_socket=str(self.socket_path), user="root", db=database or "", connect_timeout=5)
+
+    def create_database(self, name: str) -> None:
+        self.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        self.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
