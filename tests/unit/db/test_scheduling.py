@@ -101,7 +101,10 @@ def test_a_stale_read_enqueues_nothing() -> None:
 
 def test_missed_all_enqueues_each_tick_with_its_time() -> None:
     scheduling.sync(entries(ping={"task": NOOP, "every": 60, "missed": "all"}), DB)
-    rewind("ping", 5 * 60 + 1)
+    # From a whole minute (every 60 s ticks on them): 5 minutes hold exactly 5 ticks,
+    # whatever second of the minute the test runs in.
+    past = timezone.now().replace(second=0, microsecond=0) - datetime.timedelta(minutes=5)
+    Schedule.objects.filter(key="ping").update(last_tick_at=past, next_tick_at=past)
     assert scheduling.tick(DB) == 5
     run_ats = sorted(Job.objects.values_list("run_at", flat=True))
     assert [later - earlier for earlier, later in itertools.pairwise(run_ats)] == [datetime.timedelta(seconds=60)] * 4
