@@ -35,7 +35,7 @@ LATEST_WITHIN = datetime.timedelta(days=1)
 ALL_AT_ONCE = 100
 #: The shortest ``every``: the supervisor checks about once a second.
 MIN_EVERY = datetime.timedelta(seconds=1)
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class Entry:
         from cronsim import CronSim
 
         for local in CronSim(self.cron, after.astimezone(self.zone)):
-            yield local.astimezone(datetime.UTC)
+            yield local.astimezone(datetime.timezone.utc)
 
     def next_ticks(self, after: datetime.datetime, count: int) -> list[datetime.datetime]:
         """Its next ``count`` ticks after ``after``."""
@@ -204,7 +204,7 @@ def _cron(where: str, expression: Any) -> str:
         from cronsim import CronSim, CronSimError
 
         try:
-            CronSim(expression, datetime.datetime(2000, 1, 1, tzinfo=datetime.UTC))
+            CronSim(expression, datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc))
         except CronSimError as error:
             raise ImproperlyConfigured(f"{where}: cron {expression!r} is not valid: {error}.") from None
     return expression

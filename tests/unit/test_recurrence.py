@@ -11,7 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from django_sqlqueue.recurrence import ALL_AT_ONCE, LATEST_WITHIN, ON_TIME, Entry, due, parse_entry, parse_schedule
 
-UTC = datetime.UTC
+UTC = datetime.timezone.utc
 SECOND = datetime.timedelta(seconds=1)
 MINUTE = datetime.timedelta(minutes=1)
 

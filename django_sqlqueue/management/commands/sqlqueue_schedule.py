@@ -40,7 +40,7 @@ class Command(BaseCommand):
         if not cronsim_installed() and any(entry.cron is not None for entry in entries.values()):
             raise CommandError('cron entries need cronsim: pip install "django-sqlqueue[cron]"')
         rows = _rows()
-        now = datetime.datetime.now(datetime.UTC)
+        now = datetime.datetime.now(datetime.timezone.utc)
         for key, entry in entries.items():
             state = "enabled" if entry.enabled else "disabled in settings"
             row = rows.get(key)
