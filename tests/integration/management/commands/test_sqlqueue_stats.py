@@ -62,13 +62,17 @@ def test_watch_prints_frames_a_blank_line_apart_until_ctrl_c(child_env: dict[str
         text=True,
     )
     assert watching.stdout is not None
-    seen = []
-    for line in watching.stdout:
-        seen.append(line)
-        if sum(line.startswith("sqlqueue at ") for line in seen) == 3:
-            break
-    watching.send_signal(signal.SIGINT)
-    rest, errors = watching.communicate(timeout=30)
+    try:
+        seen = []
+        for line in watching.stdout:
+            seen.append(line)
+            if sum(line.startswith("sqlqueue at ") for line in seen) == 3:
+                break
+        watching.send_signal(signal.SIGINT)
+        rest, errors = watching.communicate(timeout=30)
+    finally:
+        watching.kill()
+        watching.communicate()
     assert (watching.returncode, errors) == (0, "")
     # Not a terminal: every frame in full, the next after a blank line (the last may be cut short).
     frames = "".join([*seen, rest]).split("sqlqueue at ")[1:]
