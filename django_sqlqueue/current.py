@@ -7,11 +7,14 @@ Imports no model: the package's top imports it."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
+
+from django.db import DatabaseError, transaction
 
 from django_sqlqueue.exceptions import JobCancelled
 
@@ -22,6 +25,8 @@ if TYPE_CHECKING:
 PROGRESS_SECONDS = 1.0
 #: The longest progress message kept.
 MESSAGE_LENGTH = 255
+
+logger = logging.getLogger(__name__)
 
 _current: ContextVar[JobHandle | None] = ContextVar("sqlqueue_current_job", default=None)
 
@@ -66,7 +71,12 @@ class JobHandle:
         """Record how far the task is (``done`` of ``total``, with a ``message``), shown
         in the admin. Written at most once every ``PROGRESS_SECONDS`` (the report that
         reaches ``total`` always), and only while this worker still holds this attempt:
-        the old owner of a rescued job writes nothing. Whether it was written."""
+        the old owner of a rescued job writes nothing. Whether it was written.
+
+        Best effort: when the database refuses the write (it is away, or a lock wait
+        times out), the task carries on, the failure is logged, and nothing is written.
+        The write is its own savepoint inside a transaction of the task's, which a
+        failure therefore leaves usable."""
         if isinstance(done, bool) or not isinstance(done, (int, float)) or not 0 <= done < math.inf:
             raise ValueError(f"done must be a number of at least 0, not {done!r}.")
         if total is not None and (
@@ -86,7 +96,12 @@ class JobHandle:
 
         progress = {"done": done, "total": total, "message": message[:MESSAGE_LENGTH]}
         held = still_held(Job.objects.on_queue_db(), self.worker_id, [self.job])
-        return bool(held.update(progress=progress))
+        try:
+            with transaction.atomic(using=held.db):
+                return bool(held.update(progress=progress))
+        except DatabaseError as error:
+            logger.warning("Progress of job %s not recorded: %s", self.id, error)
+            return False
 
     def __repr__(self) -> str:
         return f"<JobHandle #{self.id} {self.task} attempt {self.attempt}>"

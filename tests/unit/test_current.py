@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.db import OperationalError, connection, transaction
 
 from django_sqlqueue import current_job
 from django_sqlqueue.current import running
@@ -102,6 +104,24 @@ def test_the_old_owner_of_a_rescued_job_writes_no_progress() -> None:
         assert again.pk == job.pk
         assert handle.report_progress(2, 2) is False
     assert progress_of(job) is None
+
+
+def refuse_progress(execute: Callable[..., Any], sql: str, *args: Any) -> Any:
+    """The database refusing the progress write (as when it is away), and nothing else."""
+    if "progress" in sql and sql.lstrip().upper().startswith("UPDATE"):
+        raise OperationalError("the database went away")
+    return execute(sql, *args)
+
+
+def test_a_refused_progress_write_is_logged_and_the_task_carries_on(caplog: pytest.LogCaptureFixture) -> None:
+    job = claimed()
+    with running(job, "w") as handle, transaction.atomic():  # the task's own transaction
+        Job.objects.filter(pk=job.pk).update(priority=5)
+        with connection.execute_wrapper(refuse_progress):
+            assert handle.report_progress(1, 2, "half") is False
+        assert Job.objects.get(pk=job.pk).priority == 5  # its transaction still works
+    assert progress_of(job) is None
+    assert f"Progress of job {job.pk} not recorded: the database went away" in caplog.text
 
 
 @pytest.mark.parametrize(
