@@ -93,18 +93,26 @@ def due_rows(using: str) -> list[Schedule]:
     return list(Schedule.objects.using(using).filter(enabled=True, next_tick_at__lte=DatabaseNow()).order_by("pk"))
 
 
-def tick(using: str) -> int:
+def tick(using: str, logged: set[tuple[str, str]] | None = None) -> int:
     """Enqueue the due ticks of every enabled row; returns how many jobs were enqueued.
 
     A row that cannot enqueue (its task is not registered in this process, its
     arguments are refused) is logged and left as it is: it fires nothing, and no other
-    row waits for it."""
+    row waits for it. A caller that ticks every second passes ``logged``, the problems
+    it has logged, so that each is logged once rather than every tick, and again only
+    after its row has fired in between."""
+    logged = set() if logged is None else logged
     enqueued = 0
     for row in due_rows(using):
         try:
             enqueued += retry_transient(using, lambda row=row: _fire(row, using))  # type: ignore[misc]
         except (UnknownTaskError, InvalidJobError, ImportError) as error:
-            logger.error("Schedule %r did not enqueue: %s: %s", row.key, type(error).__name__, error)
+            problem = (row.key, f"{type(error).__name__}: {error}")
+            if problem not in logged:
+                logged.add(problem)
+                logger.error("Schedule %r did not enqueue: %s (logged once until it fires)", *problem)
+        else:
+            logged.difference_update({problem for problem in logged if problem[0] == row.key})
     return enqueued
 
 

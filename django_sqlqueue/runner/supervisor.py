@@ -127,6 +127,8 @@ class Supervisor:
         self.holder = f"{options.name_prefix}{socket.gethostname()}:{os.getpid()}"
         #: Whether it holds the maintenance lease (rescue, recurring jobs, pruning).
         self.leading = False
+        #: The recurring jobs' problems it has logged (each once, not every second).
+        self.schedule_problems: set[tuple[str, str]] = set()
 
     def run(self) -> int:
         """Supervise; returns the exit code: 0, or 1 after a second signal or when the
@@ -403,7 +405,7 @@ class Supervisor:
             self.rescued += self._database(rescue_expired, 0)
             self.next_rescue = now + min(conf.SQLQUEUE_LEASE / 2, 10.0)
         if now >= self.next_schedule:
-            self._database(lambda: scheduling.tick(queue_db(Schedule)), 0)
+            self._database(lambda: scheduling.tick(queue_db(Schedule), self.schedule_problems), 0)
             self.next_schedule = now + SCHEDULE_SECONDS
         if now >= self.next_prune:
             complete = self._prune()

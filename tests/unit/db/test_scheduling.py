@@ -127,6 +127,18 @@ def test_an_unregistered_task_never_enqueues_and_stays_due(caplog: pytest.LogCap
     assert "Schedule 'gone' did not enqueue: UnknownTaskError" in caplog.text
 
 
+def test_a_problem_is_logged_once_until_its_row_fires(caplog: pytest.LogCaptureFixture) -> None:
+    scheduling.sync(entries(gone={"task": "no.such.task", "every": 60}), DB)
+    rewind("gone", 120)
+    logged: set[tuple[str, str]] = set()
+    for _ in range(3):  # a supervisor ticks every second
+        assert scheduling.tick(DB, logged) == 0
+    assert caplog.text.count("did not enqueue") == 1
+    Schedule.objects.filter(key="gone").update(task=NOOP)  # deployed: the task is there now
+    assert scheduling.tick(DB, logged) == 1
+    assert logged == set()
+
+
 def test_run_now_enqueues_one_job_and_leaves_the_ticks_alone() -> None:
     scheduling.sync(entries(ping={"task": NOOP, "every": 3600, "kwargs": {"x": 1}}), DB)
     row = Schedule.objects.get()
