@@ -90,7 +90,7 @@ class Job(models.Model):
         ]
         permissions = [
             ("retry_job", "Can retry failed or cancelled jobs"),
-            ("cancel_job", "Can cancel ready jobs"),
+            ("cancel_job", "Can cancel jobs (ready ones at once, running ones by request)"),
             ("run_job_now", "Can run scheduled jobs now"),
         ]
         constraints = [
