@@ -51,15 +51,16 @@ def attempt(job: Job, worker_id: str) -> JobOutcome:
             outcome = JobOutcome(job, error=error)
         duration = time.perf_counter() - began
         result = outcome_name(job, outcome.error)
-        logger.info(
-            "Job %s (%s) %s in %.3f s%s",
-            job.pk,
-            job.task,
-            result,
-            duration,
-            "" if outcome.error is None else f": {type(outcome.error).__name__}: {error_message(outcome.error)}",
-            extra=job_fields(job, result, duration),
-        )
+        if logger.isEnabledFor(logging.INFO):  # its fields cost more than a no-op job
+            logger.info(
+                "Job %s (%s) %s in %.3f s%s",
+                job.pk,
+                job.task,
+                result,
+                duration,
+                "" if outcome.error is None else f": {type(outcome.error).__name__}: {error_message(outcome.error)}",
+                extra=job_fields(job, result, duration),
+            )
         _send(
             signals.job_finished,
             Job,
