@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
 from io import StringIO
 
 import pytest
@@ -12,6 +14,8 @@ from django.core.management import call_command
 from django.db import connection
 
 from django_sqlqueue.models import Job, JobStatus
+from tests.support.workers import ROOT
+from tests.support.ports import free_port
 
 
 @pytest.fixture
@@ -41,3 +45,25 @@ def test_the_demo_runs_headless(demo_env: None) -> None:
     user = get_user_model().objects.get(username="demo")
     assert user.is_superuser
     assert user.check_password("demo")
+
+
+@pytest.mark.slow
+def test_stopping_the_served_demo_leaves_no_semaphore_behind(child_env: dict[str, str], python: str) -> None:
+    """Its producers' and consumers' shared counters are freed before the admin is served,
+    so stopping the server (here SIGTERM, as a terminal's or a container's stop) does not
+    end with multiprocessing's "leaked semaphore objects" warning."""
+    port = str(free_port())
+    args = [python, "manage.py", "demo", "--jobs", "20", "--producers", "1", "--consumers", "1", "--port", port]
+    demo = subprocess.Popen(args, cwd=ROOT, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert demo.stdout is not None
+        for line in demo.stdout:  # ends when the demo exits, whatever happens
+            if line.startswith("The admin: "):
+                break
+        demo.send_signal(signal.SIGTERM)
+        _, errors = demo.communicate(timeout=60)
+    finally:
+        demo.kill()
+        demo.communicate()
+    assert "The admin: " in line
+    assert "leaked semaphore" not in errors, errors

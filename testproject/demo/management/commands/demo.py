@@ -39,6 +39,20 @@ class Command(BaseCommand):
 
         call_command("migrate", verbosity=0)
         Job.objects.filter(queue__in=[QUEUE, "triage"]).delete()
+        self._race(jobs, producers, consumers)
+        self._make_failed_jobs()
+        self.stdout.write("status | count")
+        for status, count in Job.objects.values_list("status").annotate(count=Count("id")).order_by("status"):
+            self.stdout.write(f"{status} | {count}")
+        self._make_superuser()
+        if serve:
+            self.stdout.write(f"The admin: http://127.0.0.1:{port}/admin/  user {USERNAME!r}, password {PASSWORD!r}")
+            call_command("runserver", f"127.0.0.1:{port}", use_reloader=False)
+
+    def _race(self, jobs: int, producers: int, consumers: int) -> None:
+        """The article's run: producers and consumers in processes of their own, their
+        batches printed as they go. Its shared counters and log pipe are closed when it
+        returns, before the admin is served, so none is left for the interpreter's exit."""
         context = multiprocessing.get_context("spawn")
         producers_done = context.Value("i", 0)
         lost = context.Value("q", 0)
@@ -60,14 +74,10 @@ class Command(BaseCommand):
                 self._summary(began, lost.value)
                 next_summary += 1.0
         self._summary(began, lost.value)
-        self._make_failed_jobs()
-        self.stdout.write("status | count")
-        for status, count in Job.objects.values_list("status").annotate(count=Count("id")).order_by("status"):
-            self.stdout.write(f"{status} | {count}")
-        self._make_superuser()
-        if serve:
-            self.stdout.write(f"The admin: http://127.0.0.1:{port}/admin/  user {USERNAME!r}, password {PASSWORD!r}")
-            call_command("runserver", f"127.0.0.1:{port}", use_reloader=False)
+        for process in processes:
+            process.close()
+        log.close()
+        log.join_thread()
 
     def _summary(self, began: float, lost: int) -> None:
         from django_sqlqueue.models import Job, JobStatus
