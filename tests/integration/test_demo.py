@@ -14,8 +14,8 @@ from django.core.management import call_command
 from django.db import connection
 
 from django_sqlqueue.models import Job, JobStatus
-from tests.support.workers import ROOT
 from tests.support.ports import free_port
+from tests.support.workers import ROOT
 
 
 @pytest.fixture
