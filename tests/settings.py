@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from importlib.util import find_spec
 from typing import Any
 
@@ -48,6 +49,16 @@ if "CONN_MAX_AGE" in os.environ:
 # A JSON object of recurring jobs, for the schedule tests' workers.
 if "SQLQUEUE_SCHEDULE" in os.environ:
     SQLQUEUE_SCHEDULE = json.loads(os.environ["SQLQUEUE_SCHEDULE"])
+
+
+# tox runs its environments side by side (.ci/run): unless DB_TEST_NAME says otherwise,
+# each gets a test database of its own, named after it (its folder's, for SQLite).
+if "TOX_ENV_NAME" in os.environ and "DB_TEST_NAME" not in os.environ:
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = (
+        os.path.join(os.environ["TOX_ENV_DIR"], "test_db.sqlite3")
+        if DATABASES["default"]["ENGINE"].endswith("sqlite3")
+        else "test_sqlqueue_" + re.sub(r"\W", "_", os.environ["TOX_ENV_NAME"])
+    )
 
 
 def _read_only(primary: dict[str, Any]) -> dict[str, Any]:
