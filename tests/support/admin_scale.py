@@ -1,0 +1,158 @@
+"""Times the admin's overview charts and failures page with 1,000,000 jobs (not a test).
+
+Fills the database named by the test settings (``DB_BACKEND``, ``DB_NAME``; SQLite:
+``DB_NAME`` is the file) with a week of finished jobs, then prints how long each read
+takes, the best of a few runs::
+
+    DB_BACKEND=postgres DB_NAME=scratch python -m tests.support.admin_scale [--jobs N] [--keep]
+
+It deletes every job of that database first: never point it at one you care about.
+``--keep`` reuses the jobs of an earlier run when there are as many."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import random
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import django
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
+from django.db.models import Count, Max, Q  # noqa: E402
+from django.db.models.functions import TruncHour  # noqa: E402
+
+from django_sqlqueue.admin import failures  # noqa: E402
+from django_sqlqueue.admin.overview import queue_stats  # noqa: E402
+from django_sqlqueue.admin.throughput import LAST_HOUR, LAST_WEEK, throughput  # noqa: E402
+from django_sqlqueue.db import rollup  # noqa: E402
+from django_sqlqueue.db.clock import DatabaseNow, database_now  # noqa: E402
+from django_sqlqueue.models import FinishedHour, Job, JobStatus  # noqa: E402
+
+QUEUES = ["default", "mail", "reports", "images"]
+TASKS = [f"shop.tasks.task_{n}" for n in range(20)]
+ERRORS = ["builtins.ValueError", "builtins.KeyError", "requests.Timeout", "shop.errors.Declined", "OSError"]
+#: Of every 1,000 jobs: 880 succeeded, 60 failed for good, 50 retrying, 10 cancelled.
+MIX = [(JobStatus.SUCCESSFUL, 880), (JobStatus.FAILED, 60), (JobStatus.READY, 50), (JobStatus.CANCELLED, 10)]
+
+
+def fill(total: int) -> None:
+    """``total`` jobs finished (or failed an attempt) at random over the last 7 days."""
+    Job.objects.all().delete()
+    FinishedHour.objects.all().delete()
+    now = database_now("default")
+    week = datetime.timedelta(days=7).total_seconds()
+    statuses = [status for status, share in MIX for _ in range(share)]
+    rng = random.Random(16)
+    batch = []
+    for n in range(total):
+        status = statuses[n % len(statuses)]
+        finished = now - datetime.timedelta(seconds=rng.uniform(0, week))
+        task, error = rng.choice(TASKS), rng.choice(ERRORS)
+        failed = status in (JobStatus.FAILED, JobStatus.READY)
+        batch.append(
+            Job(
+                queue=rng.choice(QUEUES),
+                task=task,
+                status=status,
+                max_attempts=3,
+                attempts=2 if failed else 1,
+                run_at=finished,
+                enqueued_at=finished,
+                started_at=finished,
+                finished_at=None if status == JobStatus.READY else finished,
+                last_error_class=error if failed else "",
+                errors=[{"attempt": 1, "exception_class_path": error, "message": "boom", "traceback": "..."}]
+                if failed
+                else [],
+            )
+        )
+        if len(batch) == 10_000:
+            with transaction.atomic():
+                Job.objects.bulk_create(batch)
+            batch = []
+    with transaction.atomic():
+        Job.objects.bulk_create(batch)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE django_sqlqueue_job")
+    elif connection.vendor == "mysql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE TABLE django_sqlqueue_job")
+            cursor.fetchall()
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+
+
+def week_before() -> list[Any]:
+    """The 7-day chart's query before the counted hours: every finished job of the week."""
+    return list(
+        Job.objects.filter(
+            finished_at__gte=DatabaseNow() - datetime.timedelta(days=7),
+            status__in=[JobStatus.SUCCESSFUL, JobStatus.FAILED],
+        )
+        .values_list("queue")
+        .annotate(
+            bucket=TruncHour("finished_at", tzinfo=datetime.timezone.utc),
+            now=Max(DatabaseNow()),
+            succeeded=Count("pk", filter=Q(status=JobStatus.SUCCESSFUL)),
+            failed=Count("pk", filter=Q(status=JobStatus.FAILED)),
+        )
+        .order_by()
+    )
+
+
+def timed(label: str, work: Callable[[], Any], runs: int = 5, before: Callable[[], Any] | None = None) -> None:
+    seconds = []
+    for _ in range(runs):
+        if before is not None:
+            before()
+        began = time.perf_counter()
+        work()
+        seconds.append(time.perf_counter() - began)
+    print(f"  {label:<58} best {min(seconds) * 1000:8.1f} ms   median {statistics.median(seconds) * 1000:8.1f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--jobs", type=int, default=1_000_000)
+    parser.add_argument("--keep", action="store_true")
+    options = parser.parse_args()
+    call_command("migrate", verbosity=0)
+    if not (options.keep and Job.objects.count() == options.jobs):
+        began = time.perf_counter()
+        fill(options.jobs)
+        print(f"filled {options.jobs} jobs in {time.perf_counter() - began:.0f} s")
+    finished = Job.objects.filter(status__in=rollup.CHARTED).count()
+    print(f"{connection.vendor} {connection.settings_dict['NAME']}: {Job.objects.count()} jobs, {finished} finished")
+    jobs = Job.objects.get_queryset()
+    forget_all = FinishedHour.objects.all().delete
+    timed("7-day chart before (one query over the week)", week_before)
+    timed("7-day chart, no hour counted yet (counts 167 hours)", lambda: throughput(jobs, LAST_WEEK), 3, forget_all)
+    timed(
+        "counting the week's hours (rollup.catch_up, as the leader)", lambda: rollup.catch_up("default"), 3, forget_all
+    )
+    timed(
+        "counting one hour (rollup.catch_up)",
+        lambda: rollup.catch_up("default"),
+        3,
+        lambda: FinishedHour.objects.filter(hour=rollup.hours("default").settled - rollup.HOUR).delete(),
+    )
+    rollup.catch_up("default")
+    timed("7-day chart, hours counted", lambda: throughput(jobs, LAST_WEEK))
+    timed("last-hour chart", lambda: throughput(jobs, LAST_HOUR))
+    timed("overview: queue_stats() (counts, lags, both charts)", queue_stats)
+    timed("failures page: failures.groups()", failures.groups)
+
+
+if __name__ == "__main__":
+    main()
