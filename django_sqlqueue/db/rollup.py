@@ -109,7 +109,7 @@ def tally(jobs: JobQuerySet, hour: datetime.datetime) -> list[tuple[str, int, in
 
 
 def _count(hours: list[datetime.datetime], using: str) -> None:
-    jobs = Job.objects.using(using)
+    jobs = Job.objects.db_manager(using).get_queryset()
     # Quiet hours (a new site, a test) cost one look, not one query each.
     span = Q(finished_at__gte=hours[0], finished_at__lt=hours[-1] + HOUR, status__in=CHARTED)
     quiet = not jobs.filter(span).exists()

@@ -33,7 +33,10 @@ def hour(ago: int) -> datetime.datetime:
 
 
 def week() -> dict[str, tuple[list[int], list[int]]]:
-    return {queue: (chart.succeeded, chart.failed) for queue, chart in throughput(Job.objects.all(), LAST_WEEK).items()}
+    return {
+        queue: (chart.succeeded, chart.failed)
+        for queue, chart in throughput(Job.objects.get_queryset(), LAST_WEEK).items()
+    }
 
 
 def test_each_job_counts_in_the_hour_it_finished_in_even_at_the_edges() -> None:
@@ -130,7 +133,7 @@ def test_pruning_counts_first_and_the_chart_keeps_what_it_deleted() -> None:
     make_job(JobStatus.FAILED, finished_at=hour(50))
     one_day = datetime.timedelta(days=1)
 
-    pruned = pruning.prune(Job.objects.all(), {JobStatus.SUCCESSFUL: one_day, JobStatus.FAILED: one_day})
+    pruned = pruning.prune(Job.objects.get_queryset(), {JobStatus.SUCCESSFUL: one_day, JobStatus.FAILED: one_day})
 
     assert pruned.deleted == {JobStatus.SUCCESSFUL: 3, JobStatus.FAILED: 1}
     assert not Job.objects.exists()
