@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import random
 import statistics
 import time
 from collections.abc import Callable
@@ -34,62 +33,76 @@ from django_sqlqueue.admin import failures  # noqa: E402
 from django_sqlqueue.admin.overview import queue_stats  # noqa: E402
 from django_sqlqueue.admin.throughput import LAST_HOUR, LAST_WEEK, throughput  # noqa: E402
 from django_sqlqueue.db import rollup  # noqa: E402
-from django_sqlqueue.db.clock import DatabaseNow, database_now  # noqa: E402
+from django_sqlqueue.db.clock import DatabaseNow  # noqa: E402
 from django_sqlqueue.models import FinishedHour, Job, JobStatus  # noqa: E402
 
 QUEUES = ["default", "mail", "reports", "images"]
 TASKS = [f"shop.tasks.task_{n}" for n in range(20)]
 ERRORS = ["builtins.ValueError", "builtins.KeyError", "requests.Timeout", "shop.errors.Declined", "OSError"]
-#: Of every 1,000 jobs: 880 succeeded, 60 failed for good, 50 retrying, 10 cancelled.
-MIX = [(JobStatus.SUCCESSFUL, 880), (JobStatus.FAILED, 60), (JobStatus.READY, 50), (JobStatus.CANCELLED, 10)]
+#: Of every 1,000 jobs: 880 succeeded, 60 failed for good, 50 retrying (READY, an attempt
+#: failed), 10 cancelled.
+
+
+#: One SELECT of ``total`` rows per database, from a series ``n``: its status by ``n % 1000``
+#: (``MIX``), its queue, task and error class spread over ``QUEUES``, ``TASKS``, ``ERRORS``,
+#: and finished a pseudo-random second of the last 7 days (7919 is prime to a week's seconds).
+SERIES = {
+    "postgresql": (
+        "SELECT n, n % 1000 AS m, NOW() - ((n * 7919) % 604800) * INTERVAL '1 second' AS t "
+        "FROM generate_series(0, {last}) AS n"
+    ),
+    "mysql": "SELECT seq AS n, seq % 1000 AS m, UTC_TIMESTAMP(6) - INTERVAL ((seq * 7919) % 604800) SECOND AS t "
+    "FROM seq_0_to_{last}",
+    "sqlite": (
+        "SELECT n, n % 1000 AS m, "
+        "STRFTIME('%Y-%m-%d %H:%M:%f', 'now', '-' || ((n * 7919) % 604800) || ' seconds') AS t "
+        "FROM (WITH RECURSIVE s(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM s WHERE n < {last}) SELECT n FROM s)"
+    ),
+}
 
 
 def fill(total: int) -> None:
-    """``total`` jobs finished (or failed an attempt) at random over the last 7 days."""
+    """``total`` jobs finished (or failed an attempt) over the last 7 days, in one statement."""
     Job.objects.all().delete()
     FinishedHour.objects.all().delete()
-    now = database_now("default")
-    week = datetime.timedelta(days=7).total_seconds()
-    statuses = [status for status, share in MIX for _ in range(share)]
-    rng = random.Random(16)
-    batch = []
-    for n in range(total):
-        status = statuses[n % len(statuses)]
-        finished = now - datetime.timedelta(seconds=rng.uniform(0, week))
-        task, error = rng.choice(TASKS), rng.choice(ERRORS)
-        failed = status in (JobStatus.FAILED, JobStatus.READY)
-        batch.append(
-            Job(
-                queue=rng.choice(QUEUES),
-                task=task,
-                status=status,
-                max_attempts=3,
-                attempts=2 if failed else 1,
-                run_at=finished,
-                enqueued_at=finished,
-                started_at=finished,
-                finished_at=None if status == JobStatus.READY else finished,
-                last_error_class=error if failed else "",
-                errors=[{"attempt": 1, "exception_class_path": error, "message": "boom", "traceback": "..."}]
-                if failed
-                else [],
-            )
+    mysql = connection.vendor == "mysql"
+    concat = "CONCAT({}, {})" if mysql else "({} || {})"
+    div = "DIV" if mysql else "/"
+    as_json = "CAST({} AS jsonb)" if connection.vendor == "postgresql" else "{}"
+
+    def pick(names: list[str], key: str) -> str:
+        return (
+            "CASE "
+            + " ".join(f"WHEN ({key}) % {len(names)} = {i} THEN '{name}'" for i, name in enumerate(names))
+            + " END"
         )
-        if len(batch) == 10_000:
-            with transaction.atomic():
-                Job.objects.bulk_create(batch)
-            batch = []
-    with transaction.atomic():
-        Job.objects.bulk_create(batch)
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
+
+    status = (
+        "CASE WHEN m < 880 THEN 'SUCCESSFUL' WHEN m < 940 THEN 'FAILED' WHEN m < 990 THEN 'READY' ELSE 'CANCELLED' END"
+    )
+    failed = "(m >= 880 AND m < 990)"
+    error = pick(ERRORS, "n * 17")
+    errors = concat.format(
+        '\'[{"attempt": 1, "message": "boom", "exception_class_path": "\'', concat.format(error, "'\"}]'")
+    )
+    errors_or_none = f"CASE WHEN {failed} THEN {errors} ELSE '[]' END"
+    sql = (
+        "INSERT INTO django_sqlqueue_job (queue, task, args, kwargs, priority, status, run_at, attempts, "
+        "max_attempts, enqueued_at, started_at, finished_at, worker, errors, last_error_class) "
+        f"SELECT {pick(QUEUES, f'n * 7 + n {div} 7')}, {pick(TASKS, 'n * 13')}, '[]', '{{}}', 0, {status}, t, "
+        f"CASE WHEN {failed} THEN 2 ELSE 1 END, 3, t, t, CASE WHEN m >= 940 AND m < 990 THEN NULL ELSE t END, '', "
+        f"{as_json.format(errors_or_none)}, CASE WHEN {failed} THEN {error} ELSE '' END "
+        f"FROM ({SERIES[connection.vendor].format(last=total - 1)}) AS series"
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
             cursor.execute("VACUUM ANALYZE django_sqlqueue_job")
-    elif connection.vendor == "mysql":
-        with connection.cursor() as cursor:
+        elif connection.vendor == "mysql":
             cursor.execute("ANALYZE TABLE django_sqlqueue_job")
             cursor.fetchall()
-    else:
-        with connection.cursor() as cursor:
+        else:
             cursor.execute("ANALYZE")
 
 
