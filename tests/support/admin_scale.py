@@ -49,7 +49,7 @@ ERRORS = ["builtins.ValueError", "builtins.KeyError", "requests.Timeout", "shop.
 SERIES = {
     "postgresql": (
         "SELECT n, n % 1000 AS m, NOW() - ((n * 7919) % 604800) * INTERVAL '1 second' AS t "
-        "FROM generate_series(0, {last}) AS n"
+        "FROM generate_series(0::bigint, {last}) AS n"
     ),
     "mysql": "SELECT seq AS n, seq % 1000 AS m, UTC_TIMESTAMP(6) - INTERVAL ((seq * 7919) % 604800) SECOND AS t "
     "FROM seq_0_to_{last}",
