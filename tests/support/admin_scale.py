@@ -45,17 +45,20 @@ ERRORS = ["builtins.ValueError", "builtins.KeyError", "requests.Timeout", "shop.
 
 #: One SELECT of ``total`` rows per database, from a series ``n``: its status by ``n % 1000``
 #: (``MIX``), its queue, task and error class spread over ``QUEUES``, ``TASKS``, ``ERRORS``,
-#: and finished a pseudo-random second of the last 7 days (7919 is prime to a week's seconds).
+#: and finished in the order of its id over the last 7 days, as jobs finish about in the
+#: order they were enqueued (rows in random order make each hour's range scan read all over
+#: the table: counting the week took 5.4 s rather than 1.6 s on PostgreSQL).
 SERIES = {
     "postgresql": (
-        "SELECT n, n % 1000 AS m, NOW() - ((n * 7919) % 604800) * INTERVAL '1 second' AS t "
+        "SELECT n, n % 1000 AS m, NOW() - (({last} - n) * 604800 / {total}) * INTERVAL '1 second' AS t "
         "FROM generate_series(0::bigint, {last}) AS n"
     ),
-    "mysql": "SELECT seq AS n, seq % 1000 AS m, UTC_TIMESTAMP(6) - INTERVAL ((seq * 7919) % 604800) SECOND AS t "
+    "mysql": "SELECT seq AS n, seq % 1000 AS m, "
+    "UTC_TIMESTAMP(6) - INTERVAL (({last} - seq) * 604800 DIV {total}) SECOND AS t "
     "FROM seq_0_to_{last}",
     "sqlite": (
         "SELECT n, n % 1000 AS m, "
-        "STRFTIME('%Y-%m-%d %H:%M:%f', 'now', '-' || ((n * 7919) % 604800) || ' seconds') AS t "
+        "STRFTIME('%Y-%m-%d %H:%M:%f', 'now', '-' || (({last} - n) * 604800 / {total}) || ' seconds') AS t "
         "FROM (WITH RECURSIVE s(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM s WHERE n < {last}) SELECT n FROM s)"
     ),
 }
@@ -92,7 +95,7 @@ def fill(total: int) -> None:
         f"SELECT {pick(QUEUES, f'n * 7 + n {div} 7')}, {pick(TASKS, 'n * 13')}, '[]', '{{}}', 0, {status}, t, "
         f"CASE WHEN {failed} THEN 2 ELSE 1 END, 3, t, t, CASE WHEN m >= 940 AND m < 990 THEN NULL ELSE t END, '', "
         f"{as_json.format(errors_or_none)}, CASE WHEN {failed} THEN {error} ELSE '' END "
-        f"FROM ({SERIES[connection.vendor].format(last=total - 1)}) AS series"
+        f"FROM ({SERIES[connection.vendor].format(last=total - 1, total=total)}) AS series"
     )
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(sql)
