@@ -145,7 +145,9 @@ def throughput(jobs: JobQuerySet, span: Span) -> dict[str, Chart]:
         _hours(jobs, first, now, add)
         return charts
     rows = (
-        jobs.filter(finished_at__gte=first, status__in=rollup.CHARTED)
+        # Bounded on both sides, so SQLite's planner picks this index, not a skip-scan of
+        # sqlqueue_job_queue_status over every finished job (1.9 s at 1,000,000 jobs).
+        jobs.filter(finished_at__gte=first, finished_at__lt=first + span.buckets * span.step, status__in=rollup.CHARTED)
         .values_list("queue")
         .annotate(
             bucket=span.trunc("finished_at", tzinfo=datetime.timezone.utc),
