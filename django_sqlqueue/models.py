@@ -14,7 +14,7 @@ from django_sqlqueue.registry import TASK_NAME_MAX_LENGTH
 from django_sqlqueue.status import JobStatus
 from django_sqlqueue.validation import MAX_PRIORITY, MIN_PRIORITY
 
-__all__ = ["Job", "JobStatus", "Leader", "PausedQueue", "Schedule", "Worker"]
+__all__ = ["FinishedHour", "Job", "JobStatus", "Leader", "PausedQueue", "Schedule", "Worker"]
 
 
 class Job(models.Model):
@@ -221,3 +221,26 @@ class PausedQueue(models.Model):
 
     def __str__(self) -> str:
         return self.queue
+
+
+class FinishedHour(models.Model):
+    """The jobs of one queue that succeeded and failed for good in one hour (UTC) of the
+    database's clock, counted once the hour is over (``db/rollup.py``), for the admin's
+    7-day chart: it reads these few rows rather than every job of the week, and they
+    outlive the jobs that pruning deletes.
+
+    Each counted hour also has a row with the empty queue name, holding the totals of
+    every queue: it says the hour is counted (an hour without jobs has that row alone),
+    and the unique index on hour and queue makes counting an hour twice impossible."""
+
+    hour = models.DateTimeField()
+    queue = models.CharField(max_length=QUEUE_NAME_MAX_LENGTH, blank=True)
+    succeeded = models.PositiveBigIntegerField()
+    failed = models.PositiveBigIntegerField()
+
+    class Meta:
+        default_permissions = ()
+        constraints = [models.UniqueConstraint(fields=["hour", "queue"], name="sqlqueue_finishedhour_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.queue or 'all queues'} at {self.hour:%Y-%m-%d %H}:00: {self.succeeded} ok, {self.failed} failed"

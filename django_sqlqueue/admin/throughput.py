@@ -1,22 +1,33 @@
 """The overview's charts: per queue, jobs succeeded and failed per minute over the last
 hour and per hour over the last 7 days, by the database's clock.
 
-One grouped query per chart, whatever the number of jobs: it reads the range of the
-``sqlqueue_job_finished`` index (``finished_at, status``) that the span covers, and
-groups by queue and truncated time. The bars are drawn on the server as inline SVG."""
+The hour's chart is one grouped query over its range of the ``sqlqueue_job_finished``
+index (``finished_at, status``), by queue and truncated minute. The week's reads the
+hours already counted (``FinishedHour``, a few hundred rows, see ``db/rollup.py``),
+counting first any that have settled and are not (when no maintenance leader did), and
+groups the jobs of the hours left (the current one, the one settling) like the hour's
+chart. The bars are drawn on the server as inline SVG."""
 
 from __future__ import annotations
 
 import datetime
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Max, Q
+from django.db import DatabaseError
+from django.db.models import Count, Q
 from django.db.models.functions import TruncHour, TruncMinute
 from django.db.models.functions.datetime import TruncBase
 
-from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db import rollup
+from django_sqlqueue.db.clock import database_now
+from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.managers import JobQuerySet
+from django_sqlqueue.models import FinishedHour
 from django_sqlqueue.status import JobStatus
+
+logger = logging.getLogger(__name__)
 
 CHART_WIDTH = 240
 CHART_HEIGHT = 40
@@ -33,14 +44,23 @@ class Span:
     unit: str
     per: str
     trunc: type[TruncBase]
+    #: Whether its settled buckets are read from the hours counted (``db/rollup.py``).
+    counted: bool = False
 
     @property
     def bar_width(self) -> float:
         return CHART_WIDTH / self.buckets
 
+    def first(self, now: datetime.datetime) -> datetime.datetime:
+        """The start of the oldest bucket, the newest being the one ``now`` is in."""
+        newest = now.replace(second=0, microsecond=0)
+        if self.step == rollup.HOUR:
+            newest = rollup.floor_hour(now)
+        return newest - (self.buckets - 1) * self.step
+
 
 LAST_HOUR = Span("Last hour", 60, datetime.timedelta(minutes=1), "min", "minute", TruncMinute)
-LAST_WEEK = Span("Last 7 days", 7 * 24, datetime.timedelta(hours=1), "h", "hour", TruncHour)
+LAST_WEEK = Span("Last 7 days", rollup.WINDOW, rollup.HOUR, "h", "hour", TruncHour, counted=True)
 SPANS = (LAST_HOUR, LAST_WEEK)
 
 
@@ -110,27 +130,62 @@ class Chart:
 def throughput(jobs: JobQuerySet, span: Span) -> dict[str, Chart]:
     """Per queue with a job in ``jobs`` that succeeded or failed for good within
     ``span``, its chart. Buckets are whole minutes or hours (UTC) of the database's
-    clock, so the oldest one may be partly outside the span."""
-    succeeded, failed = Q(status=JobStatus.SUCCESSFUL), Q(status=JobStatus.FAILED)
+    clock, the newest the current one.
+
+    A counted hour is fixed: a job retried or deleted after its hour was counted still
+    counts in that hour."""
+    now = database_now(jobs.db)
+    first = span.first(now)
+    charts: dict[str, Chart] = {}
+
+    def add(queue: str, bucket: datetime.datetime, succeeded: int, failed: int) -> None:
+        index = int((bucket - first) // span.step)
+        if 0 <= index < span.buckets:
+            chart = charts.setdefault(queue, Chart(span))
+            chart.succeeded[index] += succeeded
+            chart.failed[index] += failed
+
+    if span.counted:
+        _hours(jobs, first, now, add)
+        return charts
     rows = (
-        jobs.filter(
-            finished_at__gte=DatabaseNow() - span.buckets * span.step,
-            status__in=[JobStatus.SUCCESSFUL, JobStatus.FAILED],
-        )
+        # Bounded on both sides, so SQLite's planner picks this index, not a skip-scan of
+        # sqlqueue_job_queue_status over every finished job (1.9 s at 1,000,000 jobs).
+        jobs.filter(finished_at__gte=first, finished_at__lt=first + span.buckets * span.step, status__in=rollup.CHARTED)
         .values_list("queue")
         .annotate(
             bucket=span.trunc("finished_at", tzinfo=datetime.timezone.utc),
-            now=Max(DatabaseNow()),
-            succeeded=Count("pk", filter=succeeded),
-            failed=Count("pk", filter=failed),
+            succeeded=Count("pk", filter=Q(status=JobStatus.SUCCESSFUL)),
+            failed=Count("pk", filter=Q(status=JobStatus.FAILED)),
         )
         .order_by()
     )
-    charts: dict[str, Chart] = {}
-    for queue, bucket, now, succeeded_count, failed_count in rows:
-        ago = int((now - bucket) // span.step)
-        if 0 <= ago < span.buckets:
-            chart = charts.setdefault(queue, Chart(span))
-            chart.succeeded[span.buckets - 1 - ago] += succeeded_count
-            chart.failed[span.buckets - 1 - ago] += failed_count
+    for queue, bucket, succeeded, failed in rows:
+        add(queue, bucket, succeeded, failed)
     return charts
+
+
+def _hours(
+    jobs: JobQuerySet,
+    first: datetime.datetime,
+    now: datetime.datetime,
+    add: Callable[[str, datetime.datetime, int, int], None],
+) -> None:
+    """The week's hours from ``first``: those counted, after counting the settled ones
+    not yet counted, and the others (the current one, the one settling, any a writer
+    left out) from their jobs, an hour at a time."""
+    using = queue_db(FinishedHour)
+    try:
+        rollup.catch_up(using)
+    except DatabaseError as error:  # a read-only database user, say: counted from the jobs below
+        logger.warning("The 7-day chart could not count its settled hours: %s", error)
+    counted = FinishedHour.objects.using(using).filter(hour__gte=first)
+    hours = set()
+    for hour, queue, succeeded, failed in counted.values_list("hour", "queue", "succeeded", "failed"):
+        hours.add(hour)
+        if queue:
+            add(queue, hour, succeeded, failed)
+    for hour in rollup.hour_range(first, rollup.floor_hour(now) + rollup.HOUR):
+        if hour not in hours:
+            for queue, succeeded, failed in rollup.tally(jobs, hour):
+                add(queue, hour, succeeded, failed)

@@ -6,7 +6,11 @@ of its own, checking again that each is still finished and old enough: a job the
 retried meanwhile is ``READY`` and stays. Deleting by key takes locks on those rows
 alone (no range, so no gap locks on MySQL), rows no claim or finish ever waits on:
 claims read ``READY`` jobs and finishes write ``RUNNING`` ones. A deadlock, lock wait
-timeout or busy SQLite is retried with a backoff (``retry_transient``)."""
+timeout or busy SQLite is retried with a backoff (``retry_transient``).
+
+Successes and failures are first counted into the admin's hourly chart (``rollup``): a
+job of the chart's window is deleted only once its hour is counted, so with a short
+retention it stays until its hour has ended and settled (about an hour at most)."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from django_sqlqueue.db import rollup
 from django_sqlqueue.db.clock import DatabaseNowPlus
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.transient import retry_transient
@@ -44,10 +49,14 @@ class Pruned:
         return sum(self.deleted.values())
 
 
-def due(jobs: JobQuerySet, status: JobStatus, kept: datetime.timedelta) -> JobQuerySet:
+def due(
+    jobs: JobQuerySet, status: JobStatus, kept: datetime.timedelta, counted_until: datetime.datetime
+) -> JobQuerySet:
     """The jobs of ``status`` that finished more than ``kept`` ago by the database's clock
-    (served by the ``sqlqueue_job_finished`` index on ``finished_at, status``)."""
-    return jobs.filter(finished_at__lt=DatabaseNowPlus(-kept), status=status)
+    (served by the ``sqlqueue_job_finished`` index on ``finished_at, status``), and, for
+    the statuses the chart counts, before ``counted_until`` (``rollup.Hours``)."""
+    candidates = jobs.filter(finished_at__lt=DatabaseNowPlus(-kept), status=status)
+    return candidates.filter(finished_at__lt=counted_until) if status in rollup.CHARTED else candidates
 
 
 def kept_for(retention: Retention) -> dict[JobStatus, datetime.timedelta]:
@@ -56,8 +65,10 @@ def kept_for(retention: Retention) -> dict[JobStatus, datetime.timedelta]:
 
 
 def count(jobs: JobQuerySet, retention: Retention) -> dict[JobStatus, int]:
-    """How many jobs of each status :func:`prune` would delete now."""
-    return {status: due(jobs, status, kept).count() for status, kept in kept_for(retention).items()}
+    """How many jobs of each status :func:`prune` would delete now, once it has counted
+    the settled hours (this only reads)."""
+    settled = rollup.hours(jobs.db).settled
+    return {status: due(jobs, status, kept, settled).count() for status, kept in kept_for(retention).items()}
 
 
 def prune(
@@ -73,8 +84,14 @@ def prune(
 
     With ``max_chunks``, stop after that many chunks (the supervisor's share of one
     tick): ``complete`` is then False if jobs may be left to delete. Never touches a
-    ``READY`` or ``RUNNING`` job, nor one whose status has no retention."""
-    pruned = Pruned()
+    ``READY`` or ``RUNNING`` job, nor one whose status has no retention.
+
+    It counts the settled hours first (one batch of them with ``max_chunks``) and deletes
+    the counted hours past ``rollup.KEEP``: ``complete`` is False too while hours are
+    left to count."""
+    hours = rollup.catch_up(jobs.db, batches=None if max_chunks is None else 1)
+    rollup.forget(jobs.db)
+    pruned = Pruned(complete=not hours.missing)
     chunks = 0
     for status, kept in kept_for(retention).items():
         pruned.deleted[status] = 0
@@ -83,7 +100,7 @@ def prune(
                 pruned.complete = False
                 return pruned
             chunks += 1
-            found, deleted = _chunk(jobs, status, kept, batch_size)
+            found, deleted = _chunk(due(jobs, status, kept, hours.counted_until), batch_size)
             pruned.deleted[status] += deleted
             if on_chunk is not None and found:
                 on_chunk(status, deleted)
@@ -92,12 +109,11 @@ def prune(
     return pruned
 
 
-def _chunk(jobs: JobQuerySet, status: JobStatus, kept: datetime.timedelta, batch_size: int) -> tuple[int, int]:
-    """Delete one chunk: (how many were found, how many of those were still due)."""
-    candidates = due(jobs, status, kept)
+def _chunk(candidates: JobQuerySet, batch_size: int) -> tuple[int, int]:
+    """Delete one chunk of ``candidates``: (how many were found, how many were still due)."""
     pks = list(candidates.order_by("finished_at").values_list("pk", flat=True)[:batch_size])
     if not pks:
         return 0, 0
     # Checked again, in the DELETE: the admin may have retried a job since it was read.
-    deleted, _ = retry_transient(jobs.db, lambda: candidates.filter(PrimaryKeyIn(pks)).delete())
+    deleted, _ = retry_transient(candidates.db, lambda: candidates.filter(PrimaryKeyIn(pks)).delete())
     return len(pks), deleted

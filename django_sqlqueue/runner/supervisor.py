@@ -436,7 +436,8 @@ class Supervisor:
             logger.info("Recurring jobs: %s", ", ".join(entries))
 
     def _prune(self) -> bool:
-        """Delete a few chunks of finished jobs past their retention; whether none is left.
+        """Count the settled hours for the admin's 7-day chart (a day's worth at most), then
+        delete a few chunks of finished jobs past their retention; whether none is left.
 
         Only the supervisor that holds the maintenance lease prunes, but the deletes go by
         primary key and check the row again, so two deleting the same rows is harmless. A

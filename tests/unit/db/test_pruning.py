@@ -6,7 +6,7 @@ import datetime
 
 import pytest
 
-from django_sqlqueue.db import pruning
+from django_sqlqueue.db import pruning, rollup
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.finished import finished_job as job
 
@@ -56,12 +56,28 @@ def test_count_is_what_prune_would_delete() -> None:
 
 
 def test_zero_retention_deletes_every_job_of_that_status_and_no_other() -> None:
-    job(JobStatus.FAILED, datetime.timedelta(seconds=1))
-    kept = {job(JobStatus.SUCCESSFUL, datetime.timedelta(seconds=1)), job(JobStatus.READY, None)}
+    job(JobStatus.FAILED, 2 * HOUR)
+    job(JobStatus.CANCELLED, datetime.timedelta(seconds=1))
+    kept = {job(JobStatus.SUCCESSFUL, 2 * HOUR), job(JobStatus.READY, None)}
 
-    pruning.prune(Job.objects.on_queue_db(), {JobStatus.FAILED: datetime.timedelta(0)})
+    pruning.prune(Job.objects.on_queue_db(), {JobStatus.FAILED: datetime.timedelta(0), JobStatus.CANCELLED: None})
+    pruning.prune(Job.objects.on_queue_db(), {JobStatus.CANCELLED: datetime.timedelta(0)})
 
     assert left() == kept
+
+
+def test_a_charted_job_stays_until_its_hour_is_counted() -> None:
+    # The admin's 7-day chart counts an hour once it has settled: until then its
+    # successes and failures stay, whatever the retention; cancellations do not wait.
+    kept = {job(JobStatus.FAILED, datetime.timedelta(seconds=1)), job(JobStatus.SUCCESSFUL, None)}
+    job(JobStatus.CANCELLED, datetime.timedelta(seconds=1))
+    zero = datetime.timedelta(0)
+
+    retention = dict.fromkeys((JobStatus.SUCCESSFUL, JobStatus.CANCELLED, JobStatus.FAILED), zero)
+    pruned = pruning.prune(Job.objects.on_queue_db(), retention)
+
+    assert left() == kept
+    assert pruned.deleted == {JobStatus.SUCCESSFUL: 0, JobStatus.CANCELLED: 1, JobStatus.FAILED: 0}
 
 
 def test_prune_goes_chunk_by_chunk_oldest_first() -> None:
@@ -83,6 +99,8 @@ def test_prune_goes_chunk_by_chunk_oldest_first() -> None:
 
 def test_max_chunks_stops_early_and_says_so() -> None:
     jobs = [job(JobStatus.SUCCESSFUL, age * DAY) for age in (10, 9, 8, 7, 6)]
+    # With max_chunks it counts one batch of the chart's hours a time: count them all first.
+    rollup.catch_up(Job.objects.on_queue_db().db)
 
     first = pruning.prune(Job.objects.on_queue_db(), {JobStatus.SUCCESSFUL: DAY}, batch_size=2, max_chunks=2)
 
@@ -91,3 +109,15 @@ def test_max_chunks_stops_early_and_says_so() -> None:
     second = pruning.prune(Job.objects.on_queue_db(), {JobStatus.SUCCESSFUL: DAY}, batch_size=2, max_chunks=2)
     assert (second.deleted, second.complete) == ({JobStatus.SUCCESSFUL: 1}, True)
     assert left() == set()
+
+
+def test_max_chunks_counts_one_batch_of_hours_a_time_and_says_more_are_left() -> None:
+    retention = {JobStatus.SUCCESSFUL: DAY}
+    jobs = Job.objects.on_queue_db()
+
+    assert not pruning.prune(jobs, retention, max_chunks=2).complete
+    # The window's settled hours: all but the current one, and the last one while it settles.
+    settled = (rollup.WINDOW - 1, rollup.WINDOW - 2)
+    assert len(rollup.hours(jobs.db).missing) in {hours - rollup.BATCH_HOURS for hours in settled}
+    assert pruning.prune(jobs, retention).complete
+    assert rollup.hours(jobs.db).missing == []
