@@ -7,14 +7,15 @@ from django.db import models
 
 from django_sqlqueue.conf import QUEUE_NAME_MAX_LENGTH, conf
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.indexes import StatusIndex
+from django_sqlqueue.db.concurrency import CONCURRENCY_KEY_MAX_LENGTH
+from django_sqlqueue.db.indexes import KeyedIndex, StatusIndex
 from django_sqlqueue.managers import JobManager
 from django_sqlqueue.recurrence import KEY_MAX_LENGTH, MISSED
 from django_sqlqueue.registry import TASK_NAME_MAX_LENGTH
 from django_sqlqueue.status import JobStatus
 from django_sqlqueue.validation import MAX_PRIORITY, MIN_PRIORITY
 
-__all__ = ["Job", "JobStatus", "Leader", "PausedQueue", "Schedule", "Worker"]
+__all__ = ["ConcurrencyKey", "Job", "JobStatus", "Leader", "PausedQueue", "Schedule", "Worker"]
 
 
 class Job(models.Model):
@@ -60,6 +61,10 @@ class Job(models.Model):
     progress = models.JSONField(
         null=True, blank=True, help_text='The last progress its task reported: {"done", "total", "message"}.'
     )
+    # Never more than concurrency_limit jobs with this key RUNNING at once (db/concurrency.py).
+    # NULL, not "", when unset: the claim's partial index holds only keyed jobs.
+    concurrency_key = models.CharField(max_length=CONCURRENCY_KEY_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
+    concurrency_limit = models.PositiveIntegerField(null=True, blank=True)
 
     objects = JobManager()
 
@@ -72,6 +77,8 @@ class Job(models.Model):
             ),
             # The rescue: the jobs a worker holds.
             StatusIndex(status=JobStatus.RUNNING, fields=["worker"], name="sqlqueue_job_running"),
+            # The claim's count of the RUNNING jobs that hold a concurrency key.
+            KeyedIndex(fields=["concurrency_key", "status"], name="sqlqueue_job_concurrency"),
             # The admin: the overview's counts by queue and status (read from the index
             # alone) and the queue filter; the date range filters and the overview's last
             # hour (with the status, so "failed in this range" is counted from the index).
@@ -102,6 +109,11 @@ class Job(models.Model):
             models.CheckConstraint(condition=models.Q(timeout__gt=0), name="sqlqueue_job_timeout_positive"),
             models.CheckConstraint(condition=models.Q(status__in=JobStatus.values), name="sqlqueue_job_status_valid"),
             models.CheckConstraint(condition=~models.Q(queue=""), name="sqlqueue_job_queue_not_empty"),
+            models.CheckConstraint(
+                condition=models.Q(concurrency_key__isnull=True, concurrency_limit__isnull=True)
+                | models.Q(concurrency_key__isnull=False, concurrency_limit__gte=1),
+                name="sqlqueue_job_concurrency_pair",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -221,3 +233,17 @@ class PausedQueue(models.Model):
 
     def __str__(self) -> str:
         return self.queue
+
+
+class ConcurrencyKey(models.Model):
+    """A concurrency key some job has been claimed under: the row a claim locks (in key
+    order) before it counts the key's ``RUNNING`` jobs, so that two claimers never
+    both take its last slot. It holds no count: the jobs table is the only truth."""
+
+    key = models.CharField(max_length=CONCURRENCY_KEY_MAX_LENGTH, primary_key=True)
+
+    class Meta:
+        default_permissions = ()
+
+    def __str__(self) -> str:
+        return self.key

@@ -3,13 +3,14 @@ no worker waiting on another's locks."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 from django.db.models import F
 
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.concurrency import admit
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import CLAIM_PROBLEM_HINTS, claim_problem
@@ -46,27 +47,28 @@ def claim(candidates: JobQuerySet, *, worker_id: str, limit: int) -> ClaimedJobs
 
 def _claim_in_one_statement(candidates: JobQuerySet, worker_id: str, limit: int) -> ClaimedJobs:
     """SQLite has no row locks: a claim is a write transaction (``BEGIN IMMEDIATE``), and
-    while it lasts no other process writes. So the transaction is one
-    ``UPDATE … WHERE id IN (first ready ids) RETURNING id``, and the claimed jobs are
-    read after it commits: the write lock is held for one statement, never while Python
-    builds the jobs."""
+    while it lasts no other process writes. So the transaction reads the first ready
+    ids (with their concurrency keys), admits those under their limits, and sets them
+    ``RUNNING`` in one ``UPDATE … RETURNING id``; the claimed jobs are read after it
+    commits: the write lock is never held while Python builds the jobs."""
     connection = connections[candidates.db]
-    query = candidates.values("pk")[:limit].query
+    query = candidates.model._base_manager.all().query
     compiler = query.get_compiler(connection=connection)
-    try:
-        ready_sql, ready_params = compiler.as_sql()
-    except EmptyResultSet:  # e.g. queues=[]: nothing can match
-        return ClaimedJobs([], lost=0)
     now_sql, now_params = compiler.compile(DatabaseNow().resolve_expression(query))
     table = connection.ops.quote_name(candidates.model._meta.db_table)
-    sql = (
-        f"UPDATE {table} SET status = %s, worker = %s, started_at = {now_sql}, attempts = attempts + 1 "
-        f"WHERE id IN ({ready_sql}) RETURNING id"
-    )
+    sql = f"UPDATE {table} SET status = %s, worker = %s, started_at = {now_sql}, attempts = attempts + 1 WHERE id IN "
+    ready = candidates.values_list("pk", "concurrency_key", "concurrency_limit", named=True)
 
     def update() -> list[int]:
+        rows: list[Any] = list(ready[:limit])
+        admitted = [row.pk for row in admit(candidates.db, candidates.model, rows)]
+        if not admitted:
+            return []
         with connection.cursor() as cursor:
-            cursor.execute(sql, (JobStatus.RUNNING, worker_id, *now_params, *ready_params))
+            cursor.execute(
+                f"{sql}({', '.join(['%s'] * len(admitted))}) RETURNING id",
+                (JobStatus.RUNNING, worker_id, *now_params, *admitted),
+            )
             return [pk for (pk,) in cursor.fetchall()]
 
     ids = retry_transient(candidates.db, update)
@@ -88,6 +90,8 @@ def _claim_in_transaction(candidates: JobQuerySet, worker_id: str, limit: int) -
     else:
         jobs = list(locking[:limit])
         lost = 0
+    # Jobs over their key's limit stay READY; their locks go with the commit.
+    jobs = admit(candidates.db, candidates.model, jobs)
     if jobs:
         started_at = jobs[0].claim_time  # type: ignore[attr-defined]
         candidates.model._base_manager.using(candidates.db).filter(PrimaryKeyIn(job.pk for job in jobs)).update(
