@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import models, transaction
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import claiming, finishing, inserting
+from django_sqlqueue.db import claiming, finishing, inserting, ratelimits
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_sqlqueue.db.concurrency import with_free_slot
 from django_sqlqueue.db.routing import queue_db
@@ -186,11 +186,14 @@ class JobManager(models.Manager["Job"]):
         if skip_queues and queues is not None:
             queues = [queue for queue in queues if queue not in skip_queues]
         candidates = self.on_queue_db().ready().in_queues(queues).filter(with_free_slot(self.model))
+        limited = ratelimits.limited_tasks()
+        if limited:
+            candidates = candidates.filter(ratelimits.with_tokens(candidates.db, limited))
         if skip_queues and queues is None:
             candidates = candidates.exclude(queue__in=list(skip_queues))
         if filter is not None:
             candidates = candidates.filter(filter)
-        return claiming.claim(candidates.in_claim_order(), worker_id=worker_id, limit=limit)
+        return claiming.claim(candidates.in_claim_order(), worker_id=worker_id, limit=limit, limited=limited)
 
     def finish(
         self,

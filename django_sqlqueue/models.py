@@ -10,12 +10,13 @@ from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.concurrency import CONCURRENCY_KEY_MAX_LENGTH
 from django_sqlqueue.db.indexes import KeyedIndex, StatusIndex
 from django_sqlqueue.managers import JobManager
+from django_sqlqueue.rates import NAME_MAX_LENGTH as RATE_LIMIT_NAME_MAX_LENGTH
 from django_sqlqueue.recurrence import KEY_MAX_LENGTH, MISSED
 from django_sqlqueue.registry import TASK_NAME_MAX_LENGTH
 from django_sqlqueue.status import JobStatus
 from django_sqlqueue.validation import MAX_PRIORITY, MIN_PRIORITY
 
-__all__ = ["ConcurrencyKey", "Job", "JobStatus", "Leader", "PausedQueue", "Schedule", "Worker"]
+__all__ = ["ConcurrencyKey", "Job", "JobStatus", "Leader", "PausedQueue", "RateBucket", "Schedule", "Worker"]
 
 
 class Job(models.Model):
@@ -247,3 +248,19 @@ class ConcurrencyKey(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class RateBucket(models.Model):
+    """The token bucket of one ``SQLQUEUE_RATE_LIMITS`` entry, shared by every worker: a
+    claim locks it, adds the tokens flowed in since ``updated_at`` (the database's
+    clock), takes one per job it starts and writes back what is left."""
+
+    name = models.CharField(max_length=RATE_LIMIT_NAME_MAX_LENGTH, primary_key=True)
+    tokens = models.FloatField()
+    updated_at = models.DateTimeField(db_default=DatabaseNow())
+
+    class Meta:
+        default_permissions = ()
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.tokens:.1f}"

@@ -18,6 +18,7 @@ from django.utils.module_loading import module_has_submodule
 
 from django_sqlqueue.exceptions import TaskModuleError, UnknownTaskError
 from django_sqlqueue.keys import concurrency_names_problem
+from django_sqlqueue.rates import rate_limit_name_problem
 from django_sqlqueue.validation import concurrency_problem, job_options_problem
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ class RegisteredTask:
     #: The arguments a job's concurrency key is made of, and the jobs a key may run at once.
     concurrency: tuple[str, ...] | None = None
     concurrency_limit: int | None = None
+    #: The name of its ``SQLQUEUE_RATE_LIMITS`` entry: its jobs start no faster than that.
+    rate_limit: str | None = None
     #: The Django Tasks ``Task`` when ``func`` was registered by Django's ``@task``.
     django_task: DjangoTask[..., Any] | None = None
 
@@ -71,9 +74,12 @@ def register(
     concurrency = options.pop("concurrency", None)
     limit = options.get("concurrency_limit")
     if problem := (
-        job_options_problem(**{key: value for key, value in options.items() if key != "concurrency_limit"})
+        job_options_problem(
+            **{key: value for key, value in options.items() if key not in {"concurrency_limit", "rate_limit"}}
+        )
         or concurrency_names_problem(func, concurrency, limit)
         or (concurrency_problem(name, limit) if limit is not None else None)
+        or rate_limit_name_problem(options.get("rate_limit"))
     ):
         raise ImproperlyConfigured(f"@job on {name!r}: {problem}.")
     if concurrency is not None:
@@ -99,12 +105,14 @@ def job(
     timeout: float | None = None,
     concurrency: tuple[str, ...] | None = None,
     concurrency_limit: int | None = None,
+    rate_limit: str | None = None,
 ) -> Callable[[F], F]: ...
 def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     """Register a function as a task: ``@job`` or ``@job(queue=..., priority=..., max_attempts=..., timeout=...)``.
 
     ``concurrency_limit=n`` runs at most ``n`` of its jobs at once; with
     ``concurrency=("tenant_id",)``, at most ``n`` per value of those arguments.
+    ``rate_limit="payments"`` starts its jobs no faster than ``SQLQUEUE_RATE_LIMITS["payments"]``.
 
     The function is returned unchanged, so it can still be called directly."""
     if func is not None:

@@ -9,7 +9,7 @@ leaving ``RUNNING``, so a slot can neither leak nor be released twice."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from django.apps import apps
@@ -33,6 +33,7 @@ class Candidate(Protocol):
 
 
 C = TypeVar("C", bound=Candidate)
+M = TypeVar("M", bound=models.Model)
 
 
 def with_free_slot(model: type[Job]) -> models.Q:
@@ -65,7 +66,8 @@ def admit(using: str, model: type[Job], candidates: Sequence[C]) -> list[C]:
     connection = connections[using]
     running = model._base_manager.using(using).filter(status=JobStatus.RUNNING, concurrency_key__in=keys)
     if connection.vendor != "sqlite":  # SQLite: the claim already is the only writer
-        _lock_keys(using, keys)
+        key_rows = apps.get_model("django_sqlqueue", "ConcurrencyKey")._base_manager.using(using)
+        lock_rows(key_rows, keys, lambda key: key_rows.model(key=key))
     if connection.vendor == "mysql":
         # A locking read sees the latest committed rows, even under REPEATABLE READ,
         # where a plain read would see the snapshot of the transaction's first read.
@@ -82,14 +84,18 @@ def admit(using: str, model: type[Job], candidates: Sequence[C]) -> list[C]:
     return admitted
 
 
-def _lock_keys(using: str, keys: list[str]) -> None:
-    """Lock the rows of ``keys`` (sorted), creating those never seen before.
+def lock_rows(rows: models.QuerySet[M], names: list[str], make: Callable[[str], M]) -> list[M]:
+    """Lock the rows of ``names`` (sorted; the primary keys of ``rows``' model) in that
+    order, creating with ``make`` those never seen before; return them.
 
     Existing rows are locked first, and only missing ones inserted: on MySQL/MariaDB
     ``INSERT IGNORE`` of an existing row takes a shared lock, which two claimers would
-    then both try to upgrade."""
-    rows = apps.get_model("django_sqlqueue", "ConcurrencyKey")._base_manager.using(using)
-    locked = set(rows.select_for_update().filter(key__in=keys).order_by("key").values_list("key", flat=True))
-    if missing := [key for key in keys if key not in locked]:
-        rows.bulk_create([rows.model(key=key) for key in missing], ignore_conflicts=True)
-        list(rows.select_for_update().filter(key__in=missing).order_by("key").values_list("key", flat=True))
+    then both try to upgrade. On SQLite, where the claim holds the write lock, the
+    locks are no-ops."""
+    locking = rows.select_for_update().order_by("pk")
+    locked = list(locking.filter(pk__in=names))
+    missing = sorted(set(names) - {row.pk for row in locked})
+    if missing:
+        rows.bulk_create([make(name) for name in missing], ignore_conflicts=True)
+        locked = sorted([*locked, *locking.filter(pk__in=missing)], key=lambda row: row.pk)
+    return locked

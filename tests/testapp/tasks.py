@@ -245,3 +245,8 @@ def per_tenant(tenant: str, log: str = "", seconds: float = 0.0) -> None:
 @job(concurrency_limit=1)
 def one_at_a_time() -> None:
     """At most one of these at once, whatever its arguments."""
+
+
+@job(rate_limit="test-rate")
+def paced() -> None:
+    """Starts no faster than ``SQLQUEUE_RATE_LIMITS["test-rate"]`` allows."""
