@@ -53,4 +53,4 @@ def test_a_rate_limit_that_is_not_a_name_is_refused_by_the_decorator() -> None:
 
     task.__qualname__ = "task"
     with pytest.raises(ImproperlyConfigured, match="rate_limit must name an entry of SQLQUEUE_RATE_LIMITS, not 25"):
-        job(rate_limit=25)(task)
+        job(rate_limit=25)(task)  # type: ignore[call-overload]
