@@ -14,6 +14,7 @@ from django.db import connection, connections, transaction
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.models import ConcurrencyKey, Job, JobStatus
 from django_sqlqueue.registry import job
+from tests.support.racing import claim_at_once
 from tests.testapp.tasks import noop, one_at_a_time, per_tenant
 
 requires_row_locks = pytest.mark.skipif(
@@ -142,21 +143,7 @@ def test_bad_decorator_options_are_refused(options: dict[str, Any], problem: str
 @requires_row_locks
 def test_concurrent_claimers_never_take_more_than_the_limit() -> None:
     keyed(20, key="race", limit=3)
-    start = threading.Barrier(6)
-    claimed: list[int] = []
-
-    def claimer(index: int) -> None:
-        try:
-            start.wait()
-            claimed.append(len(Job.objects.claim(worker_id=f"w{index}", limit=5)))
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=claimer, args=(index,)) for index in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    claimed = claim_at_once(6, limit=5)
     assert sum(claimed) == running("race") == 3
     assert list(ConcurrencyKey.objects.values_list("key", flat=True)) == ["race"]
 

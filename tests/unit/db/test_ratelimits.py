@@ -5,14 +5,14 @@ token stay ready, and do not hold back the others."""
 from __future__ import annotations
 
 import datetime
-import threading
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.db.models import F
 from django.test import override_settings
 
 from django_sqlqueue.models import Job, JobStatus, RateBucket
+from tests.support.racing import claim_at_once
 from tests.testapp.tasks import noop, paced
 
 requires_row_locks = pytest.mark.skipif(
@@ -77,19 +77,5 @@ def test_without_rate_limits_nothing_is_read_or_written() -> None:
 @requires_row_locks
 def test_concurrent_claimers_share_one_bucket() -> None:
     enqueue_paced(20)
-    start = threading.Barrier(6)
-    claimed: list[int] = []
-
-    def claimer(index: int) -> None:
-        try:
-            start.wait()
-            claimed.append(len(Job.objects.claim(worker_id=f"w{index}", limit=5)))
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=claimer, args=(index,)) for index in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    claimed = claim_at_once(6, limit=5)
     assert sum(claimed) == Job.objects.filter(status=JobStatus.RUNNING).count() == 3
