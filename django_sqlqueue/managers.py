@@ -185,7 +185,8 @@ class JobManager(models.Manager["Job"]):
             raise ValueError("worker_id must name the worker that claims.")
         if skip_queues and queues is not None:
             queues = [queue for queue in queues if queue not in skip_queues]
-        candidates = self.on_queue_db().ready().in_queues(queues).filter(with_free_slot(self.model))
+        candidates = self.on_queue_db().ready().in_queues(queues)
+        candidates = candidates.filter(with_free_slot(self.model, candidates.db))
         limited = ratelimits.limited_tasks()
         if limited:
             candidates = candidates.filter(ratelimits.with_tokens(candidates.db, limited))

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, connections, transaction
+from django.test.utils import CaptureQueriesContext
 
+from django_sqlqueue.db import concurrency
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.models import ConcurrencyKey, Job, JobStatus
 from django_sqlqueue.registry import job
@@ -173,3 +175,21 @@ def test_a_claim_in_a_stale_repeatable_read_snapshot_still_counts_the_latest_row
         with connection.cursor() as cursor:
             cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
     assert running("snap") == 2
+
+
+def first_claim_statement() -> str:
+    with CaptureQueriesContext(connection) as queries:
+        Job.objects.claim(worker_id="w", limit=10)
+    return next(query["sql"] for query in queries.captured_queries if "concurrency_limit" in query["sql"])
+
+
+@pytest.mark.django_db
+def test_until_a_key_is_claimed_the_claim_leaves_out_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(concurrency, "_KEYS_SEEN", set())
+    monkeypatch.setattr(concurrency, "_KEYS_ASKED", {})
+    Job.objects.enqueue(noop)
+    assert "IS NULL" not in first_claim_statement()
+    keyed(3)
+    assert len(Job.objects.claim(worker_id="w", limit=10)) == 2  # admitted under the lock all the same
+    keyed(1)
+    assert "IS NULL" in first_claim_statement()
