@@ -8,8 +8,6 @@ leaving ``RUNNING``, so a slot can neither leak nor be released twice."""
 
 from __future__ import annotations
 
-import math
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -40,14 +38,14 @@ M = TypeVar("M", bound=models.Model)
 
 def with_free_slot(model: type[Job], using: str) -> models.Q:
     """Jobs without a key, or whose key has a free slot by a plain read; every job
-    while no key was ever claimed on ``using`` (the claim statement stays as it was
-    before concurrency limits, for those who never use them).
+    until this process met a keyed candidate on ``using`` (the claim statement stays as
+    it was before concurrency limits, for those who never use them).
 
     Left out of the candidates, the jobs of a saturated key cannot fill a batch and
     hold back the jobs behind them; :func:`admit` decides again under the lock, so
     correctness never depends on this condition. Unkeyed jobs pass on the ``IS NULL``
     alone: the count is only made for keyed ones."""
-    if not _keys_in_use(using):
+    if using not in _KEYS_SEEN:
         return models.Q()
     running = (
         model._base_manager.filter(status=JobStatus.RUNNING, concurrency_key=models.OuterRef("concurrency_key"))
@@ -60,20 +58,10 @@ def with_free_slot(model: type[Job], using: str) -> models.Q:
     )
 
 
-#: Databases on which some concurrency key was claimed: its row stays, so once true, always.
+#: Databases on which this process met a keyed candidate. Until it has, its claims
+#: leave nothing out (the statement stays as it was before concurrency limits); from
+#: then on, saturated keys. One claim per process may so take keyed jobs it then drops.
 _KEYS_SEEN: set[str] = set()
-#: When each database was last asked, so that those without keys are asked once a second.
-_KEYS_ASKED: dict[str, float] = {}
-
-
-def _keys_in_use(using: str) -> bool:
-    if using in _KEYS_SEEN:
-        return True
-    if time.monotonic() - _KEYS_ASKED.get(using, -math.inf) >= 1.0:
-        _KEYS_ASKED[using] = time.monotonic()
-        if apps.get_model("django_sqlqueue", "ConcurrencyKey")._base_manager.using(using).exists():
-            _KEYS_SEEN.add(using)
-    return using in _KEYS_SEEN
 
 
 def admit(using: str, model: type[Job], candidates: Sequence[C]) -> list[C]:
@@ -89,9 +77,9 @@ def admit(using: str, model: type[Job], candidates: Sequence[C]) -> list[C]:
     _KEYS_SEEN.add(using)
     connection = connections[using]
     running = model._base_manager.using(using).filter(status=JobStatus.RUNNING, concurrency_key__in=keys)
-    key_rows = apps.get_model("django_sqlqueue", "ConcurrencyKey")._base_manager.using(using)
-    # On SQLite the claim already is the only writer; the rows still say keys are in use.
-    lock_rows(key_rows, keys, lambda key: key_rows.model(key=key))
+    if connection.vendor != "sqlite":  # SQLite: the claim already is the only writer
+        key_rows = apps.get_model("django_sqlqueue", "ConcurrencyKey")._base_manager.using(using)
+        lock_rows(key_rows, keys, lambda key: key_rows.model(key=key))
     if connection.vendor == "mysql":
         # A locking read sees the latest committed rows, even under REPEATABLE READ,
         # where a plain read would see the snapshot of the transaction's first read.
