@@ -47,7 +47,7 @@ def claim(candidates: JobQuerySet, *, worker_id: str, limit: int, limited: Limit
         raise ImproperlyConfigured(f"{problem}. {CLAIM_PROBLEM_HINTS[connection.vendor]}")
     admitted = functools.partial(_admitted, candidates, limited or {})
     if connection.vendor == "sqlite":
-        return _claim_in_one_statement(candidates, worker_id, limit, admitted)
+        return _claim_in_one_write(candidates, worker_id, limit, admitted)
     return retry_transient(candidates.db, lambda: _claim_in_transaction(candidates, worker_id, limit, admitted))
 
 
@@ -57,7 +57,7 @@ def _admitted(candidates: JobQuerySet, limited: Limited, jobs: list[Any]) -> lis
     return draw(candidates.db, admit(candidates.db, candidates.model, jobs), limited)
 
 
-def _claim_in_one_statement(
+def _claim_in_one_write(
     candidates: JobQuerySet, worker_id: str, limit: int, admitted: Callable[[list[Any]], list[Any]]
 ) -> ClaimedJobs:
     """SQLite has no row locks: a claim is a write transaction (``BEGIN IMMEDIATE``), and
