@@ -28,6 +28,7 @@ from django_sqlqueue.exceptions import SQLQueueError
 from django_sqlqueue.metrics import client_installed
 from django_sqlqueue.models import Job
 from django_sqlqueue.recurrence import cronsim_installed
+from django_sqlqueue.registry import registered_tasks
 from django_sqlqueue.validation import arguments_problem, job_options_problem
 
 _SETTING_IDS = {
@@ -45,6 +46,7 @@ _SETTING_IDS = {
     "SQLQUEUE_RETENTION": "sqlqueue.E017",
     "SQLQUEUE_SCHEDULE": "sqlqueue.E018",
     "SQLQUEUE_CANCEL_GRACE": "sqlqueue.E026",
+    "SQLQUEUE_RATE_LIMITS": "sqlqueue.E035",
 }
 
 
@@ -57,6 +59,7 @@ def register() -> None:
     checks.register(check_database_journal, checks.Tags.database)
     checks.register(check_schedule)
     checks.register(check_metrics_directory)
+    checks.register(check_rate_limit_names)
 
 
 def check_settings(**kwargs: Any) -> list[checks.CheckMessage]:
@@ -169,4 +172,23 @@ def check_metrics_directory(**kwargs: Any) -> list[checks.CheckMessage]:
             "runworkers --metrics-port then uses a directory of its own.",
             id="sqlqueue.E023",
         )
+    ]
+
+
+def check_rate_limit_names(**kwargs: Any) -> list[checks.CheckMessage]:
+    """Every ``@job(rate_limit=…)`` names a limit of ``SQLQUEUE_RATE_LIMITS``: a task
+    whose limit is missing would run without one."""
+    try:
+        limits = conf.SQLQUEUE_RATE_LIMITS
+    except ImproperlyConfigured:
+        return []  # check_settings reports it
+    return [
+        checks.Error(
+            f"Task {task.name!r} has rate_limit={task.rate_limit!r}, which SQLQUEUE_RATE_LIMITS does not define.",
+            hint=f"Add {task.rate_limit!r} to SQLQUEUE_RATE_LIMITS (e.g. {{{task.rate_limit!r}: '25/s'}}), or "
+            f"name one of {sorted(limits)}.",
+            id="sqlqueue.E036",
+        )
+        for task in registered_tasks()
+        if task.rate_limit is not None and task.rate_limit not in limits
     ]

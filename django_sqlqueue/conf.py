@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from django_sqlqueue.rates import Rate, parse_rate
 from django_sqlqueue.recurrence import Entry, parse_schedule
 from django_sqlqueue.status import JobStatus
 
@@ -210,6 +211,18 @@ class Settings:
         ``args``, ``kwargs``, ``queue``, ``priority``, ``tz`` (default ``TIME_ZONE``),
         ``enabled`` and ``missed`` (``"skip"``, ``"latest"``, ``"all"``)."""
         return parse_schedule(_read("SQLQUEUE_SCHEDULE", {}), default_tz=settings.TIME_ZONE or "UTC")
+
+    @property
+    def SQLQUEUE_RATE_LIMITS(self) -> dict[str, Rate]:
+        """Rate limits by name (default none), for ``@job(rate_limit=name)``: ``"25/s"``,
+        ``"100/m"``, ``"1000/h"``, with an optional ``" burst N"`` (default one second's worth)."""
+        value = _read("SQLQUEUE_RATE_LIMITS", {})
+        if not isinstance(value, Mapping):
+            raise ImproperlyConfigured(f"SQLQUEUE_RATE_LIMITS must be a dict of names to rates, not {value!r}.")
+        try:
+            return {name: parse_rate(name, text) for name, text in value.items()}
+        except ValueError as error:
+            raise ImproperlyConfigured(f"SQLQUEUE_RATE_LIMITS: {error}.") from None
 
 
 conf = Settings()

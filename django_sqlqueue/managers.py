@@ -10,15 +10,18 @@ from django.conf import settings
 from django.db import models, transaction
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import claiming, finishing, inserting
+from django_sqlqueue.db import claiming, finishing, inserting, ratelimits
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
+from django_sqlqueue.db.concurrency import with_free_slot
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.exceptions import InvalidJobError
+from django_sqlqueue.keys import concurrency_slot
 from django_sqlqueue.registry import get_task
 from django_sqlqueue.status import JobStatus
 from django_sqlqueue.validation import (
     arguments_problem,
     claim_limit_problem,
+    concurrency_problem,
     delay_problem,
     job_options_problem,
     run_at_problem,
@@ -43,6 +46,9 @@ class JobOptions(TypedDict, total=False):
     delay: datetime.timedelta | float | None
     max_attempts: int | None
     timeout: datetime.timedelta | float | None
+    #: Never more than ``concurrency_limit`` jobs with this key run at once.
+    concurrency_key: str | None
+    concurrency_limit: int | None
 
 
 class JobQuerySet(models.QuerySet["Job"]):
@@ -95,6 +101,8 @@ class JobManager(models.Manager["Job"]):
         delay: datetime.timedelta | float | None = None,
         max_attempts: int | None = None,
         timeout: datetime.timedelta | float | None = None,
+        concurrency_key: str | None = None,
+        concurrency_limit: int | None = None,
     ) -> Job:
         """An unsaved job for ``task`` with its defaults filled in, for :meth:`enqueue_many`.
 
@@ -108,6 +116,9 @@ class JobManager(models.Manager["Job"]):
             priority=_first(priority, registered.priority, 0),
             max_attempts=_first(max_attempts, registered.max_attempts, conf.SQLQUEUE_MAX_ATTEMPTS),
             timeout=_seconds(_first(timeout, registered.timeout, conf.SQLQUEUE_TIMEOUT)),
+        )
+        job.concurrency_key, job.concurrency_limit = concurrency_slot(
+            registered, job.args, job.kwargs, key=concurrency_key, limit=concurrency_limit
         )
         if run_at is not None and delay is not None:
             raise InvalidJobError("Pass run_at or delay, not both.")
@@ -175,11 +186,15 @@ class JobManager(models.Manager["Job"]):
         if skip_queues and queues is not None:
             queues = [queue for queue in queues if queue not in skip_queues]
         candidates = self.on_queue_db().ready().in_queues(queues)
+        candidates = candidates.filter(with_free_slot(self.model, candidates.db))
+        limited = ratelimits.limited_tasks()
+        if limited:
+            candidates = candidates.filter(ratelimits.with_tokens(candidates.db, limited))
         if skip_queues and queues is None:
             candidates = candidates.exclude(queue__in=list(skip_queues))
         if filter is not None:
             candidates = candidates.filter(filter)
-        return claiming.claim(candidates.in_claim_order(), worker_id=worker_id, limit=limit)
+        return claiming.claim(candidates.in_claim_order(), worker_id=worker_id, limit=limit, limited=limited)
 
     def finish(
         self,
@@ -261,6 +276,7 @@ def _validate(job: Job) -> None:
             or job_options_problem(
                 queue=job.queue, priority=job.priority, max_attempts=job.max_attempts, timeout=job.timeout
             )
+            or concurrency_problem(job.concurrency_key, job.concurrency_limit)
             # An expression is the database's now, or now plus a delay build() checked.
             or (
                 None

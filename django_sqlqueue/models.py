@@ -7,14 +7,26 @@ from django.db import models
 
 from django_sqlqueue.conf import QUEUE_NAME_MAX_LENGTH, conf
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.indexes import StatusIndex
+from django_sqlqueue.db.concurrency import CONCURRENCY_KEY_MAX_LENGTH
+from django_sqlqueue.db.indexes import KeyedIndex, StatusIndex
 from django_sqlqueue.managers import JobManager
+from django_sqlqueue.rates import NAME_MAX_LENGTH as RATE_LIMIT_NAME_MAX_LENGTH
 from django_sqlqueue.recurrence import KEY_MAX_LENGTH, MISSED
 from django_sqlqueue.registry import TASK_NAME_MAX_LENGTH
 from django_sqlqueue.status import JobStatus
 from django_sqlqueue.validation import MAX_PRIORITY, MIN_PRIORITY
 
-__all__ = ["FinishedHour", "Job", "JobStatus", "Leader", "PausedQueue", "Schedule", "Worker"]
+__all__ = [
+    "ConcurrencyKey",
+    "FinishedHour",
+    "Job",
+    "JobStatus",
+    "Leader",
+    "PausedQueue",
+    "RateBucket",
+    "Schedule",
+    "Worker",
+]
 
 
 class Job(models.Model):
@@ -60,6 +72,10 @@ class Job(models.Model):
     progress = models.JSONField(
         null=True, blank=True, help_text='The last progress its task reported: {"done", "total", "message"}.'
     )
+    # Never more than concurrency_limit jobs with this key RUNNING at once (db/concurrency.py).
+    # NULL, not "", when unset: the claim's partial index holds only keyed jobs.
+    concurrency_key = models.CharField(max_length=CONCURRENCY_KEY_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
+    concurrency_limit = models.PositiveIntegerField(null=True, blank=True)
 
     objects = JobManager()
 
@@ -72,6 +88,8 @@ class Job(models.Model):
             ),
             # The rescue: the jobs a worker holds.
             StatusIndex(status=JobStatus.RUNNING, fields=["worker"], name="sqlqueue_job_running"),
+            # The claim's count of the RUNNING jobs that hold a concurrency key.
+            KeyedIndex(fields=["concurrency_key", "status"], name="sqlqueue_job_concurrency"),
             # The admin: the overview's counts by queue and status (read from the index
             # alone) and the queue filter; the date range filters and the overview's last
             # hour (with the status, so "failed in this range" is counted from the index).
@@ -102,6 +120,11 @@ class Job(models.Model):
             models.CheckConstraint(condition=models.Q(timeout__gt=0), name="sqlqueue_job_timeout_positive"),
             models.CheckConstraint(condition=models.Q(status__in=JobStatus.values), name="sqlqueue_job_status_valid"),
             models.CheckConstraint(condition=~models.Q(queue=""), name="sqlqueue_job_queue_not_empty"),
+            models.CheckConstraint(
+                condition=models.Q(concurrency_key__isnull=True, concurrency_limit__isnull=True)
+                | models.Q(concurrency_key__isnull=False, concurrency_limit__gte=1),
+                name="sqlqueue_job_concurrency_pair",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -244,3 +267,33 @@ class FinishedHour(models.Model):
 
     def __str__(self) -> str:
         return f"{self.queue or 'all queues'} at {self.hour:%Y-%m-%d %H}:00: {self.succeeded} ok, {self.failed} failed"
+
+
+class ConcurrencyKey(models.Model):
+    """A concurrency key some job has been claimed under: the row a claim locks (in key
+    order) before it counts the key's ``RUNNING`` jobs, so that two claimers never
+    both take its last slot. It holds no count: the jobs table is the only truth."""
+
+    key = models.CharField(max_length=CONCURRENCY_KEY_MAX_LENGTH, primary_key=True)
+
+    class Meta:
+        default_permissions = ()
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class RateBucket(models.Model):
+    """The token bucket of one ``SQLQUEUE_RATE_LIMITS`` entry, shared by every worker: a
+    claim locks it, adds the tokens flowed in since ``updated_at`` (the database's
+    clock), takes one per job it starts and writes back what is left."""
+
+    name = models.CharField(max_length=RATE_LIMIT_NAME_MAX_LENGTH, primary_key=True)
+    tokens = models.FloatField()
+    updated_at = models.DateTimeField(db_default=DatabaseNow())
+
+    class Meta:
+        default_permissions = ()
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.tokens:.1f}"

@@ -17,7 +17,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import module_has_submodule
 
 from django_sqlqueue.exceptions import TaskModuleError, UnknownTaskError
-from django_sqlqueue.validation import job_options_problem
+from django_sqlqueue.keys import concurrency_names_problem
+from django_sqlqueue.rates import rate_limit_name_problem
+from django_sqlqueue.validation import concurrency_problem, job_options_problem
 
 if TYPE_CHECKING:
     from django_sqlqueue.tasks_compat import Task as DjangoTask
@@ -37,6 +39,11 @@ class RegisteredTask:
     priority: int | None = None
     max_attempts: int | None = None
     timeout: float | None = None
+    #: The arguments a job's concurrency key is made of, and the jobs a key may run at once.
+    concurrency: tuple[str, ...] | None = None
+    concurrency_limit: int | None = None
+    #: The name of its ``SQLQUEUE_RATE_LIMITS`` entry: its jobs start no faster than that.
+    rate_limit: str | None = None
     #: The Django Tasks ``Task`` when ``func`` was registered by Django's ``@task``.
     django_task: DjangoTask[..., Any] | None = None
 
@@ -64,8 +71,19 @@ def register(
             f"Cannot register {name!r}: a function defined inside another function cannot be found by a "
             "worker. Define it at module level."
         )
-    if problem := job_options_problem(**options):
+    concurrency = options.pop("concurrency", None)
+    limit = options.get("concurrency_limit")
+    if problem := (
+        job_options_problem(
+            **{key: value for key, value in options.items() if key not in {"concurrency_limit", "rate_limit"}}
+        )
+        or concurrency_names_problem(func, concurrency, limit)
+        or (concurrency_problem(name, limit) if limit is not None else None)
+        or rate_limit_name_problem(options.get("rate_limit"))
+    ):
         raise ImproperlyConfigured(f"@job on {name!r}: {problem}.")
+    if concurrency is not None:
+        options["concurrency"] = tuple(concurrency)
     existing = _tasks_by_name.get(name)
     if existing is not None and default_name(existing.func) != default_name(func):
         raise ImproperlyConfigured(f"Task name {name!r} is already registered for {default_name(existing.func)}.")
@@ -85,9 +103,16 @@ def job(
     priority: int | None = None,
     max_attempts: int | None = None,
     timeout: float | None = None,
+    concurrency: tuple[str, ...] | None = None,
+    concurrency_limit: int | None = None,
+    rate_limit: str | None = None,
 ) -> Callable[[F], F]: ...
 def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     """Register a function as a task: ``@job`` or ``@job(queue=..., priority=..., max_attempts=..., timeout=...)``.
+
+    ``concurrency_limit=n`` runs at most ``n`` of its jobs at once; with
+    ``concurrency=("tenant_id",)``, at most ``n`` per value of those arguments.
+    ``rate_limit="payments"`` starts its jobs no faster than ``SQLQUEUE_RATE_LIMITS["payments"]``.
 
     The function is returned unchanged, so it can still be called directly."""
     if func is not None:

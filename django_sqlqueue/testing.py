@@ -139,8 +139,13 @@ def perform(task: AnyTask, *args: Any, **kwargs: Any) -> Any:
     ``SQLQUEUE_RETENTION["SUCCESSFUL"]`` 0 the job is deleted as it succeeds, and the
     result returned is the task's after the same round trip."""
     job = Job.objects.enqueue(_task_name(task), args, kwargs)
-    (claimed,) = Job.objects.claim(worker_id=WORKER_ID, filter=Q(pk=job.pk), limit=1)
-    outcome = _finish(attempt(claimed, WORKER_ID))
+    batch = Job.objects.claim(worker_id=WORKER_ID, filter=Q(pk=job.pk), limit=1)
+    if not batch:
+        raise AssertionError(
+            f"perform() could not claim job #{job.pk} ({job.task}): its concurrency key is at its limit "
+            "or its rate limit has no token left; it is left READY"
+        )
+    outcome = _finish(attempt(batch[0], WORKER_ID))
     if outcome.error is not None:
         raise outcome.error
     if not Job.objects.on_queue_db().filter(pk=job.pk).exists():

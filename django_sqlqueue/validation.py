@@ -233,3 +233,18 @@ def delay_problem(delay: Any) -> str | None:
     if in_range:
         return None
     return f"delay must be a timedelta or a number of seconds from 0 to {MAX_DELAY.days} days, not {_shown(delay)}"
+
+
+#: The most jobs one concurrency key may run at once.
+MAX_CONCURRENCY_LIMIT = 1_000_000
+
+
+def concurrency_problem(key: Any, limit: Any) -> str | None:
+    """Why a job's concurrency key and limit cannot be stored, or None (neither set is fine)."""
+    if key is None:
+        return None if limit is None else "concurrency_limit needs a concurrency_key"
+    if not isinstance(key, str) or not key or len(key) > 255 or text_problem(key):
+        return f"concurrency_key must be a non-empty string of at most 255 characters, not {_shown(key)}"
+    if not _int_in(limit, 1, MAX_CONCURRENCY_LIMIT):
+        return f"concurrency_limit must be an integer from 1 to {MAX_CONCURRENCY_LIMIT}, not {_shown(limit)}"
+    return None

@@ -46,6 +46,9 @@ if "SQLQUEUE_RETENTION" in os.environ:
 if "CONN_MAX_AGE" in os.environ:
     DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ["CONN_MAX_AGE"])
 
+# The rate limit of tests.testapp.tasks.paced; the rate limit tests' workers pass their own.
+SQLQUEUE_RATE_LIMITS = json.loads(os.environ.get("SQLQUEUE_RATE_LIMITS", '{"test-rate": "20/s"}'))
+
 # A JSON object of recurring jobs, for the schedule tests' workers.
 if "SQLQUEUE_SCHEDULE" in os.environ:
     SQLQUEUE_SCHEDULE = json.loads(os.environ["SQLQUEUE_SCHEDULE"])

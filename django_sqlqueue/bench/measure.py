@@ -8,6 +8,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Max, Min
@@ -24,11 +25,18 @@ def enqueue_one_by_one(queue: str, count: int) -> float:
     return count / (time.perf_counter() - began)
 
 
-def enqueue_many(queue: str, count: int) -> float:
-    """Jobs per second through ``Job.objects.enqueue_many``."""
+def enqueue_many(queue: str, count: int, *, keys: int = 0, key_limit: int = 1) -> float:
+    """Jobs per second through ``Job.objects.enqueue_many``; with ``keys``, the jobs take
+    turns over that many concurrency keys, each limited to ``key_limit`` at once."""
     began = time.perf_counter()
-    Job.objects.enqueue_many(Job.objects.build(noop, queue=queue) for _ in range(count))
+    Job.objects.enqueue_many(
+        Job.objects.build(noop, queue=queue, **_concurrency(index, keys, key_limit)) for index in range(count)
+    )
     return count / (time.perf_counter() - began)
+
+
+def _concurrency(index: int, keys: int, limit: int) -> dict[str, Any]:
+    return {"concurrency_key": f"bench-{index % keys}", "concurrency_limit": limit} if keys else {}
 
 
 def runworkers(*options: str) -> subprocess.Popen[bytes]:

@@ -3,14 +3,18 @@ no worker waiting on another's locks."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 from django.db.models import F
 
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.concurrency import admit
 from django_sqlqueue.db.expressions import PrimaryKeyIn
+from django_sqlqueue.db.ratelimits import Limited, draw
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import CLAIM_PROBLEM_HINTS, claim_problem
 from django_sqlqueue.status import JobStatus
@@ -34,39 +38,50 @@ class ClaimedJobs(list["Job"]):
         self.lost = lost
 
 
-def claim(candidates: JobQuerySet, *, worker_id: str, limit: int) -> ClaimedJobs:
-    """Claim the first ``limit`` of ``candidates`` (ordered, unsliced) for ``worker_id``."""
+def claim(candidates: JobQuerySet, *, worker_id: str, limit: int, limited: Limited | None = None) -> ClaimedJobs:
+    """Claim the first ``limit`` of ``candidates`` (ordered, unsliced) for ``worker_id``,
+    those that fit under their concurrency limits and, for the ``limited`` tasks, their
+    rate limits."""
     connection = connections[candidates.db]
     if problem := claim_problem(connection):
         raise ImproperlyConfigured(f"{problem}. {CLAIM_PROBLEM_HINTS[connection.vendor]}")
+    admitted = functools.partial(_admitted, candidates, limited or {})
     if connection.vendor == "sqlite":
-        return _claim_in_one_statement(candidates, worker_id, limit)
-    return retry_transient(candidates.db, lambda: _claim_in_transaction(candidates, worker_id, limit))
+        return _claim_in_one_write(candidates, worker_id, limit, admitted)
+    return retry_transient(candidates.db, lambda: _claim_in_transaction(candidates, worker_id, limit, admitted))
 
 
-def _claim_in_one_statement(candidates: JobQuerySet, worker_id: str, limit: int) -> ClaimedJobs:
+def _admitted(candidates: JobQuerySet, limited: Limited, jobs: list[Any]) -> list[Any]:
+    """The locked ``jobs`` that fit their concurrency limits, then their rate limits
+    (keys' rows are always locked before buckets', so claimers never deadlock)."""
+    return draw(candidates.db, admit(candidates.db, candidates.model, jobs), limited)
+
+
+def _claim_in_one_write(
+    candidates: JobQuerySet, worker_id: str, limit: int, admitted: Callable[[list[Any]], list[Any]]
+) -> ClaimedJobs:
     """SQLite has no row locks: a claim is a write transaction (``BEGIN IMMEDIATE``), and
-    while it lasts no other process writes. So the transaction is one
-    ``UPDATE … WHERE id IN (first ready ids) RETURNING id``, and the claimed jobs are
-    read after it commits: the write lock is held for one statement, never while Python
-    builds the jobs."""
+    while it lasts no other process writes. So the transaction reads the first ready
+    ids (with their concurrency keys), admits those under their limits, and sets them
+    ``RUNNING`` in one ``UPDATE … RETURNING id``; the claimed jobs are read after it
+    commits: the write lock is never held while Python builds the jobs."""
     connection = connections[candidates.db]
-    query = candidates.values("pk")[:limit].query
+    query = candidates.model._base_manager.all().query
     compiler = query.get_compiler(connection=connection)
-    try:
-        ready_sql, ready_params = compiler.as_sql()
-    except EmptyResultSet:  # e.g. queues=[]: nothing can match
-        return ClaimedJobs([], lost=0)
     now_sql, now_params = compiler.compile(DatabaseNow().resolve_expression(query))
     table = connection.ops.quote_name(candidates.model._meta.db_table)
-    sql = (
-        f"UPDATE {table} SET status = %s, worker = %s, started_at = {now_sql}, attempts = attempts + 1 "
-        f"WHERE id IN ({ready_sql}) RETURNING id"
-    )
+    sql = f"UPDATE {table} SET status = %s, worker = %s, started_at = {now_sql}, attempts = attempts + 1 WHERE id IN "
+    ready = candidates.values_list("pk", "task", "concurrency_key", "concurrency_limit", named=True)
 
     def update() -> list[int]:
+        ids = [row.pk for row in admitted(list(ready[:limit]))]
+        if not ids:
+            return []
         with connection.cursor() as cursor:
-            cursor.execute(sql, (JobStatus.RUNNING, worker_id, *now_params, *ready_params))
+            cursor.execute(
+                f"{sql}({', '.join(['%s'] * len(ids))}) RETURNING id",
+                (JobStatus.RUNNING, worker_id, *now_params, *ids),
+            )
             return [pk for (pk,) in cursor.fetchall()]
 
     ids = retry_transient(candidates.db, update)
@@ -74,7 +89,9 @@ def _claim_in_one_statement(candidates: JobQuerySet, worker_id: str, limit: int)
     return ClaimedJobs(list(claimed.order_by(*candidates.query.order_by)) if ids else [], lost=0)
 
 
-def _claim_in_transaction(candidates: JobQuerySet, worker_id: str, limit: int) -> ClaimedJobs:
+def _claim_in_transaction(
+    candidates: JobQuerySet, worker_id: str, limit: int, admitted: Callable[[list[Any]], list[Any]]
+) -> ClaimedJobs:
     # Each locked row also brings the database's time, which becomes the attempt's start.
     locking = candidates.select_for_update(skip_locked=True).annotate(claim_time=DatabaseNow())
     if connections[candidates.db].vendor == "mysql":
@@ -88,6 +105,8 @@ def _claim_in_transaction(candidates: JobQuerySet, worker_id: str, limit: int) -
     else:
         jobs = list(locking[:limit])
         lost = 0
+    # Jobs over their limits stay READY; their locks go with the commit.
+    jobs = admitted(jobs)
     if jobs:
         started_at = jobs[0].claim_time  # type: ignore[attr-defined]
         candidates.model._base_manager.using(candidates.db).filter(PrimaryKeyIn(job.pk for job in jobs)).update(

@@ -34,3 +34,22 @@ class StatusIndex(models.Index):
         else:
             index = models.Index(fields=["status", *self.fields], name=self.name)
         return index.create_sql(model, schema_editor, using=using, **kwargs)
+
+
+class KeyedIndex(models.Index):
+    """An index over the rows whose first field is set: partial (``IS NOT NULL``) on
+    PostgreSQL and SQLite, so jobs without that field never touch it; on MySQL/MariaDB
+    the first field alone, so that a status change of such a job does not either."""
+
+    def deconstruct(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+        return ("django_sqlqueue.db.indexes.KeyedIndex", (), {"fields": list(self.fields), "name": self.name})
+
+    def create_sql(
+        self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, using: str = "", **kwargs: Any
+    ) -> Statement:
+        first = self.fields[0]
+        if schema_editor.connection.features.supports_partial_indexes:
+            index = models.Index(fields=self.fields, name=self.name, condition=models.Q(**{f"{first}__isnull": False}))
+        else:
+            index = models.Index(fields=[first], name=self.name)
+        return index.create_sql(model, schema_editor, using=using, **kwargs)

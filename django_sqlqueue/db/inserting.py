@@ -39,6 +39,8 @@ _BOUND = {
     "priority": "int",
     "max_attempts": "int",
     "timeout": "float8",
+    "concurrency_key": "text",
+    "concurrency_limit": "int",
 }
 #: What the database computed, read back with the ids where the database can.
 _RETURNED = ("id", "run_at", "enqueued_at")

@@ -229,3 +229,24 @@ def report_and_wait(token: str) -> None:
     for _ in range(600):
         handle.raise_if_cancelled()
         time.sleep(0.1)
+
+
+@job(concurrency=("tenant",), concurrency_limit=2)
+def per_tenant(tenant: str, log: str = "", seconds: float = 0.0) -> None:
+    """At most two per tenant at once: appends its start and end (wall clock, one line,
+    written at once) to ``log``, so that a test can count how many ran together."""
+    started = time.time()
+    time.sleep(seconds)
+    if log:
+        with open(log, "a") as file:
+            file.write(f"{started} {time.time()}\n")
+
+
+@job(concurrency_limit=1)
+def one_at_a_time() -> None:
+    """At most one of these at once, whatever its arguments."""
+
+
+@job(rate_limit="test-rate")
+def paced() -> None:
+    """Starts no faster than ``SQLQUEUE_RATE_LIMITS["test-rate"]`` allows."""

@@ -21,6 +21,7 @@ from django_sqlqueue.checks import (
     check_database_settings,
     check_database_version,
     check_metrics_directory,
+    check_rate_limit_names,
     check_schedule,
     check_settings,
 )
@@ -166,6 +167,12 @@ def test_checks_are_registered_when_django_starts() -> None:
             "sqlqueue.E026",
             "SQLQUEUE_CANCEL_GRACE must be a positive number of seconds, not -1.",
         ),
+        (
+            {"SQLQUEUE_RATE_LIMITS": {"test-rate": "20 per second"}},
+            "sqlqueue.E035",
+            "SQLQUEUE_RATE_LIMITS: rate limit 'test-rate' must read like '25/s', '100/m' or '1000/h burst 5', "
+            "not '20 per second'.",
+        ),
     ],
     ids=[
         "E002-empty",
@@ -185,6 +192,7 @@ def test_checks_are_registered_when_django_starts() -> None:
         "E018-tz",
         "E018-key",
         "E026",
+        "E035",
     ],
 )
 def test_bad_setting_is_one_error(overrides: dict[str, Any], check_id: str, message: str) -> None:
@@ -394,3 +402,18 @@ def test_a_metrics_directory_that_is_not_there_is_an_error(tmp_path: Path, monke
         f"PROMETHEUS_MULTIPROC_DIR is {str(tmp_path / 'gone')!r}, which is not a directory this process can write.",
     )
     assert check_metrics_directory in set(checks.registry.registry.get_checks())  # type: ignore[comparison-overlap]
+
+
+def test_a_task_naming_an_undefined_rate_limit_is_an_error() -> None:
+    assert check_rate_limit_names() == []
+    with override_settings(SQLQUEUE_RATE_LIMITS={"payments": "25/s"}):
+        errors = check_rate_limit_names()
+    assert errors == [
+        checks.Error(
+            "Task 'tests.testapp.tasks.paced' has rate_limit='test-rate', which SQLQUEUE_RATE_LIMITS does not define.",
+            hint="Add 'test-rate' to SQLQUEUE_RATE_LIMITS (e.g. {'test-rate': '25/s'}), or name one of ['payments'].",
+            id="sqlqueue.E036",
+        )
+    ]
+    with override_settings(SQLQUEUE_RATE_LIMITS="25/s"):
+        assert check_rate_limit_names() == []  # E035's to report

@@ -17,7 +17,7 @@ from django_sqlqueue.testing import Ran, assert_enqueued, enqueued, perform, ref
 from tests.djtasks.tasks import add as django_add
 from tests.djtasks.tasks import async_double
 from tests.testapp.models import Receipt
-from tests.testapp.tasks import add, cancel_itself, countdown, fail, noop, record, report, send_welcome
+from tests.testapp.tasks import add, cancel_itself, countdown, fail, noop, paced, record, report, send_welcome
 
 pytestmark = pytest.mark.django_db
 
@@ -189,3 +189,11 @@ def test_the_helpers_work_outside_a_test_transaction_too() -> None:
     assert not connection.in_atomic_block
     Job.objects.enqueue(countdown, [2])
     assert run_jobs() == Ran(succeeded=3)
+
+
+@pytest.mark.django_db
+def test_perform_says_when_a_rate_limit_holds_its_job_back() -> None:
+    with override_settings(SQLQUEUE_RATE_LIMITS={"test-rate": "1/h"}):
+        perform(paced)
+        with pytest.raises(AssertionError, match=r"perform\(\) could not claim job #\d+ \(tests.testapp.tasks.paced\)"):
+            perform(paced)

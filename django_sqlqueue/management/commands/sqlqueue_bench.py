@@ -11,7 +11,7 @@ from django.db import connections
 
 from django_sqlqueue.bench import ceiling, measure
 from django_sqlqueue.db.routing import queue_db
-from django_sqlqueue.management.arguments import claim_limit, positive_int
+from django_sqlqueue.management.arguments import claim_limit, non_negative_int, positive_int
 from django_sqlqueue.management.migrated import QueueCommand
 from django_sqlqueue.models import Job
 
@@ -29,6 +29,12 @@ class Command(QueueCommand):
         parser.add_argument(
             "--backlog", type=int, default=0, help="Also drain beside N other ready and N finished jobs."
         )
+        parser.add_argument(
+            "--keys", type=non_negative_int, default=0, help="Also drain with the jobs over N concurrency keys."
+        )
+        parser.add_argument(
+            "--key-limit", type=positive_int, default=10, help="Jobs of one key running at once (default 10)."
+        )
         parser.add_argument("--latency-samples", type=positive_int, default=40, help="Enqueues timed (default 40).")
         parser.add_argument("--json", action="store_true", dest="as_json", help="Print the figures as JSON.")
 
@@ -39,6 +45,8 @@ class Command(QueueCommand):
         processes: int,
         batch_size: int,
         backlog: int,
+        keys: int,
+        key_limit: int,
         latency_samples: int,
         as_json: bool,
         **options: Any,
@@ -76,6 +84,14 @@ class Command(QueueCommand):
                     "ceiling": figures["drain"]["app"],
                     "backlog": backlog,
                 }
+            if keys:
+                measure.enqueue_many(f"{prefix}-keyed", jobs, keys=keys, key_limit=key_limit)
+                figures["drain_with_keys"] = {
+                    "app": measure.drain(f"{prefix}-keyed", jobs, processes, batch_size),
+                    "ceiling": figures["drain"]["app"],
+                    "keys": keys,
+                    "key_limit": key_limit,
+                }
             figures["latency_ms"] = measure.latency(f"{prefix}-latency", latency_samples, processes, spacing=0.15)
         finally:
             Job.objects.filter(queue__startswith=prefix).delete()
@@ -95,6 +111,7 @@ class Command(QueueCommand):
             ("enqueue_many", "insert_many"),
             ("drain: runworkers --burst", "drain"),
             ("drain beside the backlog", "drain_with_backlog"),
+            ("drain with concurrency keys", "drain_with_keys"),
         ]
         for label, key in rows:
             if key in figures:
@@ -104,6 +121,12 @@ class Command(QueueCommand):
             self.stdout.write(
                 f"  (backlog: {figures['drain_with_backlog']['backlog']:,} ready + as many finished jobs; "
                 "its ceiling is the drain on the emptier table)"
+            )
+        if "drain_with_keys" in figures:
+            keyed = figures["drain_with_keys"]
+            self.stdout.write(
+                f"  (keys: the jobs take turns over {keyed['keys']:,} concurrency keys, each limited to "
+                f"{keyed['key_limit']:,} running at once; its ceiling is the drain without keys)"
             )
         latency = figures["latency_ms"]
         self.stdout.write(

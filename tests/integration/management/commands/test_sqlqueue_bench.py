@@ -19,15 +19,25 @@ def test_the_benchmark_runs_and_cleans_up(monkeypatch: pytest.MonkeyPatch) -> No
     kept = Job.objects.enqueue("tests.testapp.tasks.add", (1, 2))
     out = StringIO()
     call_command(
-        "sqlqueue_bench", jobs=60, processes=1, batch_size=10, backlog=30, latency_samples=3, as_json=True, stdout=out
+        "sqlqueue_bench",
+        jobs=60,
+        processes=1,
+        batch_size=10,
+        backlog=30,
+        keys=3,
+        key_limit=2,
+        latency_samples=3,
+        as_json=True,
+        stdout=out,
     )
     figures = json.loads(out.getvalue())
     assert (figures["jobs"], figures["processes"], figures["batch_size"]) == (60, 1, 10)
     assert figures["database"].startswith(connection.vendor)
-    for key in ("insert_one", "insert_many", "drain", "drain_with_backlog"):
+    for key in ("insert_one", "insert_many", "drain", "drain_with_backlog", "drain_with_keys"):
         assert figures[key]["app"] > 0, key
         assert figures[key]["ceiling"] > 0, key
     assert figures["drain_with_backlog"]["backlog"] == 30
+    assert (figures["drain_with_keys"]["keys"], figures["drain_with_keys"]["key_limit"]) == (3, 2)
     assert 0 <= figures["latency_ms"]["p50"] <= figures["latency_ms"]["p95"] <= figures["latency_ms"]["p99"]
     assert list(Job.objects.values_list("pk", flat=True)) == [kept.pk]  # only the bench's own jobs are gone
 
