@@ -47,6 +47,7 @@ class Command(BaseCommand):
         self._make_superuser()
         if serve:
             self.stdout.write(f"The admin: http://127.0.0.1:{port}/admin/  user {USERNAME!r}, password {PASSWORD!r}")
+            self.stdout.flush()  # piped (| tee, a CI log), it would wait until the server stops
             call_command("runserver", f"127.0.0.1:{port}", use_reloader=False)
 
     def _race(self, jobs: int, producers: int, consumers: int) -> None:
