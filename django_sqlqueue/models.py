@@ -7,12 +7,12 @@ from django.db import models
 
 from django_sqlqueue.conf import QUEUE_NAME_MAX_LENGTH, conf
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.indexes import StatusIndex
+from django_sqlqueue.db.indexes import ActiveKeyConstraint, StatusIndex
 from django_sqlqueue.managers import JobManager
 from django_sqlqueue.recurrence import KEY_MAX_LENGTH, MISSED
 from django_sqlqueue.registry import TASK_NAME_MAX_LENGTH
 from django_sqlqueue.status import JobStatus
-from django_sqlqueue.validation import MAX_PRIORITY, MIN_PRIORITY
+from django_sqlqueue.validation import MAX_PRIORITY, MIN_PRIORITY, UNIQUE_KEY_MAX_LENGTH
 
 __all__ = ["Job", "JobStatus", "Leader", "PausedQueue", "Schedule", "Worker"]
 
@@ -60,6 +60,17 @@ class Job(models.Model):
     progress = models.JSONField(
         null=True, blank=True, help_text='The last progress its task reported: {"done", "total", "message"}.'
     )
+    unique_key = models.CharField(  # noqa: DJ001 (NULL is no key: the unique index leaves those out)
+        max_length=UNIQUE_KEY_MAX_LENGTH,
+        null=True,
+        blank=True,
+        help_text="No other ready or running job has this key (see the README, Unique jobs).",
+    )
+
+    #: Set on the jobs ``enqueue`` and ``enqueue_many`` return: False for the job that
+    #: already held the ``unique_key`` and was returned in place of a new one; None on
+    #: jobs read from the table.
+    created: bool | None = None
 
     objects = JobManager()
 
@@ -102,6 +113,7 @@ class Job(models.Model):
             models.CheckConstraint(condition=models.Q(timeout__gt=0), name="sqlqueue_job_timeout_positive"),
             models.CheckConstraint(condition=models.Q(status__in=JobStatus.values), name="sqlqueue_job_status_valid"),
             models.CheckConstraint(condition=~models.Q(queue=""), name="sqlqueue_job_queue_not_empty"),
+            ActiveKeyConstraint(name="sqlqueue_job_unique_key"),
         ]
 
     def __str__(self) -> str:

@@ -7,7 +7,10 @@ make a worker import or call arbitrary code."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import hashlib
+import inspect
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -16,8 +19,8 @@ from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import module_has_submodule
 
-from django_sqlqueue.exceptions import TaskModuleError, UnknownTaskError
-from django_sqlqueue.validation import job_options_problem
+from django_sqlqueue.exceptions import InvalidJobError, TaskModuleError, UnknownTaskError
+from django_sqlqueue.validation import UNIQUE_KEY_MAX_LENGTH, job_options_problem
 
 if TYPE_CHECKING:
     from django_sqlqueue.tasks_compat import Task as DjangoTask
@@ -39,6 +42,31 @@ class RegisteredTask:
     timeout: float | None = None
     #: The Django Tasks ``Task`` when ``func`` was registered by Django's ``@task``.
     django_task: DjangoTask[..., Any] | None = None
+    #: The arguments whose values make a job's ``unique_key`` (see :meth:`unique_key`).
+    unique: tuple[str, ...] | None = None
+    #: Whether the queue is part of that key too.
+    unique_queue: bool = False
+
+    def unique_key(self, args: Sequence[Any], kwargs: Mapping[str, Any], queue: str) -> str | None:
+        """The key ``@job(unique=(...))`` derives: the task's name, the queue with
+        ``unique_queue=True``, and the named arguments' values as JSON (as passed or by
+        default); a SHA-256 of all that when it is longer than a key may be."""
+        if self.unique is None:
+            return None
+        try:
+            bound = inspect.signature(self.func).bind(*args, **kwargs)
+        except TypeError as error:
+            raise InvalidJobError(f"Cannot derive the unique_key of {self.name}: {error}.") from None
+        bound.apply_defaults()
+        values = {name: bound.arguments[name] for name in self.unique}
+        try:
+            shown = json.dumps(values, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        except (TypeError, ValueError) as error:
+            raise InvalidJobError(f"Cannot derive the unique_key of {self.name}: {error}.") from None
+        key = f"{self.name}{f'@{queue}' if self.unique_queue else ''}:{shown}"
+        if len(key) <= UNIQUE_KEY_MAX_LENGTH:
+            return key
+        return f"sha256:{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()}"
 
 
 _tasks_by_name: dict[str, RegisteredTask] = {}
@@ -64,12 +92,20 @@ def register(
             f"Cannot register {name!r}: a function defined inside another function cannot be found by a "
             "worker. Define it at module level."
         )
-    if problem := job_options_problem(**options):
+    unique = options.pop("unique", None)
+    if unique is not None:
+        names = inspect.signature(func).parameters
+        unique = tuple(names) if unique is True else () if isinstance(unique, (str, bool)) else tuple(unique)
+        if not unique or not set(unique) <= set(names):
+            raise ImproperlyConfigured(
+                f"@job on {name!r}: unique must be True or names of its arguments {list(names)}."
+            )
+    if problem := job_options_problem(**{key: value for key, value in options.items() if key != "unique_queue"}):
         raise ImproperlyConfigured(f"@job on {name!r}: {problem}.")
     existing = _tasks_by_name.get(name)
     if existing is not None and default_name(existing.func) != default_name(func):
         raise ImproperlyConfigured(f"Task name {name!r} is already registered for {default_name(existing.func)}.")
-    task = RegisteredTask(name=name, func=func, django_task=django_task, **options)
+    task = RegisteredTask(name=name, func=func, django_task=django_task, unique=unique, **options)
     _tasks_by_name[name] = task
     _tasks_by_func[func] = task
     return task
@@ -85,9 +121,14 @@ def job(
     priority: int | None = None,
     max_attempts: int | None = None,
     timeout: float | None = None,
+    unique: bool | Sequence[str] | None = None,
+    unique_queue: bool = False,
 ) -> Callable[[F], F]: ...
 def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     """Register a function as a task: ``@job`` or ``@job(queue=..., priority=..., max_attempts=..., timeout=...)``.
+
+    ``unique=("order_id",)`` (or ``True``: all its arguments) gives each job a
+    ``unique_key`` made from those arguments (see :meth:`RegisteredTask.unique_key`).
 
     The function is returned unchanged, so it can still be called directly."""
     if func is not None:
