@@ -63,6 +63,10 @@ class ActiveKeyConstraint(models.UniqueConstraint):
         active = models.Q(status__in=list(ACTIVE), unique_key__isnull=False)
         return models.UniqueConstraint(fields=["unique_key"], condition=active, name=self.name)
 
+    def validate(self, *args: Any, **kwargs: Any) -> None:
+        """``full_clean()``: only active jobs' keys must differ."""
+        self._partial().validate(*args, **kwargs)
+
     def constraint_sql(self, model: Any, schema_editor: BaseDatabaseSchemaEditor | None) -> Any:
         assert schema_editor is not None
         if schema_editor.connection.features.supports_partial_indexes:

@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 import pytest
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import connection, connections, transaction
 
 from django_sqlqueue import job
@@ -201,3 +201,15 @@ def _enqueue_in_thread(key: str) -> Job:
         return Job.objects.enqueue(noop, unique_key=key)
     finally:
         connection.close()
+
+
+def test_full_clean_compares_active_jobs_only() -> None:
+    ended = Job.objects.enqueue(noop, unique_key="k")
+    finish(ended)
+    active = Job.objects.enqueue(noop, unique_key="k")
+    ended.refresh_from_db()
+    ended.full_clean()
+    active.full_clean()
+    duplicate = Job(task=active.task, queue="default", max_attempts=1, unique_key="k")
+    with pytest.raises(ValidationError, match="Constraint “sqlqueue_job_unique_key” is violated"):
+        duplicate.validate_constraints()
