@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from django_sqlqueue.models import Job
+
 
 class SQLQueueError(Exception):
     """Base class of every error django-sqlqueue raises on purpose."""
@@ -33,3 +38,13 @@ class WorkerLost(SQLQueueError):
 class TaskModuleError(SQLQueueError):
     """An installed app's ``tasks`` module raised when it was imported: no worker could
     run its tasks, so ``runworkers`` refuses to start."""
+
+
+class UniqueJobExists(SQLQueueError):
+    """Raised by ``enqueue(..., on_conflict="raise")`` (and ``enqueue_many``) when an
+    active job already holds a new job's ``unique_key``: nothing was written.
+    ``job`` is the job that holds it."""
+
+    def __init__(self, message: str, job: Job) -> None:
+        super().__init__(message)
+        self.job = job

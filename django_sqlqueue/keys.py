@@ -1,18 +1,51 @@
-"""Concurrency keys derived from a job's arguments (``@job(concurrency=("tenant_id",))``)."""
+"""Keys derived from a job's arguments, by ``@job(unique=("order_id",))`` and
+``@job(concurrency=("tenant_id",), concurrency_limit=n)``: one derivation for both."""
 
 from __future__ import annotations
 
 import hashlib
 import inspect
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django_sqlqueue.db.concurrency import CONCURRENCY_KEY_MAX_LENGTH
 from django_sqlqueue.exceptions import InvalidJobError
+from django_sqlqueue.validation import UNIQUE_KEY_MAX_LENGTH
 
 if TYPE_CHECKING:
     from django_sqlqueue.registry import RegisteredTask
+
+
+def derived_key(
+    task: RegisteredTask, names: Sequence[str], args: Any, kwargs: Any, *, what: str, scope: str, max_length: int
+) -> str:
+    """``task``'s name and ``scope``, then the values of the arguments ``names`` (as
+    passed, or by default) as JSON, so that two tasks never share a key by accident; a
+    SHA-256 of all that when it is longer than ``max_length``. ``what`` names the key
+    in the ``InvalidJobError`` raised when the arguments do not fit the function."""
+    try:
+        bound = inspect.signature(task.func).bind(*args, **kwargs)
+        bound.apply_defaults()
+        values = {name: bound.arguments[name] for name in names}
+        shown = json.dumps(values, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as error:
+        raise InvalidJobError(f"Cannot derive the {what} of {task.name}: {error}.") from None
+    key = f"{task.name}{scope}:{shown}"
+    if len(key) <= max_length:
+        return key
+    return f"sha256:{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()}"
+
+
+def unique_key(task: RegisteredTask, args: Sequence[Any], kwargs: Mapping[str, Any], queue: str) -> str | None:
+    """The key ``@job(unique=(...))`` derives (with the queue, ``@queue``, when
+    ``unique_queue=True``); None for a task without ``unique``."""
+    if task.unique is None:
+        return None
+    scope = f"@{queue}" if task.unique_queue else ""
+    return derived_key(
+        task, task.unique, args, kwargs, what="unique_key", scope=scope, max_length=UNIQUE_KEY_MAX_LENGTH
+    )
 
 
 def concurrency_slot(
@@ -20,25 +53,22 @@ def concurrency_slot(
 ) -> tuple[str | None, int | None]:
     """A job's concurrency key and limit: those given to ``enqueue``, else the task's.
 
-    A task's key is its name, followed by the JSON of the arguments ``@job(concurrency=…)``
-    names (so two tasks never share a key by accident); a key longer than the column is
-    replaced by its SHA-256. With a limit and no names, the key is the task's name: a
-    limit on the task as a whole."""
+    With a limit and no names, the key is the task's name: a limit on the task as a whole."""
     limit = task.concurrency_limit if limit is None else limit
     if key is not None or limit is None:
         return key, limit
     if not task.concurrency:
         return task.name, limit
-    try:
-        bound = inspect.signature(task.func).bind(*args, **kwargs)
-        bound.apply_defaults()
-        values = json.dumps([bound.arguments[name] for name in task.concurrency], sort_keys=True)
-    except (TypeError, ValueError) as error:
-        raise InvalidJobError(f"Cannot derive the concurrency key of {task.name}: {error}.") from error
-    key = f"{task.name}:{values}"
-    if len(key) > CONCURRENCY_KEY_MAX_LENGTH:
-        key = f"sha256:{hashlib.sha256(key.encode()).hexdigest()}"
-    return key, limit
+    derived = derived_key(
+        task,
+        task.concurrency,
+        args,
+        kwargs,
+        what="concurrency key",
+        scope="",
+        max_length=CONCURRENCY_KEY_MAX_LENGTH,
+    )
+    return derived, limit
 
 
 def concurrency_names_problem(func: Any, names: Sequence[str] | None, limit: Any) -> str | None:

@@ -9,22 +9,24 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 from django.conf import settings
 from django.db import models, transaction
 
+from django_sqlqueue import keys
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import claiming, finishing, inserting, ratelimits
+from django_sqlqueue.db import claiming, finishing, inserting, ratelimits, uniqueness
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_sqlqueue.db.concurrency import with_free_slot
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.exceptions import InvalidJobError
-from django_sqlqueue.keys import concurrency_slot
 from django_sqlqueue.registry import get_task
 from django_sqlqueue.status import JobStatus
 from django_sqlqueue.validation import (
+    ON_CONFLICT,
     arguments_problem,
     claim_limit_problem,
     concurrency_problem,
     delay_problem,
     job_options_problem,
     run_at_problem,
+    unique_key_problem,
 )
 
 if TYPE_CHECKING:
@@ -49,6 +51,8 @@ class JobOptions(TypedDict, total=False):
     #: Never more than ``concurrency_limit`` jobs with this key run at once.
     concurrency_key: str | None
     concurrency_limit: int | None
+    #: At most one ready or running job has it (default: derived by ``@job(unique=...)``).
+    unique_key: str | None
 
 
 class JobQuerySet(models.QuerySet["Job"]):
@@ -103,23 +107,28 @@ class JobManager(models.Manager["Job"]):
         timeout: datetime.timedelta | float | None = None,
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
+        unique_key: str | None = None,
     ) -> Job:
         """An unsaved job for ``task`` with its defaults filled in, for :meth:`enqueue_many`.
 
         Options left ``None`` come from the task's ``@job(...)``, then from settings."""
         registered = get_task(task)
+        queue = _first(queue, registered.queue, conf.SQLQUEUE_DEFAULT_QUEUE)
         job = self.model(
             task=registered.name,
             args=list(args) if isinstance(args, (list, tuple)) else args,
             kwargs={} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs,
-            queue=_first(queue, registered.queue, conf.SQLQUEUE_DEFAULT_QUEUE),
+            queue=queue,
             priority=_first(priority, registered.priority, 0),
             max_attempts=_first(max_attempts, registered.max_attempts, conf.SQLQUEUE_MAX_ATTEMPTS),
             timeout=_seconds(_first(timeout, registered.timeout, conf.SQLQUEUE_TIMEOUT)),
         )
-        job.concurrency_key, job.concurrency_limit = concurrency_slot(
+        job.concurrency_key, job.concurrency_limit = keys.concurrency_slot(
             registered, job.args, job.kwargs, key=concurrency_key, limit=concurrency_limit
         )
+        if unique_key is None and isinstance(job.kwargs, dict):  # other kwargs are refused later
+            unique_key = keys.unique_key(registered, job.args, job.kwargs, queue)
+        job.unique_key = unique_key
         if run_at is not None and delay is not None:
             raise InvalidJobError("Pass run_at or delay, not both.")
         if run_at is not None:
@@ -133,33 +142,56 @@ class JobManager(models.Manager["Job"]):
         task: Callable[..., Any] | str,
         args: Sequence[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
+        *,
+        on_conflict: str = "skip",
         **options: Unpack[JobOptions],
     ) -> Job:
         """Write one job on the caller's connection and inside the caller's transaction,
         so it is rolled back with it and workers see it only once it commits.
 
+        When an active job already holds its ``unique_key``, nothing is written and
+        that job is returned, with ``created`` False (``on_conflict="skip"``); with
+        ``"replace"`` it gets this job's arguments and run time first if it is still
+        ``READY``; ``"raise"`` raises :class:`UniqueJobExists`.
+
         Raises :class:`UnknownTaskError` or :class:`InvalidJobError` and writes nothing
         when the job cannot be run as given. Options are those of :meth:`build`."""
         job = self.build(task, args, kwargs, **options)
         _validate(job)
-        inserting.insert([job], queue_db(self.model, self._db), batch_size=1)
-        return job
+        return self._write([job], batch_size=1, on_conflict=on_conflict)[0]
 
-    def enqueue_many(self, jobs: Iterable[Job], *, batch_size: int = 1000) -> list[Job]:
+    def enqueue_many(self, jobs: Iterable[Job], *, batch_size: int = 1000, on_conflict: str = "skip") -> list[Job]:
         """Write many jobs (usually made by :meth:`build`) in a few multi-row INSERTs, all
         or none: every job is validated before anything is written (one bad job refuses
         them all), and the INSERTs share one transaction (the caller's, if it has one).
+
+        Returns a job for each, in order: the one written (``created`` True), or the
+        active job that holds its ``unique_key``, as :meth:`enqueue` says; with
+        ``on_conflict="raise"`` a conflict writes none of them (a savepoint).
 
         Raises :class:`UnknownTaskError` or :class:`InvalidJobError` and writes nothing
         when any job cannot be run as given."""
         jobs = list(jobs)
         for job in jobs:
             _validate(job)
-        if jobs:
-            using = queue_db(self.model, self._db)
+        return self._write(jobs, batch_size=batch_size, on_conflict=on_conflict) if jobs else []
+
+    def _write(self, jobs: list[Job], *, batch_size: int, on_conflict: str) -> list[Job]:
+        if on_conflict not in ON_CONFLICT:
+            raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}.")
+        using = queue_db(self.model, self._db)
+        if any(job.unique_key is not None for job in jobs):
+            # Savepoint only to raise: the caller's transaction stays usable, without the jobs.
+            with transaction.atomic(using=using, savepoint=on_conflict == "raise"):
+                return uniqueness.insert_unique(jobs, using, batch_size, on_conflict)
+        if len(jobs) == 1:
+            inserting.insert(jobs, using, batch_size=1)
+        else:
             # Inside the caller's transaction this is part of it, without a savepoint.
             with transaction.atomic(using=using, savepoint=False):
                 inserting.insert(jobs, using, batch_size=batch_size)
+        for job in jobs:
+            job.created = True
         return jobs
 
     def claim(
@@ -277,6 +309,7 @@ def _validate(job: Job) -> None:
                 queue=job.queue, priority=job.priority, max_attempts=job.max_attempts, timeout=job.timeout
             )
             or concurrency_problem(job.concurrency_key, job.concurrency_limit)
+            or unique_key_problem(job.unique_key)
             # An expression is the database's now, or now plus a delay build() checked.
             or (
                 None

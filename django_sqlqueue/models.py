@@ -8,13 +8,13 @@ from django.db import models
 from django_sqlqueue.conf import QUEUE_NAME_MAX_LENGTH, conf
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.concurrency import CONCURRENCY_KEY_MAX_LENGTH
-from django_sqlqueue.db.indexes import KeyedIndex, StatusIndex
+from django_sqlqueue.db.indexes import ActiveKeyConstraint, KeyedIndex, StatusIndex
 from django_sqlqueue.managers import JobManager
 from django_sqlqueue.rates import NAME_MAX_LENGTH as RATE_LIMIT_NAME_MAX_LENGTH
 from django_sqlqueue.recurrence import KEY_MAX_LENGTH, MISSED
 from django_sqlqueue.registry import TASK_NAME_MAX_LENGTH
 from django_sqlqueue.status import JobStatus
-from django_sqlqueue.validation import MAX_PRIORITY, MIN_PRIORITY
+from django_sqlqueue.validation import MAX_PRIORITY, MIN_PRIORITY, UNIQUE_KEY_MAX_LENGTH
 
 __all__ = [
     "ConcurrencyKey",
@@ -76,6 +76,17 @@ class Job(models.Model):
     # NULL, not "", when unset: the claim's partial index holds only keyed jobs.
     concurrency_key = models.CharField(max_length=CONCURRENCY_KEY_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
     concurrency_limit = models.PositiveIntegerField(null=True, blank=True)
+    unique_key = models.CharField(  # noqa: DJ001 (NULL is no key: the unique index leaves those out)
+        max_length=UNIQUE_KEY_MAX_LENGTH,
+        null=True,
+        blank=True,
+        help_text="No other ready or running job has this key (see the README, Unique jobs).",
+    )
+
+    #: Set on the jobs ``enqueue`` and ``enqueue_many`` return: False for the job that
+    #: already held the ``unique_key`` and was returned in place of a new one; None on
+    #: jobs read from the table.
+    created: bool | None = None
 
     objects = JobManager()
 
@@ -125,6 +136,7 @@ class Job(models.Model):
                 | models.Q(concurrency_key__isnull=False, concurrency_limit__gte=1),
                 name="sqlqueue_job_concurrency_pair",
             ),
+            ActiveKeyConstraint(name="sqlqueue_job_unique_key"),
         ]
 
     def __str__(self) -> str:

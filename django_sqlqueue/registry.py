@@ -7,7 +7,8 @@ make a worker import or call arbitrary code."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -46,6 +47,10 @@ class RegisteredTask:
     rate_limit: str | None = None
     #: The Django Tasks ``Task`` when ``func`` was registered by Django's ``@task``.
     django_task: DjangoTask[..., Any] | None = None
+    #: The arguments whose values make a job's ``unique_key`` (see :meth:`unique_key`).
+    unique: tuple[str, ...] | None = None
+    #: Whether the queue is part of that key too.
+    unique_queue: bool = False
 
 
 _tasks_by_name: dict[str, RegisteredTask] = {}
@@ -71,12 +76,19 @@ def register(
             f"Cannot register {name!r}: a function defined inside another function cannot be found by a "
             "worker. Define it at module level."
         )
+    unique = options.pop("unique", None)
+    if unique is not None:
+        names = inspect.signature(func).parameters
+        unique = tuple(names) if unique is True else () if isinstance(unique, (str, bool)) else tuple(unique)
+        if not unique or not set(unique) <= set(names):
+            raise ImproperlyConfigured(
+                f"@job on {name!r}: unique must be True or names of its arguments {list(names)}."
+            )
     concurrency = options.pop("concurrency", None)
     limit = options.get("concurrency_limit")
+    own = {"concurrency_limit", "rate_limit", "unique_queue"}  # not job_options_problem's to judge
     if problem := (
-        job_options_problem(
-            **{key: value for key, value in options.items() if key not in {"concurrency_limit", "rate_limit"}}
-        )
+        job_options_problem(**{key: value for key, value in options.items() if key not in own})
         or concurrency_names_problem(func, concurrency, limit)
         or (concurrency_problem(name, limit) if limit is not None else None)
         or rate_limit_name_problem(options.get("rate_limit"))
@@ -87,7 +99,7 @@ def register(
     existing = _tasks_by_name.get(name)
     if existing is not None and default_name(existing.func) != default_name(func):
         raise ImproperlyConfigured(f"Task name {name!r} is already registered for {default_name(existing.func)}.")
-    task = RegisteredTask(name=name, func=func, django_task=django_task, **options)
+    task = RegisteredTask(name=name, func=func, django_task=django_task, unique=unique, **options)
     _tasks_by_name[name] = task
     _tasks_by_func[func] = task
     return task
@@ -106,6 +118,8 @@ def job(
     concurrency: tuple[str, ...] | None = None,
     concurrency_limit: int | None = None,
     rate_limit: str | None = None,
+    unique: bool | Sequence[str] | None = None,
+    unique_queue: bool = False,
 ) -> Callable[[F], F]: ...
 def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     """Register a function as a task: ``@job`` or ``@job(queue=..., priority=..., max_attempts=..., timeout=...)``.
@@ -113,6 +127,8 @@ def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     ``concurrency_limit=n`` runs at most ``n`` of its jobs at once; with
     ``concurrency=("tenant_id",)``, at most ``n`` per value of those arguments.
     ``rate_limit="payments"`` starts its jobs no faster than ``SQLQUEUE_RATE_LIMITS["payments"]``.
+    ``unique=("order_id",)`` (or ``True``: all its arguments) gives each job a
+    ``unique_key`` made from those arguments (see :meth:`RegisteredTask.unique_key`).
 
     The function is returned unchanged, so it can still be called directly."""
     if func is not None:

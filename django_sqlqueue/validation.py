@@ -22,6 +22,9 @@ MAX_PRIORITY = 100
 #: The longest delay: the database's clock plus this stays before the year 9999 while
 #: that clock reads a year before 8999, whatever the database and however it rounds.
 MAX_DELAY = datetime.timedelta(days=1000 * 365)
+UNIQUE_KEY_MAX_LENGTH = 255
+#: What ``enqueue`` does when an active job already holds the new job's ``unique_key``.
+ON_CONFLICT = ("skip", "replace", "raise")
 
 #: MariaDB's ``JSON_VALID`` (the check on its JSON columns) refuses a document nested
 #: 32 arrays and objects deep (its ``JSON_DEPTH_LIMIT``); PostgreSQL and SQLite go deeper.
@@ -197,6 +200,16 @@ def arguments_problem(args: Any, kwargs: Any) -> str | None:
     if not isinstance(kwargs, dict):
         return f"kwargs must be a dict, not {type(kwargs).__name__}"
     return json_problem(list(args), "args") or json_problem(kwargs, "kwargs")
+
+
+def unique_key_problem(key: Any) -> str | None:
+    """Why ``key`` cannot be a job's ``unique_key``, or None (None is no key)."""
+    if key is None:
+        return None
+    if not isinstance(key, str) or not 0 < len(key) <= UNIQUE_KEY_MAX_LENGTH:
+        return f"unique_key must be a string of 1 to {UNIQUE_KEY_MAX_LENGTH} characters or None, not {_shown(key)}"
+    problem = text_problem(key)
+    return None if problem is None else f"unique_key {key!r} {problem}"
 
 
 def run_at_problem(run_at: Any, *, use_tz: bool) -> str | None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.contrib.admin.models import CHANGE, DELETION, LogEntry
 from django.contrib.contenttypes.models import ContentType
-from django.db import models, transaction
+from django.db import IntegrityError, models, transaction
 from django.http import HttpRequest
 
 from django_sqlqueue.db.clock import DatabaseNow
@@ -51,6 +51,9 @@ class Change:
     #: Whether it cancels through ``Job.objects.cancel`` (ready jobs cancelled, running
     #: ones asked to stop) rather than by ``writes``.
     cancels: bool = False
+    #: Whether it makes jobs active again, so that a job's ``unique_key`` may be held
+    #: by another active job: such a job is left as it is and counted in ``held``.
+    activates: bool = False
 
 
 RETRY = Change(
@@ -70,6 +73,7 @@ RETRY = Change(
         "cancel_requested_at": None,
     },
     skipped="not failed or cancelled",
+    activates=True,
 )
 CANCEL = Change(
     name="cancel",
@@ -112,6 +116,8 @@ class Tally:
     skipped: int = 0
     #: Running jobs asked to stop (by Cancel), not counted in ``done``.
     requested: int = 0
+    #: Jobs left as they were because another active job holds their ``unique_key``.
+    held: int = 0
 
 
 def apply(change: Change, jobs: QuerySet[Job], request: HttpRequest) -> Tally:
@@ -131,7 +137,11 @@ def apply(change: Change, jobs: QuerySet[Job], request: HttpRequest) -> Tally:
                 return tally
             last = locked[-1]
             targets = Job.objects.using(alias).filter(pk__in=locked).filter(change.applies())
-            eligible = list(targets.only("pk", "task", "status"))
+            eligible = list(targets.only("pk", "task", "status", "unique_key"))
+            held = _activate(targets, eligible, change, alias) if change.activates else set()
+            tally.held += len(held)
+            tally.skipped += len(locked) - len(eligible)
+            eligible = [job for job in eligible if job.pk not in held]
             if eligible:
                 _log(change, request, eligible, already_logged=tally.done)
                 if change.cancels:
@@ -140,11 +150,27 @@ def apply(change: Change, jobs: QuerySet[Job], request: HttpRequest) -> Tally:
                     tally.requested += counted.requested
                 elif change.writes is None:
                     targets.delete()
-                else:
+                elif not change.activates:  # _activate wrote those
                     targets.update(**change.writes())
             if not change.cancels:
                 tally.done += len(eligible)
-            tally.skipped += len(locked) - len(eligible)
+
+
+def _activate(targets: QuerySet[Job], eligible: list[Job], change: Change, alias: str) -> set[int]:
+    """Write ``change`` to ``eligible``: the jobs without a key in one UPDATE, each job with
+    one in a savepoint of its own, so that one whose key another active job holds now
+    (the unique index refuses it) is left as it is. Returns the ids of those."""
+    assert change.writes is not None
+    targets.filter(unique_key__isnull=True).update(**change.writes())
+    held = set()
+    for job in eligible:
+        if job.unique_key is not None:
+            try:
+                with transaction.atomic(using=alias):
+                    Job.objects.using(alias).filter(pk=job.pk).update(**change.writes())
+            except IntegrityError:
+                held.add(job.pk)
+    return held
 
 
 def _log(change: Change, request: HttpRequest, jobs: list[Job], *, already_logged: int) -> None:
@@ -173,6 +199,8 @@ def report(change: Change, tally: Tally) -> str:
         message += f" Asked {tally.requested} running {'job' if tally.requested == 1 else 'jobs'} to stop."
     if tally.skipped:
         message += f" Skipped {_jobs(tally.skipped)}: {change.skipped}."
+    if tally.held:
+        message += f" Left {_jobs(tally.held)} as they were: another ready or running job holds their unique key."
     return message
 
 

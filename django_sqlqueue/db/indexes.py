@@ -53,3 +53,63 @@ class KeyedIndex(models.Index):
         else:
             index = models.Index(fields=[first], name=self.name)
         return index.create_sql(model, schema_editor, using=using, **kwargs)
+
+
+#: The statuses in which a job holds its unique key.
+ACTIVE = ("READY", "RUNNING")
+#: MySQL/MariaDB: the hidden generated column that holds a job's key while it is active.
+MYSQL_ACTIVE_KEY_COLUMN = "unique_key_active"
+
+
+class ActiveKeyConstraint(models.UniqueConstraint):
+    """At most one active (``READY`` or ``RUNNING``) job per ``unique_key``.
+
+    PostgreSQL and SQLite: a partial unique index over the active jobs that have a key,
+    so keyless jobs add nothing to it. MySQL/MariaDB has no partial indexes (and Django
+    silently skips a conditional ``UniqueConstraint`` there): a hidden ``VIRTUAL``
+    generated column holds the key (as bytes, compared exactly like the others do) while
+    the job is active and NULL otherwise, with a unique index on it. Being virtual it
+    costs no row space and no table rebuild; a claim or finish of a keyless job
+    leaves its NULL unchanged, so InnoDB does not touch the index."""
+
+    def __init__(self, *, name: str) -> None:
+        super().__init__(fields=["unique_key"], name=name)
+
+    def deconstruct(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+        return ("django_sqlqueue.db.indexes.ActiveKeyConstraint", (), {"name": self.name})
+
+    def _partial(self) -> models.UniqueConstraint:
+        active = models.Q(status__in=list(ACTIVE), unique_key__isnull=False)
+        return models.UniqueConstraint(fields=["unique_key"], condition=active, name=self.name)
+
+    def validate(self, *args: Any, **kwargs: Any) -> None:
+        """``full_clean()``: only active jobs' keys must differ."""
+        self._partial().validate(*args, **kwargs)
+
+    def constraint_sql(self, model: Any, schema_editor: BaseDatabaseSchemaEditor | None) -> Any:
+        assert schema_editor is not None
+        if schema_editor.connection.features.supports_partial_indexes:
+            return self._partial().constraint_sql(model, schema_editor)
+        return None  # created by create_sql, which adds its column
+
+    def create_sql(self, model: Any, schema_editor: BaseDatabaseSchemaEditor | None) -> Any:
+        assert schema_editor is not None
+        if schema_editor.connection.features.supports_partial_indexes:
+            return self._partial().create_sql(model, schema_editor)
+        qn = schema_editor.quote_name
+        statuses = ", ".join(f"'{status}'" for status in ACTIVE)
+        return Statement(
+            f"ALTER TABLE {qn(model._meta.db_table)} ADD COLUMN {qn(MYSQL_ACTIVE_KEY_COLUMN)} VARBINARY(1020) "
+            f"AS (CASE WHEN {qn('status')} IN ({statuses}) THEN CAST({qn('unique_key')} AS BINARY) END) VIRTUAL, "
+            f"ADD CONSTRAINT {qn(self.name)} UNIQUE ({qn(MYSQL_ACTIVE_KEY_COLUMN)})"
+        )
+
+    def remove_sql(self, model: Any, schema_editor: BaseDatabaseSchemaEditor | None) -> Any:
+        assert schema_editor is not None
+        if schema_editor.connection.features.supports_partial_indexes:
+            return self._partial().remove_sql(model, schema_editor)
+        qn = schema_editor.quote_name
+        return Statement(
+            f"ALTER TABLE {qn(model._meta.db_table)} DROP INDEX {qn(self.name)}, "
+            f"DROP COLUMN {qn(MYSQL_ACTIVE_KEY_COLUMN)}"
+        )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -41,15 +42,20 @@ _BOUND = {
     "timeout": "float8",
     "concurrency_key": "text",
     "concurrency_limit": "int",
+    "unique_key": "text",
 }
 #: What the database computed, read back with the ids where the database can.
 _RETURNED = ("id", "run_at", "enqueued_at")
 
 
-def insert(jobs: Sequence[Job], using: str, batch_size: int) -> None:
+def insert(jobs: Sequence[Job], using: str, batch_size: int) -> list[Job]:
     """Write ``jobs`` (built, validated, unsaved) on ``using``'s connection, in the
     caller's transaction; set their ids (and database times) where the database
-    returns them: all but MySQL for many rows, every database for one row."""
+    returns them: all but MySQL for many rows, every database for one row.
+
+    A job whose ``unique_key`` an active job holds is not written (the database's
+    unique index decides, waiting for a transaction that wrote a holder and has not
+    ended): those come back, unsaved. ``jobs`` must not share a key."""
     connection = connections[using]
     model = type(jobs[0])
     compiler = model._base_manager.using(using).all().query.get_compiler(using=using)
@@ -57,18 +63,35 @@ def insert(jobs: Sequence[Job], using: str, batch_size: int) -> None:
     if now_params:
         raise AssertionError("the database's clock takes no parameters")
     qn = connection.ops.quote_name
-    same_for_all = _same_for_all(now)
+    keyed = any(job.unique_key is not None for job in jobs)
+    mysql = connection.vendor == "mysql"
+    # MySQL/MariaDB cannot tell which rows of an INSERT ... ON DUPLICATE KEY UPDATE were
+    # written: they are marked in ``worker`` (unseen outside this transaction), read
+    # back by it and unmarked.
+    marker = f"sqlqueue-new-{uuid.uuid4().hex}" if keyed and mysql else ""
+    same_for_all = _same_for_all(now, marker)
     columns = ", ".join(qn(name) for name in (*_BOUND, "run_at", *same_for_all))
     head = f"INSERT INTO {qn(model._meta.db_table)} ({columns}) "
     constants = ", ".join(same_for_all.values())
-    returning = connection.features.can_return_rows_from_bulk_insert
-    tail = f" RETURNING {', '.join(qn(name) for name in _RETURNED)}" if returning else ""
-    read = _reader(connection, model)
+    returned = (*_RETURNED, "unique_key") if keyed else _RETURNED
+    returning = connection.features.can_return_rows_from_bulk_insert and not marker
+    tail = f" RETURNING {', '.join(qn(name) for name in returned)}" if returning else ""
+    conflict = "" if not keyed else " ON DUPLICATE KEY UPDATE id = id" if mysql else " ON CONFLICT DO NOTHING"
+    read = _reader(connection, model, returned)
     statements = _unnest if connection.vendor == "postgresql" else _values
+    skipped: list[Job] = []
     with connection.cursor() as cursor:
         for chunk, sql, params in statements(jobs, batch_size, compiler, now, constants):
-            cursor.execute(head + sql + tail, params)
-            if tail:
+            cursor.execute(head + sql + conflict + tail, params)
+            if marker:
+                table, names, marked = qn(model._meta.db_table), ", ".join(map(qn, returned)), [JobStatus.READY, marker]
+                cursor.execute(f"SELECT {names} FROM {table} WHERE status = %s AND worker = %s ORDER BY id", marked)
+                written = cursor.fetchall()
+                cursor.execute(f"UPDATE {table} SET worker = '' WHERE status = %s AND worker = %s", marked)
+                skipped += _match(chunk, using, [read(row) for row in written])
+            elif keyed and tail:
+                skipped += _match(chunk, using, [read(row) for row in cursor.fetchall()])
+            elif tail:
                 for job, row in zip(chunk, cursor.fetchall(), strict=True):
                     _saved(job, using, read(row))
             elif len(chunk) == 1:  # MySQL returns no rows, but the id of one
@@ -76,15 +99,30 @@ def insert(jobs: Sequence[Job], using: str, batch_size: int) -> None:
             else:
                 for job in chunk:
                     _saved(job, using, {})
+    return skipped
 
 
-def _same_for_all(now: str) -> dict[str, str]:
+def _match(chunk: Sequence[Job], using: str, written: list[dict[str, Any]]) -> list[Job]:
+    """Give the written rows (in insertion order) to their jobs; return the others."""
+    by_key = {row["unique_key"]: row for row in written if row["unique_key"] is not None}
+    keyless = iter([row for row in written if row["unique_key"] is None])
+    skipped = []
+    for job in chunk:
+        row = next(keyless) if job.unique_key is None else by_key.get(job.unique_key)
+        if row is None:
+            skipped.append(job)
+        else:
+            _saved(job, using, row)
+    return skipped
+
+
+def _same_for_all(now: str, worker: str) -> dict[str, str]:
     """The columns every new job starts with the same value in, as SQL."""
     return {
         "enqueued_at": now,
         "status": f"'{JobStatus.READY.value}'",
         "attempts": "0",
-        "worker": "''",
+        "worker": f"'{worker}'",
         "errors": "'[]'",
     }
 
@@ -151,10 +189,12 @@ def _run_at(compiler: SQLCompiler, run_at: Any, now: str) -> tuple[str, list[Any
     return "%s", [compiler.connection.ops.adapt_datetimefield_value(run_at)]
 
 
-def _reader(connection: BaseDatabaseWrapper, model: type[Job]) -> Callable[[Sequence[Any]], dict[str, Any]]:
+def _reader(
+    connection: BaseDatabaseWrapper, model: type[Job], returned: Sequence[str]
+) -> Callable[[Sequence[Any]], dict[str, Any]]:
     """How a returned row becomes the job's values (SQLite returns times as text)."""
     steps = []
-    for name in _RETURNED:
+    for name in returned:
         field = cast("Field[Any, Any]", model._meta.get_field(name))
         column = field.get_col(model._meta.db_table)
         steps.append((name, column, [*connection.ops.get_db_converters(column), *field.get_db_converters(connection)]))

@@ -30,6 +30,16 @@ def noop(*args: object, **kwargs: object) -> None:
     """Does nothing: for tests about the queue, not the task."""
 
 
+@job(unique=("order_id",))
+def sync_order(order_id: int, note: str = "") -> None:
+    """A unique task: one active job per order."""
+
+
+@job(unique=True, unique_queue=True)
+def sync_everything(region: str, *, full: bool = False) -> None:
+    """A unique task keyed by all its arguments and its queue."""
+
+
 @job(queue="reports", priority=10, max_attempts=2, timeout=5)
 def report(name: str) -> str:
     """A task whose decorator sets every default."""

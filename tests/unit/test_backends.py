@@ -228,6 +228,19 @@ def test_task_options_come_from_the_decorator() -> None:
     )
 
 
+def unique_report(kind: str, note: str = "") -> str:
+    return kind
+
+
+@pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task passes no options to the backend")
+def test_a_unique_task_returns_the_result_of_the_job_holding_its_key() -> None:
+    unique = task(unique=("kind",))(unique_report)  # type: ignore[call-overload]
+    first = unique.enqueue("monthly", "a")
+    assert unique.enqueue("monthly", "b").id == first.id
+    assert unique.enqueue("weekly").id != first.id
+    assert Job.objects.get(pk=first.id).unique_key == 'tests.unit.test_backends.unique_report:{"kind":"monthly"}'
+
+
 def test_arguments_must_be_json() -> None:
     with pytest.raises(InvalidJobError, match=r"args\[0\] is a datetime.date, which is not JSON"):
         add.enqueue(datetime.date(2030, 1, 1), 1)  # type: ignore[arg-type]

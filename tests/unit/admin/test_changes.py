@@ -57,6 +57,28 @@ def test_retry_gives_failed_and_cancelled_jobs_a_fresh_start(admin_client: Clien
     assert [job.pk for job in Job.objects.claim(worker_id="w2")] == [failed.pk, cancelled.pk]
 
 
+def test_retry_leaves_a_job_whose_unique_key_is_held_again(admin_client: Client) -> None:
+    """No IntegrityError page: the job stays failed, and the message says why."""
+    failed = make_job(JobStatus.FAILED, unique_key="order-42")
+    twin = make_job(JobStatus.CANCELLED, unique_key="order-7")
+    other = make_job(JobStatus.FAILED, unique_key="order-7")
+    keyless = make_job(JobStatus.FAILED)
+    holder = Job.objects.enqueue("tests.testapp.tasks.noop", unique_key="order-42")
+    response = action(admin_client, "retry", [failed, twin, other, keyless, holder])
+    assert messages(admin_client, response) == [
+        "Retried 2 jobs. Skipped 1 job: not failed or cancelled. Left 2 jobs as they were: another ready or "
+        "running job holds their unique key."
+    ]
+    assert statuses() == {
+        failed.pk: JobStatus.FAILED,
+        twin.pk: JobStatus.READY,  # the first of two jobs with one key
+        other.pk: JobStatus.FAILED,
+        keyless.pk: JobStatus.READY,
+        holder.pk: JobStatus.READY,
+    }
+    assert LogEntry.objects.filter(change_message="Retried").count() == 2
+
+
 def test_attempts_after_a_retry_are_numbered_after_the_earlier_ones(admin_client: Client) -> None:
     """A retried job's next failure is its fourth attempt, not a second "Attempt 1"."""
     failed = make_job(JobStatus.FAILED, errors=3, finished_at=timezone.now())

@@ -88,10 +88,10 @@ def test_keys_are_counted_apart_and_each_job_under_its_own_limit() -> None:
 @pytest.mark.django_db
 def test_a_key_is_derived_from_the_named_arguments() -> None:
     job = Job.objects.enqueue(per_tenant, ("t1",), {"seconds": 0.5})
-    assert (job.concurrency_key, job.concurrency_limit) == ('tests.testapp.tasks.per_tenant:["t1"]', 2)
+    assert (job.concurrency_key, job.concurrency_limit) == ('tests.testapp.tasks.per_tenant:{"tenant":"t1"}', 2)
     same = Job.objects.build(per_tenant, kwargs={"tenant": "t1", "log": "x"})
     assert same.concurrency_key == job.concurrency_key
-    assert Job.objects.build(per_tenant, ("t2",)).concurrency_key == 'tests.testapp.tasks.per_tenant:["t2"]'
+    assert Job.objects.build(per_tenant, ("t2",)).concurrency_key == 'tests.testapp.tasks.per_tenant:{"tenant":"t2"}'
     # A limit without names is a limit on the task as a whole.
     assert Job.objects.build(one_at_a_time).concurrency_key == "tests.testapp.tasks.one_at_a_time"
     # An explicit key or limit wins over the task's.

@@ -1,0 +1,95 @@
+"""Unique jobs: writing jobs that carry a ``unique_key``, and finding the active job
+that holds a key when the unique index (``ActiveKeyConstraint``) refused one.
+
+The index decides, never a read before the write: two transactions inserting one key
+at once are ordered by the database (the second waits for the first to end, then
+skips the key or, if the first rolled back, writes it)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING
+
+from django.db import connections, models
+from django.db.models.expressions import DatabaseDefault, RawSQL
+
+from django_sqlqueue.db import inserting
+from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.indexes import ACTIVE, MYSQL_ACTIVE_KEY_COLUMN
+from django_sqlqueue.exceptions import SQLQueueError, UniqueJobExists
+from django_sqlqueue.status import JobStatus
+
+if TYPE_CHECKING:
+    # Type-only: the manager calls this module, and the model holds the manager.
+    from django_sqlqueue.models import Job
+
+#: How many times a job is written again when the job that held its key ended between
+#: the conflict and the read of that job: each time it took a new holder to refuse it.
+ROUNDS = 5
+
+
+def holders(model: type[Job], using: str, keys: Collection[str]) -> dict[str, Job]:
+    """The active jobs holding ``keys``, by key, read through the unique index."""
+    if not keys:
+        return {}
+    jobs = model._base_manager.using(using)
+    if connections[using].vendor == "mysql":
+        marks = ", ".join("%s" for _ in keys)
+        column = connections[using].ops.quote_name(MYSQL_ACTIVE_KEY_COLUMN)
+        held = jobs.filter(RawSQL(f"{column} IN ({marks})", list(keys), output_field=models.BooleanField()))
+    else:
+        held = jobs.filter(status__in=ACTIVE, unique_key__in=list(keys))
+    return {job.unique_key: job for job in held if job.unique_key is not None}
+
+
+def insert_unique(jobs: Sequence[Job], using: str, batch_size: int, on_conflict: str) -> list[Job]:
+    """Write ``jobs`` (in the caller's transaction); a job whose key an active job (or an
+    earlier job of ``jobs``) holds is not written: in its place comes the holder, with
+    ``created`` False, its arguments and run time replaced by the job's if it is
+    ``READY`` and ``on_conflict`` is ``"replace"``; ``"raise"`` raises
+    :class:`UniqueJobExists` instead."""
+    model = type(jobs[0])
+    held: dict[int, Job] = {}
+    waiting = list(jobs)
+    for _ in range(ROUNDS):
+        first, repeated = _first_per_key(waiting)
+        refused = [*inserting.insert(first, using, batch_size), *repeated] if first else repeated
+        found = holders(model, using, {job.unique_key for job in refused if job.unique_key})
+        held.update({id(job): found[job.unique_key] for job in refused if job.unique_key in found})
+        # The holder ended since the conflict: write the job after all.
+        waiting = [job for job in refused if job.unique_key not in found]
+        if not waiting:
+            break
+    else:
+        raise SQLQueueError(f"The unique_key {waiting[0].unique_key!r} changed hands {ROUNDS} times: try again.")
+    results = []
+    for job in jobs:
+        result = held.get(id(job), job)
+        result.created = result is job
+        if not result.created:
+            if on_conflict == "raise":
+                raise UniqueJobExists(f"Job #{result.pk} already holds the unique_key {job.unique_key!r}.", result)
+            if on_conflict == "replace":
+                _replace(result, job, using)
+        results.append(result)
+    return results
+
+
+def _first_per_key(jobs: Sequence[Job]) -> tuple[list[Job], list[Job]]:
+    """The jobs to insert (the first of each key, and every job without one), and the rest."""
+    first: list[Job] = []
+    repeated: list[Job] = []
+    keys: set[str] = set()
+    for job in jobs:
+        (repeated if job.unique_key in keys else first).append(job)
+        if job.unique_key is not None:
+            keys.add(job.unique_key)
+    return first, repeated
+
+
+def _replace(holder: Job, job: Job, using: str) -> None:
+    """Give a ``READY`` holder ``job``'s arguments and run time; a running one is left alone."""
+    run_at = DatabaseNow() if isinstance(job.run_at, DatabaseDefault) else job.run_at
+    jobs = type(job)._base_manager.using(using)
+    if jobs.filter(pk=holder.pk, status=JobStatus.READY).update(args=job.args, kwargs=job.kwargs, run_at=run_at):
+        holder.refresh_from_db(using=using, fields=["args", "kwargs", "run_at", "status"])
