@@ -24,7 +24,7 @@ from django_sqlqueue.db.vendors import (
     journal_problem,
     version_problem,
 )
-from django_sqlqueue.exceptions import SQLQueueError
+from django_sqlqueue.exceptions import SQLQueueError, TaskModuleError
 from django_sqlqueue.metrics import client_installed
 from django_sqlqueue.models import Job
 from django_sqlqueue.recurrence import cronsim_installed
@@ -180,8 +180,11 @@ def check_rate_limit_names(**kwargs: Any) -> list[checks.CheckMessage]:
     whose limit is missing would run without one."""
     try:
         limits = conf.SQLQUEUE_RATE_LIMITS
+        tasks = registered_tasks()
     except ImproperlyConfigured:
         return []  # check_settings reports it
+    except TaskModuleError:
+        return []  # a tasks module that fails to import: runworkers says so, in one line
     return [
         checks.Error(
             f"Task {task.name!r} has rate_limit={task.rate_limit!r}, which SQLQUEUE_RATE_LIMITS does not define.",
@@ -189,6 +192,6 @@ def check_rate_limit_names(**kwargs: Any) -> list[checks.CheckMessage]:
             f"name one of {sorted(limits)}.",
             id="sqlqueue.E036",
         )
-        for task in registered_tasks()
+        for task in tasks
         if task.rate_limit is not None and task.rate_limit not in limits
     ]
