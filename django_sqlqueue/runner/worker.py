@@ -11,7 +11,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor, wait
 from multiprocessing.connection import Connection
 from typing import Any
@@ -127,7 +127,7 @@ class WorkerProcess:
                         waiter.found_work()
                         self._run_batch(pool, batch)
                     elif not batch.lost:
-                        if self.config.burst:
+                        if self.config.burst and not self._held_back(paused):
                             break
                         # While a queue is paused, its resume is read within a second.
                         waiter.wait(longest=REFRESH_SECONDS if paused else None)
@@ -135,6 +135,17 @@ class WorkerProcess:
             waiter.close()
             self.stop.set()
             self._unregister()
+
+    def _held_back(self, paused: Collection[str]) -> bool:
+        """Whether jobs of its queues are due that its claim left, held back by their
+        concurrency or rate limits: a burst run waits for them, as they will be claimed
+        when a slot or a token frees. Jobs of paused queues are not waited for."""
+        due = Job.objects.on_queue_db().ready().in_queues(self.config.queues).exclude(queue__in=list(paused))
+        try:
+            return due.exists()
+        except Error as error:
+            self._database_down(error)
+            return True  # asked again once the database answers
 
     def next_batch_size(self) -> int:
         """Start with one job per thread and grow while jobs prove quick, so that a

@@ -42,3 +42,13 @@ def test_a_rate_limit_holds_across_processes_with_no_larger_burst(start_workers:
     # ... and not much slower: idle workers take the tokens as they come.
     assert span <= 3 * (JOBS - BURST) / RATE
     assert workers.stop() == 0, workers.text()
+
+
+def test_a_burst_run_waits_for_the_jobs_its_limit_holds_back(start_workers: Callable[..., Workers]) -> None:
+    """``--burst`` drains what is due: jobs a rate limit holds back are claimed as the
+    tokens come, not left ``READY`` when a claim first finds none it may take."""
+    jobs = 25  # past the burst of 5 tokens, a second at the rate
+    Job.objects.enqueue_many(Job.objects.build(paced) for _ in range(jobs))
+    workers = start_workers("--burst", SQLQUEUE_RATE_LIMITS='{"test-rate": "20/s burst 5"}')
+    assert workers.wait(timeout=60) == 0, workers.text()
+    assert Job.objects.filter(status=JobStatus.SUCCESSFUL).count() == jobs
