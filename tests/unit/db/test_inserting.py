@@ -15,6 +15,7 @@ from django.db import IntegrityError, connection, connections, transaction
 from django.db.models import Index
 from django.test.utils import CaptureQueriesContext
 
+from django_sqlqueue.db import inserting
 from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.validation import MAX_DELAY
@@ -379,8 +380,9 @@ def test_enqueue_many_uses_few_statements() -> None:
         Job.objects.enqueue_many(jobs, batch_size=1000)
     inserts = [query["sql"] for query in queries if query["sql"].lstrip().upper().startswith("INSERT")]
     # 1,000 + 1,000 + 500 rows, unless the database takes fewer parameters a statement
-    # (SQLite before Django 6.0: 999, and a row binds at most 8 values).
-    rows_per_insert = min(1000, (connection.features.max_query_params or 8000) // 8)
+    # (SQLite before Django 6.0: 999), a row binding its values and perhaps its run_at.
+    per_row = len(inserting._BOUND) + 1
+    rows_per_insert = min(1000, (connection.features.max_query_params or 1000 * per_row) // per_row)
     assert len(inserts) == math.ceil(2500 / rows_per_insert)
     assert len(inserts) == 3 or connection.vendor == "sqlite"
     assert Job.objects.count() == 2500
