@@ -44,6 +44,14 @@ def release(holder: str, using: str, role: str = MAINTENANCE) -> None:
     Leader.objects.using(using).filter(role=role, holder=holder).update(expires_at=DatabaseNowPlus(-_MOMENT))
 
 
+def expires_in(using: str, role: str = MAINTENANCE) -> float | None:
+    """Seconds until ``role``'s lease runs out, by the database's clock (below 0 once it
+    has); None when nobody ever took it. A follower tries again at that moment, so that
+    a dead leader is replaced as its lease ends."""
+    row = Leader.objects.using(using).filter(role=role).annotate(now=DatabaseNow()).values("expires_at", "now").first()
+    return None if row is None else (row["expires_at"] - row["now"]).total_seconds()
+
+
 def current(using: str, role: str = MAINTENANCE) -> Leader | None:
     """The holder of ``role``'s lease while it has not expired, by the database's clock."""
     return Leader.objects.using(using).filter(role=role, expires_at__gte=DatabaseNow()).first()

@@ -54,6 +54,14 @@ def tcp_port(text: str) -> int:
     return value
 
 
+def percent(text: str) -> int:
+    """A whole percentage, from 1 to 100."""
+    value = positive_int(text)
+    if value > 100:
+        raise argparse.ArgumentTypeError(f"{value} is more than 100")
+    return value
+
+
 def claim_limit(text: str) -> int:
     """How many jobs one claim takes: a whole number from 1 to ``MAX_CLAIM_LIMIT``."""
     value = positive_int(text)

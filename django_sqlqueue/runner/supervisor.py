@@ -56,8 +56,21 @@ PRUNE_BACKLOG_SECONDS = 1.0
 PRUNE_CHUNKS = 5
 #: The maintenance lease (``SQLQUEUE_LEASE`` long) is renewed this often, at most.
 LEAD_SECONDS = 10.0
+#: A follower tries to take the lease this long after it runs out (past the holder's
+#: renewal in flight, if it is alive).
+TAKEOVER_MARGIN_SECONDS = 0.1
 #: Due recurring jobs (``SQLQUEUE_SCHEDULE``) are looked for this often.
 SCHEDULE_SECONDS = 1.0
+
+
+def prune_again_in(busy: float, *, complete: bool) -> float:
+    """Seconds until the next pruning turn, after one that took ``busy`` seconds: a
+    minute once nothing is left to delete; while jobs are left, a second, or longer
+    when turns are slow (a big table, a loaded database), so that pruning keeps to its
+    share of the time (``pruning.DUTY_CYCLE``) and the workers keep the rest."""
+    if complete:
+        return PRUNE_SECONDS
+    return max(PRUNE_BACKLOG_SECONDS, pruning.rest_after(busy, pruning.DUTY_CYCLE))
 
 
 @dataclass
@@ -397,8 +410,7 @@ class Supervisor:
         """Renew (or try to take) the maintenance lease; while it holds it, rescue the
         jobs of dead workers, enqueue due recurring jobs and prune, each at its pace."""
         if now >= self.next_lead:
-            self._lead()
-            self.next_lead = now + min(conf.SQLQUEUE_LEASE / 3, LEAD_SECONDS)
+            self.next_lead = now + self._lead()
         if not self.leading:
             return
         if now >= self.next_rescue:
@@ -408,11 +420,16 @@ class Supervisor:
             self._database(lambda: scheduling.tick(queue_db(Schedule), self.schedule_problems), 0)
             self.next_schedule = now + SCHEDULE_SECONDS
         if now >= self.next_prune:
+            began = time.monotonic()
             complete = self._prune()
-            self.next_prune = time.monotonic() + (PRUNE_SECONDS if complete else PRUNE_BACKLOG_SECONDS)
+            self.next_prune = time.monotonic() + prune_again_in(time.monotonic() - began, complete=complete)
 
-    def _lead(self) -> None:
+    def _lead(self) -> float:
+        """Take or renew the maintenance lease; the seconds until the next try: a third of
+        the lease, or, for a follower, the moment the holder's lease runs out, so that a
+        dead leader is replaced within the lease rather than up to a third of it later."""
         lease = datetime.timedelta(seconds=conf.SQLQUEUE_LEASE)
+        every = min(conf.SQLQUEUE_LEASE / 3, LEAD_SECONDS)
         leading = self._database(lambda: leadership.acquire(self.holder, lease, queue_db(Leader)), False)
         if leading and not self.leading:
             logger.info("%s leads maintenance (rescue, recurring jobs, pruning)", self.holder)
@@ -421,6 +438,10 @@ class Supervisor:
         elif self.leading and not leading:
             logger.warning("%s lost the maintenance lease", self.holder)
         self.leading = leading
+        if leading:
+            return every
+        left = self._database(lambda: leadership.expires_in(queue_db(Leader)), None)
+        return every if left is None else min(every, max(left, 0.0) + TAKEOVER_MARGIN_SECONDS)
 
     def _step_down(self) -> None:
         """Stopping: give the lease up, so that another supervisor takes it at once."""

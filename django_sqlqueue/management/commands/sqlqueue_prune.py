@@ -11,7 +11,7 @@ from django.db import Error
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import pruning
-from django_sqlqueue.management.arguments import duration, finished_statuses, positive_int
+from django_sqlqueue.management.arguments import duration, finished_statuses, percent, positive_int
 from django_sqlqueue.management.migrated import QueueCommand
 from django_sqlqueue.models import Job
 from django_sqlqueue.status import JobStatus
@@ -49,6 +49,14 @@ class Command(QueueCommand):
             default=pruning.BATCH_SIZE,
             help=f"Jobs deleted per transaction (default {pruning.BATCH_SIZE}).",
         )
+        parser.add_argument(
+            "--duty-cycle",
+            type=percent,
+            default=round(pruning.DUTY_CYCLE * 100),
+            metavar="PERCENT",
+            help=f"The share of the time spent deleting: after each chunk it rests so that workers beside it "
+            f"keep the database (default {pruning.DUTY_CYCLE:.0%}; 100 deletes flat out).",
+        )
 
     def handle(
         self,
@@ -57,6 +65,7 @@ class Command(QueueCommand):
         statuses: list[JobStatus] | None,
         older_than: datetime.timedelta | None,
         batch_size: int,
+        duty_cycle: int,
         **options: Any,
     ) -> None:
         retention = {
@@ -71,7 +80,13 @@ class Command(QueueCommand):
                 counted = pruning.count(jobs, retention)
                 self._summary("Would delete", counted, retention, forever)
                 return
-            pruned = pruning.prune(jobs, retention, batch_size=batch_size, on_chunk=self._progress(jobs, retention))
+            pruned = pruning.prune(
+                jobs,
+                retention,
+                batch_size=batch_size,
+                on_chunk=self._progress(jobs, retention),
+                duty_cycle=duty_cycle / 100,
+            )
         except Error as error:
             raise CommandError(
                 f"Pruning stopped: {error}. What was deleted before stays deleted; run the command again to go on."

@@ -25,6 +25,7 @@ StartWorkers = Callable[..., Workers]
 SECOND = datetime.timedelta(seconds=1)
 SCHEDULE = json.dumps({"tick": {"task": "tests.testapp.tasks.noop", "every": 1, "missed": "all"}})
 LEASE = datetime.timedelta(seconds=float(FAST_CLOCKS["SQLQUEUE_LEASE"]))
+MARGIN = datetime.timedelta(seconds=1)
 
 
 def test_a_killed_leader_is_replaced_and_no_tick_is_lost_or_doubled(start_workers: StartWorkers) -> None:
@@ -48,8 +49,9 @@ def test_a_killed_leader_is_replaced_and_no_tick_is_lost_or_doubled(start_worker
         timeout=30,
         why=logs,
     )
-    # Taken over once the lease ran out, at the follower's next try (a third of the lease).
-    assert successor.acquired_at - killed_at <= LEASE + LEASE / 3 + 5 * SECOND
+    # Taken over as the lease ran out: the follower tries again at that moment. It was
+    # renewed at most a third of a lease before the kill; the margin is for a loaded machine.
+    assert successor.acquired_at - killed_at <= LEASE + MARGIN
     after = Job.objects.count()
     wait_until(lambda: Job.objects.count() >= after + 3, timeout=30, why=logs)
     (survivor,) = supervisors.values()

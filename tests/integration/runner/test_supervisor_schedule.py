@@ -20,8 +20,8 @@ StartWorkers = Callable[..., Workers]
 SECOND = datetime.timedelta(seconds=1)
 #: ``missed="all"``: a check that comes late (a busy machine) still enqueues every tick.
 SCHEDULE = json.dumps({"tick": {"task": "tests.testapp.tasks.noop", "every": 1, "missed": "all"}})
-#: Ticks to see after all four supervisors run (10 s, not 20, to keep CI short).
-TICKS = 10
+#: Ticks to see after all four supervisors run: 20 seconds of them.
+TICKS = 20
 
 
 def test_four_supervisors_enqueue_each_tick_exactly_once(start_workers: StartWorkers) -> None:

@@ -56,3 +56,15 @@ def test_release_lets_another_take_it_at_once() -> None:
     assert not leadership.acquire("b:2", LEASE, DB)
     leadership.release("a:1", DB)
     assert leadership.acquire("b:2", LEASE, DB)
+
+
+def test_expires_in_says_when_a_follower_may_take_it_over() -> None:
+    assert leadership.expires_in(DB) is None
+    assert leadership.acquire("a:1", LEASE, DB)
+    left = leadership.expires_in(DB)
+    assert left is not None
+    assert LEASE.total_seconds() - 5 < left <= LEASE.total_seconds()
+    expire()
+    left = leadership.expires_in(DB)
+    assert left is not None
+    assert left < 0

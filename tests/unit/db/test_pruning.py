@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import types
 
 import pytest
 
@@ -95,6 +96,38 @@ def test_prune_goes_chunk_by_chunk_oldest_first() -> None:
     assert chunks == [(JobStatus.SUCCESSFUL, 2), (JobStatus.SUCCESSFUL, 2), (JobStatus.SUCCESSFUL, 1)]
     assert pruned.deleted == {JobStatus.SUCCESSFUL: 5}
     assert not set(jobs) & left()
+
+
+class ChunkClock:
+    """``pruning``'s view of ``time``: each chunk seems to take ``busy`` seconds, and the
+    rests it asks for are recorded, not slept."""
+
+    def __init__(self, busy: float) -> None:
+        self.now, self.busy = 0.0, busy
+        self.rests: list[float] = []
+
+    def monotonic(self) -> float:
+        self.now += self.busy  # read as a chunk starts and as it ends: busy seconds apart
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.rests.append(seconds)
+
+
+@pytest.mark.parametrize(("duty_cycle", "rest"), [(0.25, 0.3), (0.5, 0.1), (1.0, None)])
+def test_prune_rests_between_chunks_for_its_duty_cycle(
+    monkeypatch: pytest.MonkeyPatch, duty_cycle: float, rest: float | None
+) -> None:
+    jobs = [job(JobStatus.SUCCESSFUL, age * DAY) for age in (10, 9, 8, 7, 6)]
+    clock = ChunkClock(busy=0.1)
+    monkeypatch.setattr(pruning, "time", types.SimpleNamespace(monotonic=clock.monotonic, sleep=clock.sleep))
+
+    pruned = pruning.prune(Job.objects.on_queue_db(), {JobStatus.SUCCESSFUL: DAY}, batch_size=2, duty_cycle=duty_cycle)
+
+    assert pruned.deleted == {JobStatus.SUCCESSFUL: 5}
+    assert not set(jobs) & left()
+    # Three chunks (2, 2, 1): a rest after each but the last; none flat out.
+    assert clock.rests == pytest.approx([] if rest is None else [rest, rest])
 
 
 def test_max_chunks_stops_early_and_says_so() -> None:

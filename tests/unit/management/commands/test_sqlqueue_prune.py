@@ -5,11 +5,13 @@ from __future__ import annotations
 import datetime
 import re
 from io import StringIO
+from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 
+from django_sqlqueue.db import pruning
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.finished import finished_job
 
@@ -93,6 +95,8 @@ def test_statuses_kept_for_ever_are_named(jobs: dict[str, int]) -> None:
             "argument --status: 'READY' is not a finished status; use SUCCESSFUL, CANCELLED, FAILED",
         ),
         (["--batch-size", "0"], "argument --batch-size: 0 is less than 1"),
+        (["--duty-cycle", "0"], "argument --duty-cycle: 0 is less than 1"),
+        (["--duty-cycle", "101"], "argument --duty-cycle: 101 is more than 100"),
     ],
 )
 def test_bad_options_are_refused(jobs: dict[str, int], args: list[str], message: str) -> None:
@@ -116,3 +120,24 @@ def test_a_terminal_gets_a_progress_bar(jobs: dict[str, int]) -> None:
         "Deleted 3 job(s): 1 SUCCESSFUL (finished over 1d ago), 1 CANCELLED (finished over 1w ago), "
         "1 FAILED (finished over 30d ago).\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "duty_cycle"), [([], 0.25), (["--duty-cycle", "10"], 0.1), (["--duty-cycle", "100"], 1)]
+)
+def test_it_keeps_to_its_duty_cycle(
+    jobs: dict[str, int], monkeypatch: pytest.MonkeyPatch, args: list[str], duty_cycle: float
+) -> None:
+    asked: list[float] = []
+    real = pruning.prune
+
+    def prune_asked(*args: Any, **kwargs: Any) -> pruning.Pruned:
+        asked.append(kwargs["duty_cycle"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pruning, "prune", prune_asked)
+
+    prune(*args)
+
+    assert asked == [duty_cycle]
+    assert left() == {jobs["new success"], jobs["new failure"], jobs["ready"], jobs["running"]}
