@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import datetime
 import types
+from typing import Any
 
 import pytest
 
-from django_sqlqueue.db import pruning, rollup
+from django_sqlqueue.db import pruning, rollup, transient
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.finished import finished_job as job
 
@@ -43,6 +44,24 @@ def test_prune_deletes_exactly_the_jobs_past_their_status_retention() -> None:
     assert not {old_success, old_cancelled} & left()
     assert pruned.deleted == {JobStatus.SUCCESSFUL: 1, JobStatus.CANCELLED: 1}
     assert pruned.complete
+
+
+def test_a_job_retried_between_the_read_and_the_delete_stays(monkeypatch: pytest.MonkeyPatch) -> None:
+    retried, deleted = job(JobStatus.FAILED, 40 * DAY), job(JobStatus.FAILED, 41 * DAY)
+    real = transient.retry_transient
+
+    def retry_first(*args: Any, **kwargs: Any) -> Any:
+        # The admin retries one of the chunk's jobs after its ids were read, before the DELETE.
+        Job.objects.filter(pk=retried).update(status=JobStatus.READY, finished_at=None)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pruning, "retry_transient", retry_first)
+    pruned = pruning.prune(Job.objects.on_queue_db(), {JobStatus.FAILED: 30 * DAY})
+
+    assert pruned.deleted == {JobStatus.FAILED: 1}
+    assert left() == {retried}
+    assert Job.objects.get(pk=retried).status == JobStatus.READY
+    assert deleted not in left()
 
 
 def test_count_is_what_prune_would_delete() -> None:
