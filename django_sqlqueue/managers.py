@@ -181,9 +181,7 @@ class JobManager(models.Manager["Job"]):
             raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}.")
         using = queue_db(self.model, self._db)
         if any(job.unique_key is not None for job in jobs):
-            # Savepoint only to raise: the caller's transaction stays usable, without the jobs.
-            with transaction.atomic(using=using, savepoint=on_conflict == "raise"):
-                return uniqueness.insert_unique(jobs, using, batch_size, on_conflict)
+            return uniqueness.write(jobs, using, batch_size, on_conflict)
         if len(jobs) == 1:
             inserting.insert(jobs, using, batch_size=1)
         else:

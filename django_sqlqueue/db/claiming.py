@@ -7,12 +7,12 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
 from django.db import connections
 from django.db.models import F
 
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.concurrency import admit
+from django_sqlqueue.db.concurrency import admit, keys_seen, look_for_keys
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.ratelimits import Limited, draw
 from django_sqlqueue.db.transient import retry_transient
@@ -47,7 +47,7 @@ def claim(candidates: JobQuerySet, *, worker_id: str, limit: int, limited: Limit
         raise ImproperlyConfigured(f"{problem}. {CLAIM_PROBLEM_HINTS[connection.vendor]}")
     admitted = functools.partial(_admitted, candidates, limited or {})
     if connection.vendor == "sqlite":
-        return _claim_in_one_write(candidates, worker_id, limit, admitted)
+        return _claim_in_one_write(candidates, worker_id, limit, admitted, limits=bool(limited))
     return retry_transient(candidates.db, lambda: _claim_in_transaction(candidates, worker_id, limit, admitted))
 
 
@@ -58,33 +58,55 @@ def _admitted(candidates: JobQuerySet, limited: Limited, jobs: list[Any]) -> lis
 
 
 def _claim_in_one_write(
-    candidates: JobQuerySet, worker_id: str, limit: int, admitted: Callable[[list[Any]], list[Any]]
+    candidates: JobQuerySet,
+    worker_id: str,
+    limit: int,
+    admitted: Callable[[list[Any]], list[Any]],
+    *,
+    limits: bool,
 ) -> ClaimedJobs:
     """SQLite has no row locks: a claim is a write transaction (``BEGIN IMMEDIATE``), and
-    while it lasts no other process writes. So the transaction reads the first ready
-    ids (with their concurrency keys), admits those under their limits, and sets them
-    ``RUNNING`` in one ``UPDATE … RETURNING id``; the claimed jobs are read after it
-    commits: the write lock is never held while Python builds the jobs."""
+    while it lasts no other process writes. The claimed jobs are read after it commits:
+    the write lock is never held while Python builds the jobs.
+
+    Until this process has met a keyed job and while no rate limit is configured, the
+    transaction is one ``UPDATE … WHERE id IN (first ready ids) AND concurrency_key IS
+    NULL RETURNING id``, as before limits existed. When that takes fewer than it wanted
+    and keyed jobs are waiting, or once limits are in play, a transaction reads the
+    first ready ids (with their keys), admits those under their limits and sets them
+    ``RUNNING`` by id."""
     connection = connections[candidates.db]
     query = candidates.model._base_manager.all().query
     compiler = query.get_compiler(connection=connection)
     now_sql, now_params = compiler.compile(DatabaseNow().resolve_expression(query))
     table = connection.ops.quote_name(candidates.model._meta.db_table)
-    sql = f"UPDATE {table} SET status = %s, worker = %s, started_at = {now_sql}, attempts = attempts + 1 WHERE id IN "
-    ready = candidates.values_list("pk", "task", "concurrency_key", "concurrency_limit", named=True)
+    update = f"UPDATE {table} SET status = %s, worker = %s, started_at = {now_sql}, attempts = attempts + 1 WHERE "
+    setting = (JobStatus.RUNNING, worker_id, *now_params)
 
-    def update() -> list[int]:
-        ids = [row.pk for row in admitted(list(ready[:limit]))]
-        if not ids:
+    def claim_keyless() -> list[int]:
+        try:
+            ready_sql, ready_params = candidates.values("pk")[:limit].query.get_compiler(connection=connection).as_sql()
+        except EmptyResultSet:  # e.g. queues=[]: nothing can match
             return []
         with connection.cursor() as cursor:
             cursor.execute(
-                f"{sql}({', '.join(['%s'] * len(ids))}) RETURNING id",
-                (JobStatus.RUNNING, worker_id, *now_params, *ids),
+                f"{update}id IN ({ready_sql}) AND concurrency_key IS NULL RETURNING id", (*setting, *ready_params)
             )
             return [pk for (pk,) in cursor.fetchall()]
 
-    ids = retry_transient(candidates.db, update)
+    def claim_admitted(wanted: int) -> list[int]:
+        ready = candidates.values_list("pk", "task", "concurrency_key", "concurrency_limit", named=True)
+        ids = [row.pk for row in admitted(list(ready[:wanted]))]
+        if not ids:
+            return []
+        with connection.cursor() as cursor:
+            cursor.execute(f"{update}id IN ({', '.join(['%s'] * len(ids))}) RETURNING id", (*setting, *ids))
+            return [pk for (pk,) in cursor.fetchall()]
+
+    plain = not limits and not keys_seen(candidates.db)
+    ids = retry_transient(candidates.db, claim_keyless) if plain else []
+    if len(ids) < limit and (not plain or look_for_keys(candidates)):
+        ids += retry_transient(candidates.db, lambda: claim_admitted(limit - len(ids)))
     claimed = candidates.model._base_manager.using(candidates.db).filter(PrimaryKeyIn(ids))
     return ClaimedJobs(list(claimed.order_by(*candidates.query.order_by)) if ids else [], lost=0)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from django.apps import apps
 from django.db import connections, models
@@ -45,7 +45,7 @@ def with_free_slot(model: type[Job], using: str) -> models.Q:
     hold back the jobs behind them; :func:`admit` decides again under the lock, so
     correctness never depends on this condition. Unkeyed jobs pass on the ``IS NULL``
     alone: the count is only made for keyed ones."""
-    if using not in _KEYS_SEEN:
+    if not keys_seen(using):
         return models.Q()
     running = (
         model._base_manager.filter(status=JobStatus.RUNNING, concurrency_key=models.OuterRef("concurrency_key"))
@@ -62,6 +62,20 @@ def with_free_slot(model: type[Job], using: str) -> models.Q:
 #: leave nothing out (the statement stays as it was before concurrency limits); from
 #: then on, saturated keys. One claim per process may so take keyed jobs it then drops.
 _KEYS_SEEN: set[str] = set()
+
+
+def keys_seen(using: str) -> bool:
+    """Whether this process has met a keyed candidate on ``using`` (see :data:`_KEYS_SEEN`)."""
+    return using in _KEYS_SEEN
+
+
+def look_for_keys(candidates: models.QuerySet[Any]) -> bool:
+    """Whether keyed jobs are among ``candidates``: asked by a claim that took only
+    keyless ones and fewer than it wanted. From then on this process's claims admit
+    keyed candidates under their limits (:func:`admit`)."""
+    if candidates.filter(concurrency_key__isnull=False).exists():
+        _KEYS_SEEN.add(candidates.db)
+    return keys_seen(candidates.db)
 
 
 def admit(using: str, model: type[Job], candidates: Sequence[C]) -> list[C]:

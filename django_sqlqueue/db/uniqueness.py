@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
-from django.db import connections, models
+from django.db import connections, models, transaction
 from django.db.models.expressions import DatabaseDefault, RawSQL
 
 from django_sqlqueue.db import inserting
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.indexes import ACTIVE, MYSQL_ACTIVE_KEY_COLUMN
+from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.exceptions import SQLQueueError, UniqueJobExists
 from django_sqlqueue.status import JobStatus
 
@@ -40,6 +41,21 @@ def holders(model: type[Job], using: str, keys: Collection[str]) -> dict[str, Jo
     else:
         held = jobs.filter(status__in=ACTIVE, unique_key__in=list(keys))
     return {job.unique_key: job for job in held if job.unique_key is not None}
+
+
+def write(jobs: Sequence[Job], using: str, batch_size: int, on_conflict: str) -> list[Job]:
+    """:func:`insert_unique` in the caller's transaction, or in one of its own.
+
+    On MySQL/MariaDB, enqueues of one key that meet an uncommitted holder which then
+    rolls back can deadlock on the unique index's record locks, and InnoDB rolls the
+    victim's whole transaction back. In a transaction of its own (the caller has none)
+    the enqueue is then tried again; inside the caller's, that transaction is gone, and
+    the error (``OperationalError`` 1213) is the caller's to retry, as any deadlock."""
+    if connections[using].in_atomic_block:
+        # Savepoint only to raise: the caller's transaction stays usable, without the jobs.
+        with transaction.atomic(using=using, savepoint=on_conflict == "raise"):
+            return insert_unique(jobs, using, batch_size, on_conflict)
+    return retry_transient(using, lambda: insert_unique(jobs, using, batch_size, on_conflict))
 
 
 def insert_unique(jobs: Sequence[Job], using: str, batch_size: int, on_conflict: str) -> list[Job]:

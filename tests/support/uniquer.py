@@ -22,28 +22,40 @@ def main(key: str, count: int, mode: str) -> None:
 
     django.setup()
 
-    from django.db import connection, transaction
+    from django.db import OperationalError, connection, transaction
 
+    from django_sqlqueue.db.vendors import is_transient
     from django_sqlqueue.models import Job
 
     connection.ensure_connection()
     print("ready", flush=True)
     sys.stdin.readline()
 
-    created = 0
+    created = deadlocks = 0
     ids = set()
     for _ in range(count):
-        try:
-            with transaction.atomic():
-                job = Job.objects.enqueue("tests.testapp.tasks.noop", unique_key=key)
+        for _attempt in range(10):
+            try:
+                with transaction.atomic():
+                    job = Job.objects.enqueue("tests.testapp.tasks.noop", unique_key=key)
+                    if mode == "rollback":
+                        raise RolledBack
+            except RolledBack:
+                break
+            except OperationalError as error:
+                # MySQL/MariaDB: picked as a deadlock's victim, the whole transaction was
+                # rolled back (the README says so); the caller retries it, as any deadlock.
+                if not is_transient(error):
+                    raise
+                deadlocks += 1
+            else:
                 created += bool(job.created)
                 ids.add(job.pk)
-                if mode == "rollback":
-                    raise RolledBack
-        except RolledBack:
-            pass
+                break
+        else:
+            raise AssertionError("ten deadlocks in a row")
     connection.close()
-    print(json.dumps({"created": created, "ids": sorted(ids)}), flush=True)
+    print(json.dumps({"created": created, "ids": sorted(ids), "deadlocks": deadlocks}), flush=True)
 
 
 if __name__ == "__main__":

@@ -16,9 +16,8 @@ pytestmark = pytest.mark.slow
 
 RATE = 20
 BURST = 20  # the default: one second of the rate
-#: Enough for the burst and five seconds at the rate (the issue asks for ten; five make
-#: the same point in half the CI time).
-JOBS = BURST + 5 * RATE
+#: Enough for the burst and ten seconds at the rate.
+JOBS = BURST + 10 * RATE
 
 
 def most_in_window(starts: list[datetime.datetime], seconds: float) -> int:
@@ -36,7 +35,7 @@ def test_a_rate_limit_holds_across_processes_with_no_larger_burst(start_workers:
     span = (starts[-1] - starts[0]).total_seconds()
     # Never faster than the rate after the burst: in any window of t seconds, at most
     # BURST + RATE * t jobs started (one more for a token that was whole at a window's edge).
-    for seconds in (0.5, 1, 2, 5):
+    for seconds in (0.5, 1, 2, 5, 10):
         assert most_in_window(starts, seconds) <= BURST + RATE * seconds + 1, seconds
     assert span >= (JOBS - BURST - 1) / RATE
     # ... and not much slower: idle workers take the tokens as they come.

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, connections, transaction
+from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.db import concurrency
@@ -192,3 +193,28 @@ def test_until_a_process_meets_a_key_its_claims_leave_out_nothing(monkeypatch: p
     assert len(Job.objects.claim(worker_id="w", limit=10)) == 2  # admitted under the lock all the same
     keyed(1)
     assert "IS NULL" in first_claim_statement()
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's claim is one write transaction")
+@pytest.mark.django_db
+@override_settings(SQLQUEUE_RATE_LIMITS={})  # the test settings rate-limit a task
+def test_a_keyless_claim_on_sqlite_is_one_update_until_keys_are_met(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(concurrency, "_KEYS_SEEN", set())
+    plain = Job.objects.enqueue_many([Job.objects.build(noop, (index,)) for index in range(3)])
+    with CaptureQueriesContext(connection) as queries:
+        claimed = Job.objects.claim(worker_id="w", limit=3)
+    assert [job.pk for job in claimed] == [job.pk for job in plain]
+    statements = [query["sql"] for query in queries.captured_queries if "SAVEPOINT" not in query["sql"]]
+    # The UPDATE picks the ready ids itself; then the claimed jobs are read.
+    assert len(statements) == 2
+    assert statements[0].startswith("UPDATE")
+    assert "IN (SELECT" in statements[0]
+
+    # Keyed jobs in front: the keyless UPDATE leaves them; the same claim admits them under their limit.
+    keyed(3)
+    later = Job.objects.enqueue(noop, (9,))
+    claimed = Job.objects.claim(worker_id="w", limit=4)
+    assert running() == 2
+    assert later.pk in {job.pk for job in claimed}
+    assert len(claimed) == 3
+    assert concurrency.keys_seen(connection.alias)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured, ValidationError
-from django.db import connection, connections, transaction
+from django.db import OperationalError, connection, connections, transaction
 
 from django_sqlqueue import job
 from django_sqlqueue.db import uniqueness
@@ -213,3 +213,29 @@ def test_full_clean_compares_active_jobs_only() -> None:
     duplicate = Job(task=active.task, queue="default", max_attempts=1, unique_key="k")
     with pytest.raises(ValidationError, match="Constraint “sqlqueue_job_unique_key” is violated"):
         duplicate.validate_constraints()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deadlock_victim_is_enqueued_again_in_a_transaction_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MySQL/MariaDB may pick a unique enqueue as a deadlock's victim (its holder rolled
+    back); with no transaction of the caller's to lose, the enqueue is tried again."""
+    insert = uniqueness.insert_unique
+    failures: list[OperationalError] = []
+
+    def deadlock_once(*args: Any) -> list[Job]:
+        if not failures:
+            failures.append(OperationalError("database is locked"))  # transient on any database
+            insert(*args)  # written, then rolled back with the transaction
+            raise failures[0]
+        return insert(*args)
+
+    monkeypatch.setattr(uniqueness, "insert_unique", deadlock_once)
+    written = Job.objects.enqueue(noop, unique_key="k")
+    assert written.created
+    assert list(Job.objects.values_list("pk", flat=True)) == [written.pk]
+
+    # Inside the caller's transaction the error is the caller's: its transaction is gone.
+    failures.clear()
+    with pytest.raises(OperationalError), transaction.atomic():
+        Job.objects.enqueue(noop, unique_key="other")
+    assert list(Job.objects.values_list("pk", flat=True)) == [written.pk]
