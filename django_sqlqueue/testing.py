@@ -10,6 +10,7 @@ vanish with the test. ``django_sqlqueue.pytest_plugin`` offers it all as the
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -34,6 +35,10 @@ WORKER_ID = "django_sqlqueue.testing"
 #: ``run_jobs`` stops with an error after this many attempts: a job that enqueues
 #: itself would otherwise keep it running for ever.
 MAX_ATTEMPTS_RUN = 10_000
+#: ``run_jobs`` waits this long, at most, for due jobs that their rate limits (or
+#: concurrency keys held elsewhere) keep back, before it fails saying so.
+HELD_BACK_SECONDS = 10.0
+HELD_BACK_POLL_SECONDS = 0.02
 
 
 class Ran(NamedTuple):
@@ -106,23 +111,40 @@ def refute_enqueued(
         )
 
 
-def run_jobs(queues: Iterable[str] | None = None, *, scheduled: bool = False) -> Ran:
+def run_jobs(
+    queues: Iterable[str] | None = None, *, scheduled: bool = False, held_back: float = HELD_BACK_SECONDS
+) -> Ran:
     """Run the ready jobs of ``queues`` (every queue when None) in this process, one at a
     time through the real claim and finish, until none is ready: jobs they enqueue run too.
 
     A failure with attempts left waits out its backoff like any other, so it is not run
     again here; with ``scheduled=True`` every waiting job is made due first, on each
     round, so jobs enqueued with a delay run, and so do retries until their last attempt.
+    Due jobs that a rate limit (or a concurrency key held by jobs running elsewhere)
+    keeps back are waited for, as ``runworkers --burst`` does, for ``held_back`` seconds
+    at most: past that it raises ``AssertionError`` saying how many are left.
     Returns the attempts by outcome. Raises ``AssertionError`` past
     ``MAX_ATTEMPTS_RUN`` attempts (a job that enqueues itself)."""
     queues = None if queues is None else list(queues)
     ran = Ran()
+    waiting_since: float | None = None
     while True:
         if scheduled:
             _make_due(queues)
         batch = Job.objects.claim(worker_id=WORKER_ID, queues=queues, limit=1)
         if not batch:
-            return ran
+            due = Job.objects.on_queue_db().ready().in_queues(queues).count()
+            if not due:
+                return ran
+            waiting_since = waiting_since or time.monotonic()
+            if time.monotonic() - waiting_since > held_back:
+                raise AssertionError(
+                    f"run_jobs() waited {held_back:g} s for {due} due job(s) that their rate limits or concurrency "
+                    "keys keep back: give the test settings a generous rate (SQLQUEUE_RATE_LIMITS)"
+                )
+            time.sleep(HELD_BACK_POLL_SECONDS)
+            continue
+        waiting_since = None
         ran = _tally(ran, _finish(attempt(batch[0], WORKER_ID)))
         if sum(ran) >= MAX_ATTEMPTS_RUN:
             raise AssertionError(

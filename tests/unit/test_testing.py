@@ -197,3 +197,19 @@ def test_perform_says_when_a_rate_limit_holds_its_job_back() -> None:
         perform(paced)
         with pytest.raises(AssertionError, match=r"perform\(\) could not claim job #\d+ \(tests.testapp.tasks.paced\)"):
             perform(paced)
+
+
+def test_run_jobs_waits_for_the_tokens_of_rate_limited_jobs() -> None:
+    with override_settings(SQLQUEUE_RATE_LIMITS={"test-rate": "50/s burst 2"}):
+        Job.objects.enqueue_many(Job.objects.build(paced) for _ in range(6))
+        assert run_jobs() == Ran(succeeded=6)
+    assert not Job.objects.filter(status=JobStatus.READY).exists()
+
+
+def test_run_jobs_says_which_jobs_it_gave_up_waiting_for() -> None:
+    with override_settings(SQLQUEUE_RATE_LIMITS={"test-rate": "1/h"}):
+        Job.objects.enqueue_many(Job.objects.build(paced) for _ in range(3))
+        held = r"^run_jobs\(\) waited 0.2 s for 2 due job\(s\) that their rate limits"
+        with pytest.raises(AssertionError, match=held):
+            run_jobs(held_back=0.2)
+    assert Job.objects.filter(status=JobStatus.READY).count() == 2
