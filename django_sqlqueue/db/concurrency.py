@@ -16,6 +16,7 @@ from django.apps import apps
 from django.db import connections, models
 from django.db.models.functions import Coalesce
 
+from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
@@ -125,3 +126,23 @@ def lock_rows(rows: models.QuerySet[M], names: list[str], make: Callable[[str], 
         rows.bulk_create([make(name) for name in missing], ignore_conflicts=True)
         locked = sorted([*locked, *locking.filter(pk__in=missing)], key=lambda row: row.pk)
     return locked
+
+
+def forget_idle_keys(model: type[Job], using: str, limit: int) -> int:
+    """Delete up to ``limit`` key rows that no ``READY`` or ``RUNNING`` job has (part of
+    pruning, so that keys used once do not pile up); how many went.
+
+    The rows hold no count, only a lock: a claim that finds its key's row gone creates
+    it again (:func:`lock_rows`), and the ``DELETE`` checks again that no active job has
+    the key, so a key taken since it was read stays. A claim that holds a row's lock
+    makes the delete wait; either way the next claim counts the real ``RUNNING`` rows."""
+    key_rows = apps.get_model("django_sqlqueue", "ConcurrencyKey")._base_manager.using(using)
+    active = model._base_manager.using(using).filter(
+        concurrency_key=models.OuterRef("pk"), status__in=[JobStatus.READY, JobStatus.RUNNING]
+    )
+    idle = key_rows.exclude(models.Exists(active))
+    names = list(idle.order_by("pk").values_list("pk", flat=True)[:limit])
+    if not names:
+        return 0
+    deleted, _ = retry_transient(using, lambda: idle.filter(pk__in=names).delete())
+    return deleted

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from django_sqlqueue.db import rollup
+from django_sqlqueue.db import concurrency, rollup
 from django_sqlqueue.db.clock import DatabaseNowPlus
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.transient import retry_transient
@@ -57,6 +57,8 @@ class Pruned:
 
     deleted: dict[JobStatus, int] = field(default_factory=dict)
     complete: bool = True
+    #: Concurrency keys' rows that no active job had, deleted (one chunk a call).
+    keys: int = 0
 
     @property
     def total(self) -> int:
@@ -104,10 +106,11 @@ def prune(
 
     It counts the settled hours first (one batch of them with ``max_chunks``) and deletes
     the counted hours past ``rollup.KEEP``: ``complete`` is False too while hours are
-    left to count."""
+    left to count. It also deletes up to ``batch_size`` rows of concurrency keys that no
+    active job has (``keys``)."""
     hours = rollup.catch_up(jobs.db, batches=None if max_chunks is None else 1)
     rollup.forget(jobs.db)
-    pruned = Pruned(complete=not hours.missing)
+    pruned = Pruned(complete=not hours.missing, keys=concurrency.forget_idle_keys(jobs.model, jobs.db, batch_size))
     chunks = 0
     for status, kept in kept_for(retention).items():
         pruned.deleted[status] = 0

@@ -218,3 +218,43 @@ def test_a_keyless_claim_on_sqlite_is_one_update_until_keys_are_met(monkeypatch:
     assert later.pk in {job.pk for job in claimed}
     assert len(claimed) == 3
     assert concurrency.keys_seen(connection.alias)
+
+
+@requires_row_locks  # SQLite's claims need no key rows: there are none to forget
+@pytest.mark.django_db
+def test_pruning_forgets_the_rows_of_keys_no_active_job_has() -> None:
+    from django_sqlqueue.db import pruning
+
+    done = keyed(1, key="done")
+    keyed(2, key="busy")
+    Job.objects.claim(worker_id="w", limit=10)
+    Job.objects.finish(worker_id="w", succeeded={Job.objects.get(pk=done[0].pk): None})
+    assert set(ConcurrencyKey.objects.values_list("pk", flat=True)) == {"done", "busy"}
+
+    pruned = pruning.prune(Job.objects.on_queue_db(), {})
+    assert pruned.keys == 1
+    assert set(ConcurrencyKey.objects.values_list("pk", flat=True)) == {"busy"}
+    # A key whose row went is claimed again as before: its row comes back.
+    Job.objects.finish(worker_id="w", succeeded=dict.fromkeys(Job.objects.filter(status=JobStatus.RUNNING)))
+    keyed(3, key="done")
+    assert len(Job.objects.claim(worker_id="w2", limit=10)) == 2
+    assert set(ConcurrencyKey.objects.values_list("pk", flat=True)) == {"done", "busy"}
+
+
+@requires_row_locks
+@pytest.mark.django_db
+def test_a_key_taken_after_it_was_read_as_idle_keeps_its_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    from django_sqlqueue.db import transient
+
+    keyed(1, key="k")
+    Job.objects.claim(worker_id="w", limit=10)
+    Job.objects.finish(worker_id="w", succeeded=dict.fromkeys(Job.objects.all()))
+    real = transient.retry_transient
+
+    def enqueued_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        keyed(1, key="k")  # between the read of idle keys and the DELETE
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(concurrency, "retry_transient", enqueued_meanwhile)
+    assert concurrency.forget_idle_keys(Job, connection.alias, 100) == 0
+    assert list(ConcurrencyKey.objects.values_list("pk", flat=True)) == ["k"]
