@@ -49,10 +49,11 @@ class SQLQueueTask(Task):  # type: ignore[type-arg]  # generic in the stubs, not
 
     max_attempts: int | None = None
     timeout: float | None = None
-    #: ``@job``'s ``unique`` and ``unique_queue``: the job's ``unique_key`` is derived from
+    #: ``@job``'s ``unique``, ``unique_queue`` and ``unique_until``: the job's ``unique_key`` is derived from
     #: these arguments; when an active job holds it, ``enqueue`` returns that job's result.
     unique: bool | tuple[str, ...] | None = None
     unique_queue: bool = False
+    unique_until: str | None = None
 
 
 class SQLQueueBackend(BaseTaskBackend):
@@ -89,7 +90,7 @@ class SQLQueueBackend(BaseTaskBackend):
         try:
             get_task(task.func)
         except UnknownTaskError:
-            unique = {name: getattr(task, name, None) for name in ("unique", "unique_queue")}
+            unique = {name: getattr(task, name, None) for name in ("unique", "unique_queue", "unique_until")}
             register(task.func, name=task.module_path, django_task=task, **{k: v for k, v in unique.items() if v})
 
     def enqueue(self, task: Task[_P, _R], args: list[Any], kwargs: dict[str, Any]) -> TaskResult[_P, _R]:

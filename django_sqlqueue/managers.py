@@ -27,6 +27,7 @@ from django_sqlqueue.validation import (
     job_options_problem,
     run_at_problem,
     unique_key_problem,
+    unique_until_problem,
 )
 
 if TYPE_CHECKING:
@@ -53,6 +54,8 @@ class JobOptions(TypedDict, total=False):
     concurrency_limit: int | None
     #: At most one ready or running job has it (default: derived by ``@job(unique=...)``).
     unique_key: str | None
+    #: ``"pruned"``: the job keeps its key after it ends, until it is pruned (default ``"finished"``).
+    unique_until: str | None
 
 
 class JobQuerySet(models.QuerySet["Job"]):
@@ -108,6 +111,7 @@ class JobManager(models.Manager["Job"]):
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
         unique_key: str | None = None,
+        unique_until: str | None = None,
     ) -> Job:
         """An unsaved job for ``task`` with its defaults filled in, for :meth:`enqueue_many`.
 
@@ -129,6 +133,12 @@ class JobManager(models.Manager["Job"]):
         if unique_key is None and isinstance(job.kwargs, dict):  # other kwargs are refused later
             unique_key = keys.unique_key(registered, job.args, job.kwargs, queue)
         job.unique_key = unique_key
+        until = _first(unique_until, registered.unique_until, "finished")
+        if problem := unique_until_problem(until):
+            raise InvalidJobError(f"{problem}.")
+        if until == "pruned" and unique_key is None:
+            raise InvalidJobError('unique_until="pruned" needs a unique_key (or @job(unique=...)).')
+        job.unique_until_pruned = until == "pruned"
         if run_at is not None and delay is not None:
             raise InvalidJobError("Pass run_at or delay, not both.")
         if run_at is not None:

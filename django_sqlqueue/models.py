@@ -82,6 +82,11 @@ class Job(models.Model):
         blank=True,
         help_text="No other ready or running job has this key (see the README, Unique jobs).",
     )
+    unique_until_pruned = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="It keeps its unique key after it ends, until it is pruned.",
+    )
 
     #: Set on the jobs ``enqueue`` and ``enqueue_many`` return: False for the job that
     #: already held the ``unique_key`` and was returned in place of a new one; None on
@@ -136,7 +141,7 @@ class Job(models.Model):
                 | models.Q(concurrency_key__isnull=False, concurrency_limit__gte=1),
                 name="sqlqueue_job_concurrency_pair",
             ),
-            ActiveKeyConstraint(name="sqlqueue_job_unique_key"),
+            ActiveKeyConstraint(name="sqlqueue_job_unique_key", kept=True),
         ]
 
     def __str__(self) -> str:

@@ -20,7 +20,7 @@ from django.utils.module_loading import module_has_submodule
 from django_sqlqueue.exceptions import TaskModuleError, UnknownTaskError
 from django_sqlqueue.keys import concurrency_names_problem
 from django_sqlqueue.rates import rate_limit_name_problem
-from django_sqlqueue.validation import concurrency_problem, job_options_problem
+from django_sqlqueue.validation import concurrency_problem, job_options_problem, unique_until_problem
 
 if TYPE_CHECKING:
     from django_sqlqueue.tasks_compat import Task as DjangoTask
@@ -51,6 +51,8 @@ class RegisteredTask:
     unique: tuple[str, ...] | None = None
     #: Whether the queue is part of that key too.
     unique_queue: bool = False
+    #: ``"pruned"``: its jobs keep their key after they end, until they are pruned.
+    unique_until: str | None = None
 
 
 _tasks_by_name: dict[str, RegisteredTask] = {}
@@ -86,12 +88,13 @@ def register(
             )
     concurrency = options.pop("concurrency", None)
     limit = options.get("concurrency_limit")
-    own = {"concurrency_limit", "rate_limit", "unique_queue"}  # not job_options_problem's to judge
+    own = {"concurrency_limit", "rate_limit", "unique_queue", "unique_until"}  # not job_options_problem's to judge
     if problem := (
         job_options_problem(**{key: value for key, value in options.items() if key not in own})
         or concurrency_names_problem(func, concurrency, limit)
         or (concurrency_problem(name, limit) if limit is not None else None)
         or rate_limit_name_problem(options.get("rate_limit"))
+        or unique_until_problem(options.get("unique_until"))
     ):
         raise ImproperlyConfigured(f"@job on {name!r}: {problem}.")
     if concurrency is not None:
@@ -120,6 +123,7 @@ def job(
     rate_limit: str | None = None,
     unique: bool | Sequence[str] | None = None,
     unique_queue: bool = False,
+    unique_until: str | None = None,
 ) -> Callable[[F], F]: ...
 def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     """Register a function as a task: ``@job`` or ``@job(queue=..., priority=..., max_attempts=..., timeout=...)``.
@@ -128,7 +132,8 @@ def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     ``concurrency=("tenant_id",)``, at most ``n`` per value of those arguments.
     ``rate_limit="payments"`` starts its jobs no faster than ``SQLQUEUE_RATE_LIMITS["payments"]``.
     ``unique=("order_id",)`` (or ``True``: all its arguments) gives each job a
-    ``unique_key`` made from those arguments (see :meth:`RegisteredTask.unique_key`).
+    ``unique_key`` made from those arguments (see :meth:`RegisteredTask.unique_key`), held
+    while the job is ready or running, or with ``unique_until="pruned"`` until it is pruned.
 
     The function is returned unchanged, so it can still be called directly."""
     if func is not None:

@@ -25,6 +25,8 @@ MAX_DELAY = datetime.timedelta(days=1000 * 365)
 UNIQUE_KEY_MAX_LENGTH = 255
 #: What ``enqueue`` does when an active job already holds the new job's ``unique_key``.
 ON_CONFLICT = ("skip", "replace", "raise")
+#: How long a job holds its ``unique_key``: while it is ready or running, or until it is pruned.
+UNIQUE_UNTIL = ("finished", "pruned")
 
 #: MariaDB's ``JSON_VALID`` (the check on its JSON columns) refuses a document nested
 #: 32 arrays and objects deep (its ``JSON_DEPTH_LIMIT``); PostgreSQL and SQLite go deeper.
@@ -210,6 +212,13 @@ def unique_key_problem(key: Any) -> str | None:
         return f"unique_key must be a string of 1 to {UNIQUE_KEY_MAX_LENGTH} characters or None, not {_shown(key)}"
     problem = text_problem(key)
     return None if problem is None else f"unique_key {key!r} {problem}"
+
+
+def unique_until_problem(until: Any) -> str | None:
+    """Why ``until`` cannot say how long a job holds its key, or None (None is the default)."""
+    if until is None or until in UNIQUE_UNTIL:
+        return None
+    return f"unique_until must be one of {', '.join(map(repr, UNIQUE_UNTIL))}, not {_shown(until)}"
 
 
 def run_at_problem(run_at: Any, *, use_tz: bool) -> str | None:

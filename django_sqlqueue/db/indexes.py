@@ -62,7 +62,9 @@ MYSQL_ACTIVE_KEY_COLUMN = "unique_key_active"
 
 
 class ActiveKeyConstraint(models.UniqueConstraint):
-    """At most one active (``READY`` or ``RUNNING``) job per ``unique_key``.
+    """At most one active (``READY`` or ``RUNNING``) job per ``unique_key``; with
+    ``kept``, a job whose ``unique_until_pruned`` is set holds its key whatever its
+    status, until it is deleted (migration 0017; 0016 made it without).
 
     PostgreSQL and SQLite: a partial unique index over the active jobs that have a key,
     so keyless jobs add nothing to it. MySQL/MariaDB has no partial indexes (and Django
@@ -72,15 +74,28 @@ class ActiveKeyConstraint(models.UniqueConstraint):
     costs no row space and no table rebuild; a claim or finish of a keyless job
     leaves its NULL unchanged, so InnoDB does not touch the index."""
 
-    def __init__(self, *, name: str) -> None:
+    def __init__(self, *, name: str, kept: bool = False) -> None:
         super().__init__(fields=["unique_key"], name=name)
+        self.kept = kept
 
     def deconstruct(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
-        return ("django_sqlqueue.db.indexes.ActiveKeyConstraint", (), {"name": self.name})
+        options: dict[str, Any] = {"name": self.name, **({"kept": True} if self.kept else {})}
+        return ("django_sqlqueue.db.indexes.ActiveKeyConstraint", (), options)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ActiveKeyConstraint) and (self.name, self.kept) == (other.name, other.kept)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.kept))
+
+    def holding(self) -> models.Q:
+        """The jobs that hold their key."""
+        active = models.Q(status__in=list(ACTIVE))
+        return active | models.Q(unique_until_pruned=True) if self.kept else active
 
     def _partial(self) -> models.UniqueConstraint:
-        active = models.Q(status__in=list(ACTIVE), unique_key__isnull=False)
-        return models.UniqueConstraint(fields=["unique_key"], condition=active, name=self.name)
+        condition = self.holding() & models.Q(unique_key__isnull=False)
+        return models.UniqueConstraint(fields=["unique_key"], condition=condition, name=self.name)
 
     def validate(self, *args: Any, **kwargs: Any) -> None:
         """``full_clean()``: only active jobs' keys must differ."""
@@ -98,9 +113,10 @@ class ActiveKeyConstraint(models.UniqueConstraint):
             return self._partial().create_sql(model, schema_editor)
         qn = schema_editor.quote_name
         statuses = ", ".join(f"'{status}'" for status in ACTIVE)
+        holding = f"{qn('status')} IN ({statuses})" + (f" OR {qn('unique_until_pruned')}" if self.kept else "")
         return Statement(
             f"ALTER TABLE {qn(model._meta.db_table)} ADD COLUMN {qn(MYSQL_ACTIVE_KEY_COLUMN)} VARBINARY(1020) "
-            f"AS (CASE WHEN {qn('status')} IN ({statuses}) THEN CAST({qn('unique_key')} AS BINARY) END) VIRTUAL, "
+            f"AS (CASE WHEN {holding} THEN CAST({qn('unique_key')} AS BINARY) END) VIRTUAL, "
             f"ADD CONSTRAINT {qn(self.name)} UNIQUE ({qn(MYSQL_ACTIVE_KEY_COLUMN)})"
         )
 

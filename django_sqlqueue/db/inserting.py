@@ -43,6 +43,7 @@ _BOUND = {
     "concurrency_key": "text",
     "concurrency_limit": "int",
     "unique_key": "text",
+    "unique_until_pruned": "bool",
 }
 #: What the database computed, read back with the ids where the database can.
 _RETURNED = ("id", "run_at", "enqueued_at")

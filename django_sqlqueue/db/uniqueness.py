@@ -15,7 +15,7 @@ from django.db.models.expressions import DatabaseDefault, RawSQL
 
 from django_sqlqueue.db import inserting
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.indexes import ACTIVE, MYSQL_ACTIVE_KEY_COLUMN
+from django_sqlqueue.db.indexes import MYSQL_ACTIVE_KEY_COLUMN, ActiveKeyConstraint
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.exceptions import SQLQueueError, UniqueJobExists
 from django_sqlqueue.status import JobStatus
@@ -30,7 +30,8 @@ ROUNDS = 5
 
 
 def holders(model: type[Job], using: str, keys: Collection[str]) -> dict[str, Job]:
-    """The active jobs holding ``keys``, by key, read through the unique index."""
+    """The jobs holding ``keys`` (active, or ended and kept until pruned), by key, read
+    through the unique index."""
     if not keys:
         return {}
     jobs = model._base_manager.using(using)
@@ -39,7 +40,8 @@ def holders(model: type[Job], using: str, keys: Collection[str]) -> dict[str, Jo
         column = connections[using].ops.quote_name(MYSQL_ACTIVE_KEY_COLUMN)
         held = jobs.filter(RawSQL(f"{column} IN ({marks})", list(keys), output_field=models.BooleanField()))
     else:
-        held = jobs.filter(status__in=ACTIVE, unique_key__in=list(keys))
+        constraint = next(c for c in model._meta.constraints if isinstance(c, ActiveKeyConstraint))
+        held = jobs.filter(constraint.holding(), unique_key__in=list(keys))
     return {job.unique_key: job for job in held if job.unique_key is not None}
 
 

@@ -35,6 +35,11 @@ def sync_order(order_id: int, note: str = "") -> None:
     """A unique task: one active job per order."""
 
 
+@job(unique=("order_id",), unique_until="pruned")
+def sync_order_once(order_id: int) -> None:
+    """A unique task whose jobs keep their key until they are pruned: once per order."""
+
+
 @job(unique=True, unique_queue=True)
 def sync_everything(region: str, *, full: bool = False) -> None:
     """A unique task keyed by all its arguments and its queue."""

@@ -241,6 +241,18 @@ def test_a_unique_task_returns_the_result_of_the_job_holding_its_key() -> None:
     assert Job.objects.get(pk=first.id).unique_key == 'tests.unit.test_backends.unique_report:{"kind":"monthly"}'
 
 
+def unique_once(kind: str) -> str:
+    return kind
+
+
+@pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task passes no options to the backend")
+def test_a_task_may_keep_its_key_until_pruned() -> None:
+    once = task(unique=True, unique_until="pruned")(unique_once)  # type: ignore[call-overload]
+    first = once.enqueue("welcome")
+    Job.objects.filter(pk=first.id).update(status=JobStatus.SUCCESSFUL)
+    assert once.enqueue("welcome").id == first.id
+
+
 def test_arguments_must_be_json() -> None:
     with pytest.raises(InvalidJobError, match=r"args\[0\] is a datetime.date, which is not JSON"):
         add.enqueue(datetime.date(2030, 1, 1), 1)  # type: ignore[arg-type]

@@ -79,6 +79,15 @@ def test_retry_leaves_a_job_whose_unique_key_is_held_again(admin_client: Client)
     assert LogEntry.objects.filter(change_message="Retried").count() == 2
 
 
+def test_retry_of_a_failed_job_that_keeps_its_key_until_pruned(admin_client: Client) -> None:
+    """It holds its own key: retrying it is no conflict, and the key stays held by it."""
+    failed = make_job(JobStatus.FAILED, unique_key="order-42", unique_until_pruned=True)
+    response = action(admin_client, "retry", [failed])
+    assert messages(admin_client, response) == ["Retried 1 job."]
+    assert statuses() == {failed.pk: JobStatus.READY}
+    assert Job.objects.enqueue("tests.testapp.tasks.noop", unique_key="order-42").pk == failed.pk
+
+
 def test_attempts_after_a_retry_are_numbered_after_the_earlier_ones(admin_client: Client) -> None:
     """A retried job's next failure is its fourth attempt, not a second "Attempt 1"."""
     failed = make_job(JobStatus.FAILED, errors=3, finished_at=timezone.now())

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime
+import re
 import threading
 from typing import Any
 
@@ -15,7 +16,7 @@ from django_sqlqueue import job
 from django_sqlqueue.db import uniqueness
 from django_sqlqueue.exceptions import InvalidJobError, UniqueJobExists
 from django_sqlqueue.models import Job, JobStatus
-from tests.testapp.tasks import noop, sync_everything, sync_order
+from tests.testapp.tasks import noop, sync_everything, sync_order, sync_order_once
 
 pytestmark = pytest.mark.django_db
 
@@ -239,3 +240,65 @@ def test_a_deadlock_victim_is_enqueued_again_in_a_transaction_of_its_own(monkeyp
     with pytest.raises(OperationalError), transaction.atomic():
         Job.objects.enqueue(noop, unique_key="other")
     assert list(Job.objects.values_list("pk", flat=True)) == [written.pk]
+
+
+# Held until pruned
+
+
+def test_a_key_held_until_pruned_outlives_its_job_until_the_row_is_deleted() -> None:
+    first = Job.objects.enqueue(noop, unique_key="k", unique_until="pruned")
+    assert first.unique_until_pruned
+    finish(first)
+    again = Job.objects.enqueue(noop, unique_key="k")
+    assert not again.created
+    assert again.pk == first.pk
+    assert again.status == JobStatus.SUCCESSFUL
+    # A finished holder is never changed: replace returns it as it is; raise raises.
+    kept = Job.objects.enqueue(noop, (9,), unique_key="k", on_conflict="replace")
+    assert (kept.pk, kept.args, kept.status) == (first.pk, [], JobStatus.SUCCESSFUL)
+    with pytest.raises(UniqueJobExists):
+        Job.objects.enqueue(noop, unique_key="k", on_conflict="raise")
+    Job.objects.filter(pk=first.pk).delete()  # pruned
+    assert Job.objects.enqueue(noop, unique_key="k").created
+
+
+def test_a_key_held_while_active_is_free_beside_finished_jobs_that_do_not_keep_theirs() -> None:
+    finish(Job.objects.enqueue(noop, unique_key="k"), JobStatus.FAILED)
+    kept = Job.objects.enqueue(noop, unique_key="k", unique_until="pruned")
+    assert kept.created
+    finish(kept, JobStatus.CANCELLED)
+    assert not Job.objects.enqueue(noop, unique_key="k").created
+
+
+def test_enqueue_many_and_the_decorator_keep_keys_until_pruned() -> None:
+    jobs = Job.objects.enqueue_many(
+        [Job.objects.build(sync_order_once, (1,)), Job.objects.build(sync_order_once, (2,))]
+    )
+    assert all(job.created and job.unique_until_pruned for job in jobs)
+    finish(jobs[0])
+    again = Job.objects.enqueue_many(
+        [Job.objects.build(sync_order_once, (1,)), Job.objects.build(sync_order_once, (3,))]
+    )
+    assert [job.created for job in again] == [False, True]
+    assert again[0].pk == jobs[0].pk
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        (
+            {"unique_key": "k", "unique_until": "forever"},
+            "unique_until must be one of 'finished', 'pruned', not 'forever'",
+        ),
+        ({"unique_until": "pruned"}, 'unique_until="pruned" needs a unique_key'),
+    ],
+)
+def test_bad_unique_until_is_refused(options: dict[str, Any], problem: str) -> None:
+    with pytest.raises(InvalidJobError, match=re.escape(problem)):
+        Job.objects.enqueue(noop, **options)
+    assert not Job.objects.exists()
+
+
+def test_the_decorator_refuses_a_bad_unique_until() -> None:
+    with pytest.raises(ImproperlyConfigured, match="unique_until must be one of 'finished', 'pruned', not 'later'"):
+        job(unique=True, unique_until="later")(_other)
