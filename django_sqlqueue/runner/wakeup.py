@@ -5,18 +5,22 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
+import uuid
 from typing import Any, cast
 
 from django.db import DatabaseError, connections
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db.notifying import CHANNEL, QUEUES_CHANGED
+from django_sqlqueue.db.notifying import CHANNEL, QUEUES_CHANGED, notify
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import Job
 
 logger = logging.getLogger(__name__)
 
 SHORTEST_WAIT = 0.05
+#: A worker that has listened for this long without hearing its own probe polls instead.
+PROBE_SECONDS = 2.0
 
 
 class Waiter:
@@ -26,7 +30,12 @@ class Waiter:
 
     ``queues_changed`` tells the worker that a notification said the paused queues
     changed; ``wait(longest=...)`` caps the wait (while a queue is paused, a resume
-    must be seen within a second where no notification comes)."""
+    must be seen within a second where no notification comes).
+
+    Behind PgBouncer in transaction mode ``LISTEN`` succeeds but nothing is ever heard
+    (the session that listened goes back to the pool). So after ``LISTEN`` the worker
+    sends itself a probe, a ``NOTIFY`` with a payload of its own: if it has not heard it
+    after ``PROBE_SECONDS``, it logs one warning and polls from then on."""
 
     def __init__(self, stop: threading.Event) -> None:
         self.stop = stop
@@ -35,11 +44,20 @@ class Waiter:
         self.delay = SHORTEST_WAIT
         self.listener: Any = None
         self.queues_changed = False
+        #: Its own probe's payload, until it is heard (then None), and when to give up on it.
+        self.probe: str | None = None
+        self.probe_deadline = 0.0
+        #: Whether notifications turned out not to arrive here: it only polls.
+        self.deaf = False
 
     def listen(self) -> None:
-        """Start listening before the first claim, so no notification falls between the two."""
+        """Start listening before the first claim, so no notification falls between the
+        two, and send the probe (one statement: the first claim does not wait for it)."""
         if connections[self.alias].vendor == "postgresql":
             self._listener()
+            self.probe = f"probe:{uuid.uuid4().hex}"
+            self.probe_deadline = time.monotonic() + PROBE_SECONDS
+            notify(self.alias, self.probe)
 
     def found_work(self) -> None:
         self.delay = SHORTEST_WAIT
@@ -47,26 +65,46 @@ class Waiter:
     def wait(self, longest: float | None = None) -> None:
         poll = conf.SQLQUEUE_POLL_INTERVAL if longest is None else min(longest, conf.SQLQUEUE_POLL_INTERVAL)
         timeout, self.delay = min(self.delay, poll), min(self.delay * 2, poll)
-        if connections[self.alias].vendor != "postgresql":
+        if connections[self.alias].vendor != "postgresql" or self.deaf:
             self.stop.wait(timeout)
             return
         try:
             listener = self._listener()
-            for notify in listener.notifies(timeout=poll, stop_after=1):
-                self.delay = SHORTEST_WAIT
-                self._heard(notify)
+            # Its own probe is no reason to wake: it waits on for the rest of the time.
+            for heard in listener.notifies(timeout=poll):
+                if self._heard(heard):
+                    break
             # Drain what else arrived, so the next wait does not return at once.
-            for notify in listener.notifies(timeout=0):
-                self._heard(notify)
+            for heard in listener.notifies(timeout=0):
+                self._heard(heard)
+            if self.probe is not None and time.monotonic() > self.probe_deadline:
+                self._go_deaf(poll)
         # The listener is the driver's own connection: its errors are the driver's, not Django's.
         except (DatabaseError, OSError, cast(Any, connections[self.alias]).Database.Error) as error:
             logger.warning("Lost the LISTEN connection (%s); polling until it is back.", error)
             self.close()
             self.stop.wait(timeout)
 
-    def _heard(self, notify: Any) -> None:
+    def _heard(self, notify: Any) -> bool:
+        """Take in one notification; whether it is news (work, or a pause or resume)."""
+        if notify.payload == self.probe:
+            self.probe = None  # notifications arrive: LISTEN works here
+            return False
+        self.delay = SHORTEST_WAIT
         if notify.payload == QUEUES_CHANGED:
             self.queues_changed = True
+        return True
+
+    def _go_deaf(self, poll: float) -> None:
+        logger.warning(
+            "LISTEN on database %r hears no notifications (its own probe did not arrive within %g s; PgBouncer "
+            "in transaction mode?): polling every %g s instead.",
+            self.alias,
+            PROBE_SECONDS,
+            poll,
+        )
+        self.deaf = True
+        self.close()
 
     def take_queues_changed(self) -> bool:
         """Whether a notification said the paused queues changed since the last call."""

@@ -10,6 +10,7 @@ import pytest
 from django.db import connection, transaction
 
 from django_sqlqueue.models import Job
+from django_sqlqueue.runner import wakeup
 from django_sqlqueue.runner.wakeup import Waiter
 from tests.testapp.tasks import noop
 
@@ -82,3 +83,42 @@ def test_a_lost_listen_connection_falls_back_to_polling_then_listens_again(setti
         assert waiter.listener is not None, "the next wait did not listen again"
     finally:
         waiter.close()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="LISTEN/NOTIFY is PostgreSQL's")
+def test_a_worker_that_hears_its_own_probe_keeps_listening(settings: Any, caplog: pytest.LogCaptureFixture) -> None:
+    settings.SQLQUEUE_POLL_INTERVAL = 5
+    waiter = Waiter(threading.Event())
+    try:
+        waiter.listen()
+        assert waiter.probe is not None
+        Job.objects.enqueue(noop)  # the probe is heard first; this ends the wait
+        waiter.wait()
+        assert waiter.probe is None
+        assert not waiter.deaf
+        assert waiter.listener is not None
+    finally:
+        waiter.close()
+    assert "hears no notifications" not in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="LISTEN/NOTIFY is PostgreSQL's")
+def test_a_worker_that_never_hears_its_probe_says_so_once_and_polls(
+    settings: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What PgBouncer in transaction mode does: LISTEN succeeds, and nothing arrives."""
+    settings.SQLQUEUE_POLL_INTERVAL = 0.2
+    monkeypatch.setattr(wakeup, "PROBE_SECONDS", 0.1)
+    monkeypatch.setattr(wakeup, "notify", lambda alias, payload: None)  # the probe is lost
+    stop = RecordingStop()
+    waiter = Waiter(stop)
+    waiter.listen()
+    for _ in range(3):
+        waiter.wait()
+    assert waiter.deaf
+    assert waiter.listener is None
+    assert caplog.text.count("hears no notifications") == 1
+    assert "polling every 0.2 s instead" in caplog.text
+    assert stop.waits  # it polls from then on
