@@ -43,6 +43,9 @@ for _name in (
 if "SQLQUEUE_RETENTION" in os.environ:
     SQLQUEUE_RETENTION = json.loads(os.environ["SQLQUEUE_RETENTION"])
 # The connection tests' workers run with Django's default 0, as most projects' do.
+# Behind PgBouncer in transaction pooling mode (the multi-host suite), as Django asks.
+if os.environ.get("DB_PGBOUNCER"):
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 if "CONN_MAX_AGE" in os.environ:
     DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ["CONN_MAX_AGE"])
 

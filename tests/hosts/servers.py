@@ -210,3 +210,58 @@ class MariaDBServer(Server):
     def create_database(self, name: str) -> None:
         self.execute(f"DROP DATABASE IF EXISTS `{name}`")
         self.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+
+
+class PgBouncer:
+    """Debian's PgBouncer in the database namespace, in front of the suite's PostgreSQL
+    (over its Unix socket), in transaction pooling mode, as the postgres user (it will
+    not run as root). Hosts reach it at the database address on ``port``."""
+
+    port = 6432
+
+    def __init__(self, network: Network, postgres: PostgresServer) -> None:
+        self.network = network
+        self.root = _owned_by(postgres.root / "pgbouncer", "postgres")
+        (self.root / "users.txt").write_text('"postgres" ""\n')
+        (self.root / "pgbouncer.ini").write_text(
+            "[databases]\n"
+            f"* = host={postgres.socket_path} port={postgres.port}\n"
+            "[pgbouncer]\n"
+            f"listen_addr = {DATABASE_ADDRESS}\n"
+            f"listen_port = {self.port}\n"
+            "unix_socket_dir =\n"
+            "auth_type = trust\n"
+            f"auth_file = {self.root / 'users.txt'}\n"
+            "pool_mode = transaction\n"
+            "default_pool_size = 8\n"
+            "max_client_conn = 200\n"
+        )
+        self.log = (self.root / "pgbouncer.log").open("ab")
+        as_postgres = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups"]
+        command = [program("pgbouncer"), str(self.root / "pgbouncer.ini")]
+        self.process = subprocess.Popen(
+            [*network.in_namespace(network.database), *as_postgres, *command],
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while "listening on" not in self.log_text():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"pgbouncer did not start:\n{self.log_text()}")
+            time.sleep(0.2)
+
+    def log_text(self) -> str:
+        return (self.root / "pgbouncer.log").read_text(errors="replace")[-4000:]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
