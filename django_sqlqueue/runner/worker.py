@@ -31,6 +31,8 @@ from django_sqlqueue.runner.memory import resident_mib
 from django_sqlqueue.runner.wakeup import Waiter
 
 logger = logging.getLogger(__name__)
+#: How long a stopping worker waits for its heartbeat's last beat before it unregisters.
+HEARTBEAT_JOIN_SECONDS = 10.0
 
 #: A batch should keep the threads busy for about this long: long enough to make the
 #: claim's round trips cheap per job, short enough not to hoard jobs other workers could run.
@@ -134,6 +136,9 @@ class WorkerProcess:
         finally:
             waiter.close()
             self.stop.set()
+            # A beat after the unregister would find no row and register the worker again,
+            # alive for a lease after it stopped: the heartbeat ends first.
+            heartbeat.join(timeout=HEARTBEAT_JOIN_SECONDS)
             self._unregister()
 
     def _held_back(self, paused: Collection[str]) -> bool:
@@ -322,7 +327,7 @@ class WorkerProcess:
                     jobs_failed=self.failed,
                     candidates_lost=self.candidates_lost,
                 )
-                if not beat:
+                if not beat and not self.stop.is_set():
                     self._register()
                 self._learn_cancels()
             except Error as error:

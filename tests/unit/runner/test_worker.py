@@ -14,7 +14,7 @@ from django.db import DatabaseError, connection, connections
 
 from django_sqlqueue import signals
 from django_sqlqueue.db.vendors import is_away
-from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.models import Job, JobStatus, Worker
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.execution import JobOutcome
 from django_sqlqueue.runner.worker import BATCH_SECONDS, Budget, WorkerProcess
@@ -206,3 +206,23 @@ def test_candidates_locked_by_another_worker_are_counted(process: WorkerProcess)
     assert not worker.is_alive()
     assert process.candidates_lost >= 2
     assert set(Job.objects.values_list("status", flat=True)) == {JobStatus.SUCCESSFUL}
+
+
+class StoppingAfterOneBeat(threading.Event):
+    """Set (the worker is stopping), yet its first wait lets one more beat through: a beat
+    that began just before the stop."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.set()
+        self.beats = 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.beats += 1
+        return self.beats > 1
+
+
+def test_a_beat_while_stopping_does_not_register_the_unregistered_worker_again(process: WorkerProcess) -> None:
+    process.stop = StoppingAfterOneBeat()
+    process._beat()
+    assert not Worker.objects.exists()
