@@ -106,11 +106,11 @@ def prune(
 
     It counts the settled hours first (one batch of them with ``max_chunks``) and deletes
     the counted hours past ``rollup.KEEP``: ``complete`` is False too while hours are
-    left to count. It also deletes up to ``batch_size`` rows of concurrency keys that no
-    active job has (``keys``)."""
+    left to count. Once it got through the due jobs, it also deletes up to
+    ``batch_size`` rows of concurrency keys that no active job has (``keys``)."""
     hours = rollup.catch_up(jobs.db, batches=None if max_chunks is None else 1)
     rollup.forget(jobs.db)
-    pruned = Pruned(complete=not hours.missing, keys=concurrency.forget_idle_keys(jobs.model, jobs.db, batch_size))
+    pruned = Pruned(complete=not hours.missing)
     chunks = 0
     for status, kept in kept_for(retention).items():
         pruned.deleted[status] = 0
@@ -128,6 +128,8 @@ def prune(
                 break
             if rest := rest_after(time.monotonic() - began, duty_cycle):
                 time.sleep(rest)
+    # Once the due jobs are gone: not again on every turn of a backlog (an anti-join over the keys).
+    pruned.keys = concurrency.forget_idle_keys(jobs.model, jobs.db, batch_size)
     return pruned
 
 

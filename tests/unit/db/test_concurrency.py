@@ -4,6 +4,7 @@ the count stays right across claimers and isolation levels."""
 
 from __future__ import annotations
 
+import datetime
 import threading
 from typing import Any
 
@@ -231,6 +232,10 @@ def test_pruning_forgets_the_rows_of_keys_no_active_job_has() -> None:
     Job.objects.finish(worker_id="w", succeeded={Job.objects.get(pk=done[0].pk): None})
     assert set(ConcurrencyKey.objects.values_list("pk", flat=True)) == {"done", "busy"}
 
+    # A turn cut short by a backlog of due jobs leaves the keys for a turn that gets through.
+    cut = pruning.prune(Job.objects.on_queue_db(), {JobStatus.SUCCESSFUL: datetime.timedelta(days=1)}, max_chunks=0)
+    assert (cut.complete, cut.keys) == (False, 0)
+    assert set(ConcurrencyKey.objects.values_list("pk", flat=True)) == {"done", "busy"}
     pruned = pruning.prune(Job.objects.on_queue_db(), {})
     assert pruned.keys == 1
     assert set(ConcurrencyKey.objects.values_list("pk", flat=True)) == {"busy"}
