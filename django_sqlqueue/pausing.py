@@ -45,7 +45,7 @@ def resume_queue(name: str) -> bool:
 
 
 def paused_queues(using: str | None = None) -> dict[str, PausedQueue]:
-    """Every paused queue by name, read on the queue's database."""
+    """Every paused queue by name, read on ``using``, else on the queue's database."""
     return {paused.queue: paused for paused in PausedQueue.objects.using(queue_db(PausedQueue, using))}
 
 

@@ -4,7 +4,8 @@ the demo project's (``testproject.settings``) plus the tests' own apps.
 - ``tests.testapp``: the ``@job`` tasks the tests enqueue and the ``Receipt`` model.
 - ``tests.djtasks``: Django Tasks ``@task`` functions (Django 6.0+, or the django-tasks
   backport on Django 5.2).
-- A ``replica`` database: a read-only connection to the same database.
+- A ``replica`` database: a read-only connection to the same database, or to the
+  multi-host suite's streaming standby (``DB_REPLICA_HOST``), read through the router.
 
 The worker tests shorten the queue's clocks for the processes they start through the
 environment (``tests.support.workers.FAST_CLOCKS``)."""
@@ -85,3 +86,8 @@ def _read_only(primary: dict[str, Any]) -> dict[str, Any]:
 # Only the routing tests read from it, with tests.support.routers.PrimaryReplicaRouter.
 DATABASES = {**DATABASES, "replica": _read_only(DATABASES["default"])}
 DATABASE_ROUTERS = ["tests.support.routers.ReplicaNeverMigrated"]
+# The multi-host suite's streaming standby: the replica is that server, and every
+# process reads there through the usual router.
+if "DB_REPLICA_HOST" in os.environ:
+    DATABASES["replica"].update(HOST=os.environ["DB_REPLICA_HOST"], PORT=os.environ["DB_REPLICA_PORT"])
+    DATABASE_ROUTERS = ["tests.support.routers.PrimaryReplicaRouter"]

@@ -23,7 +23,7 @@ from django.utils.safestring import SafeString
 
 from django_sqlqueue.admin import display
 from django_sqlqueue.admin.changes import CANCEL, RETRY, Change
-from django_sqlqueue.db.routing import queue_db
+from django_sqlqueue.db.routing import read_db
 from django_sqlqueue.models import Job, JobStatus
 
 #: The most groups the page lists, the most recently seen first.
@@ -66,7 +66,7 @@ def groups() -> tuple[list[Group], int]:
 
     A job is seen when its last attempt failed: a failed job's ``finished_at``; a job
     waiting for its retry does not finish, so the start of the attempt that failed."""
-    alias = queue_db(Job)
+    alias = read_db(Job)
     found: dict[tuple[str, str], Group] = {}
     for change, seen in ((RETRY, "finished_at"), (CANCEL, "started_at")):
         rows = (

@@ -4,7 +4,9 @@ the last 7 days (``throughput``).
 
 Four grouped queries (and the few paused queues), whatever the number of jobs: the counts read the
 ``sqlqueue_job_queue_status`` index only, the lag the small partial index of ready
-jobs, and each chart its span's range of the ``sqlqueue_job_finished`` index."""
+jobs, and each chart its span's range of the ``sqlqueue_job_finished`` index. They read
+where the router sends reads, as the admin's lists do (a replica, perhaps); only the
+counting of the charts' settled hours writes, on the primary."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import datetime
 from dataclasses import dataclass, field
 
 from django_sqlqueue.admin.throughput import SPANS, Chart, throughput
+from django_sqlqueue.db.routing import read_db
 from django_sqlqueue.models import Job, PausedQueue
 from django_sqlqueue.pausing import paused_queues
 from django_sqlqueue.stats import queue_lags, status_counts, whole_seconds
@@ -54,7 +57,7 @@ def queue_stats() -> list[QueueStats]:
         of(queue).counts = counts
     for queue, lag in queue_lags(jobs.get_queryset()).items():
         of(queue).lag = lag
-    for queue, paused in paused_queues().items():
+    for queue, paused in paused_queues(read_db(PausedQueue)).items():
         of(queue).paused = paused
     for index, span in enumerate(SPANS):
         for queue, chart in throughput(jobs.get_queryset(), span).items():

@@ -22,7 +22,7 @@ from django.db.models.functions.datetime import TruncBase
 
 from django_sqlqueue.db import rollup
 from django_sqlqueue.db.clock import database_now
-from django_sqlqueue.db.routing import queue_db
+from django_sqlqueue.db.routing import queue_db, read_db
 from django_sqlqueue.managers import JobQuerySet
 from django_sqlqueue.models import FinishedHour
 from django_sqlqueue.status import JobStatus
@@ -174,12 +174,12 @@ def _hours(
     """The week's hours from ``first``: those counted, after counting the settled ones
     not yet counted, and the others (the current one, the one settling, any a writer
     left out) from their jobs, an hour at a time."""
-    using = queue_db(FinishedHour)
-    try:
-        rollup.catch_up(using)
+    try:  # on the primary: it writes
+        rollup.catch_up(queue_db(FinishedHour))
     except DatabaseError as error:  # a read-only database user, say: counted from the jobs below
         logger.warning("The 7-day chart could not count its settled hours: %s", error)
-    counted = FinishedHour.objects.using(using).filter(hour__gte=first)
+    # Read where the router reads: hours a replica has not seen counted yet are counted from its jobs.
+    counted = FinishedHour.objects.using(read_db(FinishedHour)).filter(hour__gte=first)
     hours = set()
     for hour, queue, succeeded, failed in counted.values_list("hour", "queue", "succeeded", "failed"):
         hours.add(hour)

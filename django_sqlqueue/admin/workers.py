@@ -23,7 +23,7 @@ from django_sqlqueue.admin.jobs import running_jobs_url
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import leadership
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.routing import queue_db
+from django_sqlqueue.db.routing import read_db
 from django_sqlqueue.models import Job, JobStatus, Leader, Worker
 
 #: The jobs listed on a worker's page; the link to the changelist shows them all.
@@ -108,7 +108,7 @@ class WorkerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         """Says which supervisor leads maintenance, above the list."""
-        current = leadership.current(queue_db(Leader))
+        current = leadership.current(read_db(Leader))
         if current is None:
             lead = "No supervisor holds the maintenance lease: no runworkers is running, or it is being taken over."
         else:

@@ -13,17 +13,17 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from django_sqlqueue.db.routing import queue_db
+from django_sqlqueue.db.routing import read_db
 from django_sqlqueue.models import Job
 from django_sqlqueue.stats import snapshot
 from django_sqlqueue.status import JobStatus
 
 
 class QueueCollector(Collector):
-    """The queue's gauges, read on the queue's database at each ``collect()``."""
+    """The queue's gauges, read where the router sends the jobs table's reads at each ``collect()``."""
 
     def collect(self) -> Iterator[Metric]:
-        figures = snapshot(queue_db(Job))
+        figures = snapshot(read_db(Job))
         jobs = GaugeMetricFamily(
             "sqlqueue_jobs",
             "Jobs by queue and status (finished statuses estimated on PostgreSQL past a million rows).",

@@ -92,16 +92,22 @@ class Cluster:
             **extra,
         }
 
-    def manage(self, *args: str) -> str:
+    def manage(self, *args: str, **env: str) -> str:
         """``manage.py`` in the test process's namespace, over the server's socket."""
-        return self._run([sys.executable, "manage.py", *args])
+        return self.run_module("manage", *args, **env)
 
-    def enqueue(self, task: str, count: int, args: str = "[]") -> None:
-        self._run([sys.executable, "-m", "tests.hosts.enqueue", task, str(count), args])
+    def enqueue(self, task: str, count: int, args: str = "[]", **env: str) -> None:
+        self.run_module("tests.hosts.enqueue", task, str(count), args, **env)
 
-    def _run(self, command: list[str]) -> str:
+    def run_module(self, module: str, *args: str, **env: str) -> str:
+        """``python -m MODULE ARGS`` in the test process's namespace; its output."""
         result = subprocess.run(
-            command, cwd=ROOT, env=self.env(from_host=False), capture_output=True, text=True, timeout=300
+            [sys.executable, "-m", module, *args],
+            cwd=ROOT,
+            env=self.env(from_host=False, **env),
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert result.returncode == 0, result.stderr
         return result.stdout

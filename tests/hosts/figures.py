@@ -24,9 +24,15 @@ def drain(cluster: Cluster, hosts: list[str], *args: str, **env: str) -> tuple[f
         time.sleep(0.2)
     for workers in started:
         assert workers.wait(10) == 0, workers.text()
+    return first_try_rate(cluster), lost
+
+
+def first_try_rate(cluster: Cluster) -> float:
+    """Jobs per second from the first claim to the last finish; fails unless every job
+    succeeded at its first attempt."""
     [(total, first_try, seconds)] = cluster.query(_figures(cluster.server.vendor))
     assert total == first_try, f"{total - first_try} of {total} jobs did not succeed at their first attempt"
-    return total / float(seconds), lost
+    return float(total) / float(seconds)
 
 
 def _figures(vendor: str) -> str:

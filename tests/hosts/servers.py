@@ -32,6 +32,8 @@ class Server:
     vendor: str
     port: int
     user: str
+    #: What its folders and log are named after: one vendor may run more than one server.
+    name: str
 
     def __init__(self, network: Network, root: Path) -> None:
         self.network = network
@@ -50,12 +52,18 @@ class Server:
             "DB_PASSWORD": "",
         }
 
+    def replica_env(self, name: str, *, from_host: bool) -> dict[str, str]:
+        """``tests.settings``' variables that make this server the ``replica`` database
+        of ``name`` and route reads there (``tests.support.routers.PrimaryReplicaRouter``)."""
+        found = self.env(name, from_host=from_host)
+        return {"DB_REPLICA_HOST": found["DB_HOST"], "DB_REPLICA_PORT": found["DB_PORT"]}
+
     @property
     def socket_path(self) -> Path:
         raise NotImplementedError
 
     def start(self) -> None:
-        with (self.root / f"{self.vendor}.log").open("ab") as log:  # the server keeps its own copy
+        with (self.root / f"{self.name}.log").open("ab") as log:  # the server keeps its own copy
             self.process = subprocess.Popen(
                 [*self.network.in_namespace(self.network.database), *self.command()],
                 stdin=subprocess.DEVNULL,
@@ -66,7 +74,7 @@ class Server:
         deadline = time.monotonic() + STARTUP_SECONDS
         while not self.answers():
             if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{self.vendor} did not start:\n{self.log_text()}")
+                raise RuntimeError(f"{self.name} did not start:\n{self.log_text()}")
             time.sleep(0.2)
 
     def stop(self) -> None:
@@ -86,7 +94,7 @@ class Server:
 
     def log_text(self) -> str:
         with contextlib.suppress(OSError):
-            return (self.root / f"{self.vendor}.log").read_text(errors="replace")[-4000:]
+            return (self.root / f"{self.name}.log").read_text(errors="replace")[-4000:]
         return ""
 
     def answers(self) -> bool:
@@ -120,8 +128,12 @@ class Server:
         raise NotImplementedError
 
 
+AS_POSTGRES = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups"]
+
+
 class PostgresServer(Server):
     vendor = "postgres"
+    name = "postgres"
     port = 5432
     user = "postgres"
     stop_signal = 2  # SIGINT: PostgreSQL's fast shutdown
@@ -129,16 +141,20 @@ class PostgresServer(Server):
     def __init__(self, network: Network, root: Path) -> None:
         super().__init__(network, root)
         self.bin = Path(sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"))[-1]).parent
-        self.data = _owned_by(root / "postgres-data", "postgres")
-        self.sockets = _owned_by(root / "postgres-socket", "postgres")
+        self.data = _owned_by(root / f"{self.name}-data", "postgres")
+        self.sockets = _owned_by(root / f"{self.name}-socket", "postgres")
+        self.make_cluster()
+        self.start()
+
+    def make_cluster(self) -> None:
+        """A new cluster whose users are trusted over the socket and from the hosts
+        (initdb's trust covers the socket's replication connections too)."""
         run(
-            "setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups",
-            str(self.bin / "initdb"), "--auth=trust", "--username=postgres", "--no-sync",
+            *AS_POSTGRES, str(self.bin / "initdb"), "--auth=trust", "--username=postgres", "--no-sync",
             "--encoding=UTF8", "--locale=C.UTF-8", "-D", str(self.data),
         )  # fmt: skip
-        with (self.data / "pg_hba.conf").open("a") as hba:  # the hosts, as the socket is: trusted
+        with (self.data / "pg_hba.conf").open("a") as hba:
             hba.write(f"host all all {SUBNET}.0/24 trust\n")
-        self.start()
 
     @property
     def socket_path(self) -> Path:
@@ -146,8 +162,7 @@ class PostgresServer(Server):
 
     def command(self) -> list[str]:
         return [
-            "setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups",
-            str(self.bin / "postgres"), "-D", str(self.data),
+            *AS_POSTGRES, str(self.bin / "postgres"), "-D", str(self.data), "-p", str(self.port),
             "-c", f"listen_addresses={DATABASE_ADDRESS}",
             "-c", f"unix_socket_directories={self.sockets}",
             "-c", "max_connections=300",
@@ -157,7 +172,7 @@ class PostgresServer(Server):
         import psycopg
 
         return psycopg.connect(
-            host=str(self.sockets), user="postgres", dbname=database or "postgres", connect_timeout=5
+            host=str(self.sockets), port=self.port, user="postgres", dbname=database or "postgres", connect_timeout=5
         )
 
     def create_database(self, name: str) -> None:
@@ -170,16 +185,55 @@ class PostgresServer(Server):
             connection.close()
 
 
+class PostgresStandby(PostgresServer):
+    """A streaming standby of ``primary``, in the same namespace on the next port: a base
+    backup of its cluster that replays its WAL as it arrives (hot standby: it answers
+    reads, refuses writes). Databases made on the primary later appear here too."""
+
+    name = "postgres-standby"
+    port = 5433
+
+    def __init__(self, primary: PostgresServer) -> None:
+        self.primary = primary
+        super().__init__(primary.network, primary.root)
+
+    def make_cluster(self) -> None:
+        self.data.chmod(0o700)  # as initdb leaves it: PostgreSQL refuses more
+        # -R: standby.signal and primary_conninfo, over the primary's socket; a fast
+        # checkpoint, or it waits for the next one.
+        run(
+            *AS_POSTGRES, str(self.bin / "pg_basebackup"), "-h", str(self.primary.sockets),
+            "-p", str(self.primary.port), "-U", "postgres", "-D", str(self.data),
+            "-R", "-X", "stream", "--checkpoint=fast", "--no-sync",
+        )  # fmt: skip
+
+    def pause_replay(self) -> None:
+        """Stop applying the primary's WAL: from now on the standby lags by all of it."""
+        self.execute("SELECT pg_wal_replay_pause()")
+
+    def resume_replay(self) -> None:
+        self.execute("SELECT pg_wal_replay_resume()")
+
+    def caught_up(self) -> bool:
+        """Whether it has replayed everything the primary has written so far."""
+        [(written,)] = self.primary.execute("SELECT pg_current_wal_lsn()::text")
+        [(replayed,)] = self.execute(f"SELECT pg_last_wal_replay_lsn() >= '{written}'::pg_lsn")
+        return bool(replayed)
+
+
 class MariaDBServer(Server):
     vendor = "mysql"
+    name = "mariadb"
     port = 3306
     user = "root"
     stop_signal = 15
+    #: The server's options for replication: none for the suite's own server.
+    replication: tuple[str, ...] = ()
 
     def __init__(self, network: Network, root: Path) -> None:
         super().__init__(network, root)
-        self.data = _owned_by(root / "mariadb-data", "mysql")
-        self.run_dir = _owned_by(root / "mariadb-run", "mysql")
+        self.data = _owned_by(root / f"{self.name}-data", "mysql")
+        self.run_dir = _owned_by(root / f"{self.name}-run", "mysql")
         run(
             program("mariadb-install-db"), "--no-defaults", f"--datadir={self.data}", "--user=mysql",
             "--auth-root-authentication-method=normal", "--skip-test-db",
@@ -199,7 +253,7 @@ class MariaDBServer(Server):
             f"--socket={self.socket_path}", f"--pid-file={self.run_dir / 'mariadb.pid'}",
             f"--bind-address={DATABASE_ADDRESS}", f"--port={self.port}", "--skip-name-resolve",
             "--max-connections=300", "--character-set-server=utf8mb4", "--collation-server=utf8mb4_unicode_ci",
-            "--transaction-isolation=READ-COMMITTED",
+            "--transaction-isolation=READ-COMMITTED", *self.replication,
         ]  # fmt: skip
 
     def connect(self, database: str | None = None) -> Any:
@@ -210,6 +264,45 @@ class MariaDBServer(Server):
     def create_database(self, name: str) -> None:
         self.execute(f"DROP DATABASE IF EXISTS `{name}`")
         self.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+
+
+class MariaDBSource(MariaDBServer):
+    """A MariaDB server that writes a binary log for a replica: a second server beside
+    the suite's own, which keeps no log (it would slow every other figure)."""
+
+    name = "mariadb-source"
+    port = 3307
+    replication = ("--log-bin", "--server-id=1", "--binlog-format=ROW")
+
+
+class MariaDBReplica(MariaDBServer):
+    """A replica of ``source``: a new server that applies the source's binary log from
+    its start over the network, by GTID, and refuses writes but its own thread's."""
+
+    name = "mariadb-replica"
+    port = 3308
+    replication = ("--server-id=2", "--read-only")
+
+    def __init__(self, source: MariaDBSource) -> None:
+        self.source = source
+        super().__init__(source.network, source.root)
+        self.execute(
+            f"CHANGE MASTER TO MASTER_HOST='{DATABASE_ADDRESS}', MASTER_PORT={source.port},"
+            " MASTER_USER='root', MASTER_USE_GTID=slave_pos"
+        )
+        self.execute("START SLAVE")
+
+    def caught_up(self) -> bool:
+        [(written,)] = self.source.execute("SELECT @@gtid_binlog_pos")
+        [(reached,)] = self.execute(f"SELECT MASTER_GTID_WAIT('{written}', 0)")
+        return bool(reached == 0)
+
+    def pause_replay(self) -> None:
+        """Stop applying the source's log (it still arrives): from now on the replica lags by all of it."""
+        self.execute("STOP SLAVE SQL_THREAD")
+
+    def resume_replay(self) -> None:
+        self.execute("START SLAVE SQL_THREAD")
 
 
 class PgBouncer:

@@ -9,9 +9,9 @@ import time
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
-from django.db import DatabaseError
+from django.db import DatabaseError, connections
 
-from django_sqlqueue.db.routing import queue_db
+from django_sqlqueue.db.routing import read_db
 from django_sqlqueue.management.arguments import positive_number
 from django_sqlqueue.management.migrated import QueueCommand, does_not_answer
 from django_sqlqueue.models import Job
@@ -44,9 +44,15 @@ class Command(QueueCommand):
             metavar="SECONDS",
             help=f"Redraw every SECONDS (default {WATCH_SECONDS:g}) until Ctrl-C.",
         )
+        parser.add_argument(
+            "--database",
+            choices=tuple(connections),
+            default=None,
+            help="Read on this database (default: where the router sends the jobs table's reads, a replica perhaps).",
+        )
 
-    def handle(self, *, json: bool, watch: float | None, **options: Any) -> None:
-        alias = queue_db(Job)
+    def handle(self, *, json: bool, watch: float | None, database: str | None, **options: Any) -> None:
+        alias = database or read_db(Job)
         draw = as_json if json else as_tables
         if watch is None:
             self.stdout.write(draw(read(alias)))

@@ -1,23 +1,30 @@
 """The queue under the usual primary/replica router: reads may go to a replica, but
 everything the queue writes, locks or listens to goes to the primary
-(``db.routing.queue_db``). The replica here is a read-only connection to the same
-database (``tests/settings.py``), so a write that strays there fails loudly."""
+(``db.routing.queue_db``), and the figures that only look read on the replica
+(``db.routing.read_db``). The replica here is a read-only connection to the same
+database (``tests/settings.py``), so a write that strays there fails loudly; the
+multi-host suite has a real streaming standby (``tests/hosts/test_replica.py``)."""
 
 from __future__ import annotations
 
 import datetime
+import io
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
-from django.db import DatabaseError, router, transaction
+from django.core.management import call_command
+from django.db import DatabaseError, connections, router, transaction
 from django.test import Client, override_settings
+from django.test.utils import CaptureQueriesContext
 
+from django_sqlqueue.db import rollup
 from django_sqlqueue.db.routing import queue_db
+from django_sqlqueue.metrics.collector import scrape_registry
 from django_sqlqueue.models import Job, JobStatus, Worker
 from django_sqlqueue.runner.rescue import rescue_expired
 from django_sqlqueue.runner.wakeup import Waiter
-from tests.support.admin_helpers import action
+from tests.support.admin_helpers import CHANGELIST, action
 from tests.testapp.tasks import add, noop
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "replica"])
@@ -83,3 +90,52 @@ def test_admin_changes_write_to_the_primary(admin_client: Client) -> None:
     response = action(admin_client, "cancel", [job])
     assert response.status_code == 302
     assert on_primary() == {job.pk: JobStatus.CANCELLED}
+
+
+def queue_tables_read(look: Callable[[], object]) -> set[str]:
+    """The aliases on which ``look`` ran statements on the queue's tables."""
+    with (
+        CaptureQueriesContext(connections["default"]) as primary,
+        CaptureQueriesContext(connections["replica"]) as replica,
+    ):
+        look()
+    return {
+        alias
+        for alias, captured in (("default", primary), ("replica", replica))
+        if any("sqlqueue" in query["sql"] for query in captured)
+    }
+
+
+@pytest.mark.parametrize("database", [None, "replica"])
+def test_sqlqueue_stats_reads_on_the_replica(database: str | None) -> None:
+    Job.objects.enqueue(noop)
+    out = io.StringIO()
+    read = queue_tables_read(
+        lambda: call_command("sqlqueue_stats", "--json", *(["--database", database] if database else []), stdout=out)
+    )
+    assert '"READY": 1' in out.getvalue()
+    assert read == {"replica"}
+
+
+def test_sqlqueue_stats_reads_on_the_database_it_is_given() -> None:
+    read = queue_tables_read(lambda: call_command("sqlqueue_stats", "--database", "default", stdout=io.StringIO()))
+    assert read == {"default"}
+
+
+def test_the_metrics_read_on_the_replica() -> None:
+    Job.objects.enqueue(noop)
+    read = queue_tables_read(lambda: list(scrape_registry().collect()))
+    assert read == {"replica"}
+
+
+@pytest.mark.parametrize(
+    "page", [CHANGELIST, f"{CHANGELIST}overview/", f"{CHANGELIST}failures/", "/admin/django_sqlqueue/worker/"]
+)
+def test_the_admins_pages_read_on_the_replica(admin_client: Client, page: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    counted: list[str] = []
+    # The overview's charts count their settled hours first: on the primary, as that writes.
+    monkeypatch.setattr(rollup, "catch_up", lambda using, **options: counted.append(using))
+    Job.objects.enqueue(noop)
+    read = queue_tables_read(lambda: admin_client.get(page))
+    assert read == {"replica"}
+    assert counted == (["default"] if page.endswith("overview/") else [])
