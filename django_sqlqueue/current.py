@@ -6,12 +6,10 @@ Imports no model: the package's top imports it."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import time
-from collections.abc import Iterator
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING
 
 from django.db import DatabaseError, transaction
@@ -32,12 +30,24 @@ _current: ContextVar[JobHandle | None] = ContextVar("sqlqueue_current_job", defa
 
 
 class JobHandle:
-    """What a running task may know and do about its own job."""
+    """What a running task may know and do about its own job.
+
+    ``with JobHandle(job, worker_id):`` makes it the current job while the block runs: a
+    class rather than a generator, as it wraps every attempt of every job."""
+
+    _token: Token[JobHandle | None]
 
     def __init__(self, job: Job, worker_id: str) -> None:
         self.job = job
         self.worker_id = worker_id
         self.reported_at: float | None = None
+
+    def __enter__(self) -> JobHandle:
+        self._token = _current.set(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        _current.reset(self._token)
 
     @property
     def id(self) -> int:
@@ -111,13 +121,3 @@ def current_job() -> JobHandle | None:
     """The running job's handle inside a task run by a worker (or by
     ``django_sqlqueue.testing``); None anywhere else."""
     return _current.get()
-
-
-@contextlib.contextmanager
-def running(job: Job, worker_id: str) -> Iterator[JobHandle]:
-    """Make ``job`` the current job while the block runs."""
-    token = _current.set(JobHandle(job, worker_id))
-    try:
-        yield _current.get()  # type: ignore[misc]
-    finally:
-        _current.reset(token)

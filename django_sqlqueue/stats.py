@@ -1,9 +1,9 @@
 """Figures about the queue that more than one place shows: the admin's overview,
 ``sqlqueue_health`` and ``sqlqueue_stats`` read them from the same queries.
 
-Each is one grouped query that reads an index, whatever the number of jobs: the
-counts the ``sqlqueue_job_queue_status`` index, the lags the small partial index of
-ready jobs, the recent outcomes the ``sqlqueue_job_finished`` range of the last hour."""
+Each reads an index, whatever the number of jobs: the counts are ``counting``'s, the
+lags read the small partial index of ready jobs, the recent outcomes the
+``sqlqueue_job_finished`` range of the last hour."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 from django.db import connections
 from django.db.models import Count, F, Min, Q
 
+from django_sqlqueue.counting import ESTIMATE_ABOVE_ROWS, queue_counts
 from django_sqlqueue.db.clock import DatabaseNow, database_now
 from django_sqlqueue.managers import JobQuerySet
 from django_sqlqueue.models import Job, Worker
@@ -22,56 +23,6 @@ from django_sqlqueue.status import JobStatus
 
 MINUTE = datetime.timedelta(minutes=1)
 HOUR = datetime.timedelta(hours=1)
-
-
-def status_counts(jobs: JobQuerySet) -> dict[str, dict[str, int]]:
-    """Per queue with jobs in ``jobs``, its jobs by status (the statuses it has none of
-    left out). Exact: read from the ``sqlqueue_job_queue_status`` index alone."""
-    counts: dict[str, dict[str, int]] = {}
-    for queue, status, count in jobs.values_list("queue", "status").annotate(count=Count("*")).order_by():
-        counts.setdefault(queue, {})[status] = count
-    return counts
-
-
-#: Counted exactly everywhere: few rows (read from their partial indexes), and the ones
-#: that say whether work waits. The finished statuses only grow, and on PostgreSQL are
-#: estimated (see :func:`estimated_finished_counts`).
-ACTIVE = (JobStatus.READY, JobStatus.RUNNING)
-#: Below this many rows (as PostgreSQL last counted them) every count is exact: reading
-#: the ``sqlqueue_job_queue_status`` index of a million rows took about 0.2 s.
-ESTIMATE_ABOVE_ROWS = 1_000_000
-
-# The planner's statistics of the two columns: the share of the table each common value holds.
-ESTIMATES_SQL = """
-    SELECT c.reltuples, s.attname, s.most_common_vals::text::text[], s.most_common_freqs
-    FROM pg_class c
-    JOIN pg_stats s ON s.schemaname = c.relnamespace::regnamespace::text AND s.tablename = c.relname
-    WHERE c.oid = %s::regclass AND s.attname IN ('queue', 'status')
-"""
-
-
-def estimated_finished_counts(jobs: JobQuerySet, *, above: int) -> dict[str, dict[str, int]] | None:
-    """On PostgreSQL, per queue its finished jobs by status (``SUCCESSFUL``, ``FAILED``,
-    ``CANCELLED``) as the planner estimates them from ``ANALYZE``'s statistics: the
-    table's rows times the share of the queue times the share of the status. No row is
-    read, at any size; a queue too rare for the statistics' common values is left out.
-    None elsewhere, before the table was first analysed, or while it holds fewer than
-    ``above`` rows."""
-    connection = connections[jobs.db]
-    if connection.vendor != "postgresql":
-        return None
-    with connection.cursor() as cursor:
-        cursor.execute(ESTIMATES_SQL, [connection.ops.quote_name(jobs.model._meta.db_table)])
-        rows = cursor.fetchall()
-    shares = {column: dict(zip(values or [], freqs or [], strict=True)) for _, column, values, freqs in rows}
-    if not rows or rows[0][0] < max(above, 0) or not shares.get("queue") or not shares.get("status"):
-        return None
-    total = rows[0][0]
-    finished = [status for status in JobStatus.values if status not in ACTIVE]
-    return {
-        queue: {status: round(total * share * shares["status"].get(status, 0)) for status in finished}
-        for queue, share in shares["queue"].items()
-    }
 
 
 def queue_lags(jobs: JobQuerySet) -> dict[str, datetime.timedelta]:
@@ -155,7 +106,7 @@ class QueueFigures:
 
     queue: str
     counts: dict[str, int] = field(default_factory=dict)
-    #: The statuses whose count is an estimate (see :func:`estimated_finished_counts`).
+    #: The statuses whose count is an estimate (see ``counting``).
     estimated: tuple[str, ...] = ()
     #: How long the oldest due ``READY`` job has waited; None when none is due.
     lag: datetime.timedelta | None = None
@@ -204,27 +155,19 @@ def _worker_json(worker: WorkerFigures) -> dict[str, Any]:
 
 
 def snapshot(alias: str, *, estimate_above: int = ESTIMATE_ABOVE_ROWS) -> Snapshot:
-    """Every queue that has jobs or is paused, and every live worker, read on ``alias``. On PostgreSQL
-    with more than ``estimate_above`` rows the finished statuses are estimated, so no
-    query reads every row; elsewhere they are counted from the
-    ``sqlqueue_job_queue_status`` index."""
+    """Every queue that has jobs or is paused, and every live worker, read on ``alias``.
+    With more than ``estimate_above`` rows the finished statuses are estimated, so no
+    query reads every row (see ``counting``)."""
     jobs = Job.objects.get_queryset().using(alias)
-    estimates = estimated_finished_counts(jobs, above=estimate_above)
-    if estimates is None:
-        counts, estimated = status_counts(jobs), tuple[str, ...]()
-    else:
-        counts = estimates
-        for status in ACTIVE:  # one query each, so that each reads its own partial index
-            for queue, exact in status_counts(jobs.filter(status=status)).items():
-                counts.setdefault(queue, {}).update(exact)
-        estimated = tuple(status for status in JobStatus.values if status not in ACTIVE)
+    found = queue_counts(jobs, estimate_above=estimate_above)
+    counts = found.counts
     lags, recent = queue_lags(jobs), recent_outcomes(jobs)
     paused = {queue: row.reason for queue, row in paused_queues(alias).items()}
     queues = [
         QueueFigures(
             queue,
             counts.get(queue, {}),
-            estimated if queue in (estimates or {}) else (),
+            found.estimated_statuses(queue),
             lags.get(queue),
             recent.get(queue, Recent()),
             paused.get(queue),

@@ -2,9 +2,9 @@
 charts of the jobs succeeded and failed per minute over the last hour and per hour over
 the last 7 days (``throughput``).
 
-Four grouped queries (and the few paused queues), whatever the number of jobs: the counts read the
-``sqlqueue_job_queue_status`` index only, the lag the small partial index of ready
-jobs, and each chart its span's range of the ``sqlqueue_job_finished`` index. They read
+A few grouped queries, whatever the number of jobs: the counts are ``counting``'s
+(estimated past a million rows), the lag reads the small partial index of ready jobs,
+and each chart its span's range of the ``sqlqueue_job_finished`` index. They read
 where the router sends reads, as the admin's lists do (a replica, perhaps); only the
 counting of the charts' settled hours writes, on the primary."""
 
@@ -14,10 +14,11 @@ import datetime
 from dataclasses import dataclass, field
 
 from django_sqlqueue.admin.throughput import SPANS, Chart, throughput
+from django_sqlqueue.counting import queue_counts
 from django_sqlqueue.db.routing import read_db
 from django_sqlqueue.models import Job, PausedQueue
 from django_sqlqueue.pausing import paused_queues
-from django_sqlqueue.stats import queue_lags, status_counts, whole_seconds
+from django_sqlqueue.stats import queue_lags, whole_seconds
 from django_sqlqueue.status import JobStatus
 
 
@@ -27,6 +28,8 @@ class QueueStats:
 
     queue: str
     counts: dict[str, int] = field(default_factory=dict)
+    #: The statuses whose count is an estimate.
+    estimated: tuple[str, ...] = ()
     #: How long the oldest due ``READY`` job has waited; None when none is due.
     lag: datetime.timedelta | None = None
     #: One chart per span of ``throughput.SPANS``, in that order.
@@ -35,9 +38,13 @@ class QueueStats:
     paused: PausedQueue | None = None
 
     @property
-    def by_status(self) -> list[tuple[str, str, int]]:
-        """(status, label, count) for every status, in the statuses' order."""
-        return [(status.value, status.label, self.counts.get(status.value, 0)) for status in JobStatus]
+    def by_status(self) -> list[tuple[str, str, str]]:
+        """(status, label, count) for every status, in the statuses' order; an estimated
+        count reads ``~`` before it."""
+        return [
+            (status.value, status.label, ("~" if status in self.estimated else "") + str(self.counts.get(status, 0)))
+            for status in JobStatus
+        ]
 
     @property
     def lag_text(self) -> str:
@@ -53,8 +60,9 @@ def queue_stats() -> list[QueueStats]:
     def of(queue: str) -> QueueStats:
         return stats.setdefault(queue, QueueStats(queue))
 
-    for queue, counts in status_counts(jobs.get_queryset()).items():
-        of(queue).counts = counts
+    found = queue_counts(jobs.get_queryset())
+    for queue, counts in found.counts.items():
+        of(queue).counts, of(queue).estimated = counts, found.estimated_statuses(queue)
     for queue, lag in queue_lags(jobs.get_queryset()).items():
         of(queue).lag = lag
     for queue, paused in paused_queues(read_db(PausedQueue)).items():

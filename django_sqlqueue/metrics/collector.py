@@ -1,7 +1,7 @@
 """The gauges read from the database at scrape time: jobs by queue and status, the lag
 of each queue, the live workers. They come from :func:`django_sqlqueue.stats.snapshot`,
-whose queries read indexes (and on PostgreSQL past a million rows, the planner's
-estimates of the finished statuses), so a scrape stays cheap at any size."""
+whose queries read indexes (and past a million rows estimate the finished statuses,
+see ``counting``), so a scrape stays cheap at any size."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class QueueCollector(Collector):
         figures = snapshot(read_db(Job))
         jobs = GaugeMetricFamily(
             "sqlqueue_jobs",
-            "Jobs by queue and status (finished statuses estimated on PostgreSQL past a million rows).",
+            "Jobs by queue and status (finished statuses estimated past a million rows).",
             labels=["queue", "status"],
         )
         lags = GaugeMetricFamily(

@@ -42,8 +42,8 @@ def attempt(job: Job, worker_id: str) -> JobOutcome:
     it, ``current_job()`` giving its handle meanwhile, and logs the attempt (at INFO, with
     the fields of :func:`job_fields` as the record's extras). Whatever the task raises is
     its outcome, never the worker's."""
-    with current.running(job, worker_id):
-        _send(signals.job_started, Job, f"job {job.pk}", job=job)
+    with current.JobHandle(job, worker_id):
+        _send(signals.job_started, Job, job, job=job)
         began = time.perf_counter()
         try:
             outcome = JobOutcome(job, result=run(job, worker_id))
@@ -64,7 +64,7 @@ def attempt(job: Job, worker_id: str) -> JobOutcome:
         _send(
             signals.job_finished,
             Job,
-            f"job {job.pk}",
+            job,
             job=job,
             result=outcome.result,
             error=outcome.error,
@@ -143,9 +143,10 @@ def _run_django_task(task: Task[..., Any], job: Job, worker_id: str) -> Any:
     return value
 
 
-def _send(signal: Signal, sender: type[Any], about: str, **named: Any) -> None:
-    """Send a signal around a job; a receiver's exception is logged and changes nothing
-    about the job, whose outcome is the task's alone."""
+def _send(signal: Signal, sender: type[Any], about: object, **named: Any) -> None:
+    """Send a signal around a job; a receiver's exception is logged, naming ``about``
+    (made a string only then), and changes nothing about the job, whose outcome is the
+    task's alone."""
     for receiver, response in signal.send_robust(sender, **named):
         if isinstance(response, Exception):
             logger.error("Receiver %r of %s raised", receiver, about, exc_info=response)

@@ -216,12 +216,13 @@ class WorkerProcess:
         worker is stopping; the supervisor hears when it starts, to enforce its timeout."""
         if self.stop.is_set():
             return JobOutcome(job, started=False)
-        self._tell("start", job.pk, job.timeout)
-        self.running[job.pk] = job
+        pk = job.pk
+        self._tell("start", pk, job.timeout)
+        self.running[pk] = job
         try:
             return attempt(job, self.config.name)
         finally:
-            del self.running[job.pk]
+            del self.running[pk]
             # A task may leave its thread's connection broken or past its age: not the next job's problem.
             close_old_connections()
 

@@ -1,4 +1,5 @@
-"""Times the admin's overview charts and failures page with 1,000,000 jobs (not a test).
+"""Times the admin's overview, its charts, the failures page and ``sqlqueue_stats``'
+read with 1,000,000 jobs, or ``--jobs N`` (not a test).
 
 Fills the database named by the test settings (``DB_BACKEND``, ``DB_NAME``; SQLite:
 ``DB_NAME`` is the file) with a week of finished jobs, then prints how long each read
@@ -32,9 +33,11 @@ from django.db.models.functions import TruncHour  # noqa: E402
 from django_sqlqueue.admin import failures  # noqa: E402
 from django_sqlqueue.admin.overview import queue_stats  # noqa: E402
 from django_sqlqueue.admin.throughput import LAST_HOUR, LAST_WEEK, throughput  # noqa: E402
+from django_sqlqueue.counting import queue_counts, status_counts  # noqa: E402
 from django_sqlqueue.db import rollup  # noqa: E402
 from django_sqlqueue.db.clock import DatabaseNow  # noqa: E402
 from django_sqlqueue.models import FinishedHour, Job, JobStatus  # noqa: E402
+from django_sqlqueue.stats import snapshot  # noqa: E402
 
 QUEUES = ["default", "mail", "reports", "images"]
 TASKS = [f"shop.tasks.task_{n}" for n in range(20)]
@@ -142,6 +145,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument(
+        "--pages-only",
+        action="store_true",
+        help="time only what a look reads (counts, sqlqueue_stats, overview, failures), the hours counted first",
+    )
     options = parser.parse_args()
     call_command("migrate", verbosity=0)
     if not (options.keep and Job.objects.count() == options.jobs):
@@ -151,6 +159,10 @@ def main() -> None:
     finished = Job.objects.filter(status__in=rollup.CHARTED).count()
     print(f"{connection.vendor} {connection.settings_dict['NAME']}: {Job.objects.count()} jobs, {finished} finished")
     jobs = Job.objects.get_queryset()
+    if options.pages_only:
+        rollup.catch_up("default")
+        time_pages(jobs)
+        return
     forget_all = FinishedHour.objects.all().delete
     timed("7-day chart before (one query over the week)", week_before)
     timed("7-day chart, no hour counted yet (counts 167 hours)", lambda: throughput(jobs, LAST_WEEK), 3, forget_all)
@@ -166,6 +178,14 @@ def main() -> None:
     rollup.catch_up("default")
     timed("7-day chart, hours counted", lambda: throughput(jobs, LAST_WEEK))
     timed("last-hour chart", lambda: throughput(jobs, LAST_HOUR))
+    time_pages(jobs)
+
+
+def time_pages(jobs: Any) -> None:
+    """What a look at the queue reads, the hours of the 7-day chart counted."""
+    timed("counts by status, exact: counting.status_counts()", lambda: status_counts(jobs), 3)
+    timed("counts by status as shown: counting.queue_counts()", lambda: queue_counts(jobs))
+    timed("sqlqueue_stats' read: stats.snapshot()", lambda: snapshot("default"))
     timed("overview: queue_stats() (counts, lags, both charts)", queue_stats)
     timed("failures page: failures.groups()", failures.groups)
 

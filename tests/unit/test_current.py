@@ -11,7 +11,7 @@ import pytest
 from django.db import OperationalError, connection, transaction
 
 from django_sqlqueue import current_job
-from django_sqlqueue.current import running
+from django_sqlqueue.current import JobHandle
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.exceptions import JobCancelled, WorkerLost
 from django_sqlqueue.models import Job, JobStatus
@@ -53,7 +53,7 @@ def test_the_handle_sees_a_cancel_request_its_job_carries() -> None:
 def test_raise_if_cancelled_raises_once_asked_and_the_job_ends_cancelled_not_retried() -> None:
     Job.objects.enqueue(whoami)
     [job] = Job.objects.claim(worker_id="w")
-    with running(job, "w") as handle:
+    with JobHandle(job, "w") as handle:
         handle.raise_if_cancelled()  # not asked: nothing
         Job.objects.cancel(Job.objects.filter(pk=job.pk))
         job.refresh_from_db()
@@ -82,7 +82,7 @@ def test_report_progress_writes_at_most_once_a_second(monkeypatch: pytest.Monkey
     clock = [1000.0]
     monkeypatch.setattr(time, "monotonic", lambda: clock[0])
     job = claimed()
-    with running(job, "w") as handle:
+    with JobHandle(job, "w") as handle:
         assert handle.report_progress(1, 10, "one") is True
         assert progress_of(job) == {"done": 1, "total": 10, "message": "one"}
         clock[0] += 0.5
@@ -96,7 +96,7 @@ def test_report_progress_writes_at_most_once_a_second(monkeypatch: pytest.Monkey
 
 def test_the_old_owner_of_a_rescued_job_writes_no_progress() -> None:
     job = claimed("old")
-    with running(job, "old") as handle:
+    with JobHandle(job, "old") as handle:
         assert rescue_worker("old", WorkerLost("gone")) == 1
         assert handle.report_progress(1, 2) is False
         Job.objects.filter(pk=job.pk).update(run_at=DatabaseNow())  # its retry is due now
@@ -115,7 +115,7 @@ def refuse_progress(execute: Callable[..., Any], sql: str, *args: Any) -> Any:
 
 def test_a_refused_progress_write_is_logged_and_the_task_carries_on(caplog: pytest.LogCaptureFixture) -> None:
     job = claimed()
-    with running(job, "w") as handle, transaction.atomic():  # the task's own transaction
+    with JobHandle(job, "w") as handle, transaction.atomic():  # the task's own transaction
         Job.objects.filter(pk=job.pk).update(priority=5)
         with connection.execute_wrapper(refuse_progress):
             assert handle.report_progress(1, 2, "half") is False
@@ -129,7 +129,7 @@ def test_a_refused_progress_write_is_logged_and_the_task_carries_on(caplog: pyte
     [(-1, None, ""), (True, None, ""), (1, 0, ""), (1, float("inf"), ""), ("1", None, ""), (1, None, None)],
 )
 def test_bad_progress_is_refused(done: object, total: object, message: object) -> None:
-    with running(claimed(), "w") as handle, pytest.raises(ValueError, match="must be"):
+    with JobHandle(claimed(), "w") as handle, pytest.raises(ValueError, match="must be"):
         handle.report_progress(done, total, message)  # type: ignore[arg-type]
 
 

@@ -11,20 +11,10 @@ from django.utils import timezone
 
 from django_sqlqueue.management.commands.sqlqueue_stats import as_tables
 from django_sqlqueue.models import Job, JobStatus, Worker
-from django_sqlqueue.stats import Recent, live_workers, recent_outcomes, snapshot, status_counts, whole_seconds
+from django_sqlqueue.stats import Recent, live_workers, recent_outcomes, snapshot, whole_seconds
 from tests.support.admin_helpers import make_job
 
 pytestmark = pytest.mark.django_db
-
-
-def test_status_counts_per_queue() -> None:
-    for status in (JobStatus.READY, JobStatus.READY, JobStatus.RUNNING):
-        make_job(status)
-    make_job(JobStatus.CANCELLED, queue="mail")
-    assert status_counts(Job.objects.get_queryset()) == {
-        "default": {JobStatus.READY: 2, JobStatus.RUNNING: 1},
-        "mail": {JobStatus.CANCELLED: 1},
-    }
 
 
 def test_recent_outcomes_in_the_last_minute_and_hour() -> None:
@@ -80,7 +70,7 @@ def test_whole_seconds() -> None:
     assert whole_seconds(datetime.timedelta(hours=25, seconds=3.9)) == "1 day, 1:00:03"
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="only PostgreSQL's statistics are read for estimates")
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's estimates (elsewhere: test_counting.py)")
 def test_on_postgresql_a_big_table_s_finished_statuses_are_estimated() -> None:
     for queue in ("default", "mail"):
         for status in [JobStatus.SUCCESSFUL] * 20 + [JobStatus.FAILED] * 10:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 from typing import Any
 
 import pytest
@@ -10,10 +11,13 @@ from django.test import Client
 from django.utils import timezone
 
 from django_sqlqueue import pause_queue
+from django_sqlqueue.admin import overview
 from django_sqlqueue.admin.overview import queue_stats
 from django_sqlqueue.admin.throughput import LAST_HOUR, LAST_WEEK
+from django_sqlqueue.counting import queue_counts
 from django_sqlqueue.models import JobStatus, PausedQueue
 from tests.support.admin_helpers import CHANGELIST, make_job, messages_of, staff_client
+from tests.unit.test_counting import analyze_on_postgresql
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +31,20 @@ def test_counts_by_status_per_queue() -> None:
     default, mail = queue_stats()
     assert (default.queue, default.counts) == ("default", {JobStatus.READY: 2, JobStatus.FAILED: 1})
     assert (mail.queue, mail.counts) == ("mail", {JobStatus.SUCCESSFUL: 1})
-    assert [count for _, _, count in default.by_status] == [2, 0, 0, 1, 0]
+    assert [count for _, _, count in default.by_status] == ["2", "0", "0", "1", "0"]
+    assert default.estimated == ()
+
+
+def test_estimated_counts_read_a_tilde(monkeypatch: pytest.MonkeyPatch, admin_client: Client) -> None:
+    monkeypatch.setattr(overview, "queue_counts", functools.partial(queue_counts, estimate_above=0))
+    for status in (JobStatus.READY, JobStatus.FAILED, JobStatus.SUCCESSFUL) * 2:  # twice: common values
+        make_job(status)
+    analyze_on_postgresql()
+    [default] = queue_stats()
+    assert [count for _, _, count in default.by_status] == ["2", "0", "~2", "~2", "~0"]
+    page = admin_client.get(OVERVIEW).content.decode()
+    assert 'status__exact=SUCCESSFUL">~2</a>' in page
+    assert 'status__exact=READY">2</a>' in page
 
 
 def test_lag_is_the_age_of_the_oldest_due_ready_job() -> None:

@@ -82,7 +82,7 @@ def test_signals_are_sent_around_each_job(process: WorkerProcess) -> None:
     ]
 
 
-def test_a_receiver_that_raises_changes_nothing(process: WorkerProcess) -> None:
+def test_a_receiver_that_raises_changes_nothing(process: WorkerProcess, caplog: pytest.LogCaptureFixture) -> None:
     def broken(**kwargs: Any) -> None:
         raise ValueError("a bug in a hook")
 
@@ -91,6 +91,10 @@ def test_a_receiver_that_raises_changes_nothing(process: WorkerProcess) -> None:
     try:
         job = claim_one(add, 4, 4)
         assert process.run_job(job) == JobOutcome(job, result=8)
+        logged = [record for record in caplog.records if record.name == "django_sqlqueue.runner.execution"]
+        raised = [record for record in logged if record.getMessage().startswith("Receiver")]
+        assert [record.getMessage().endswith(f" of {job} raised") for record in raised] == [True, True]
+        assert [str(record.exc_info[1]) for record in raised if record.exc_info] == ["a bug in a hook"] * 2
     finally:
         signals.job_started.disconnect(broken)
         signals.job_finished.disconnect(broken)
