@@ -1,13 +1,16 @@
-"""The ceiling: the benchmark's work done in raw SQL through the driver, no Django, no
-Python per job beyond building the statement, on the same table and indexes."""
+"""The ceilings: the benchmark's work done in raw SQL through the driver, no Django, no
+Python per job beyond building the statement; on the jobs table with its columns and
+indexes, and on a minimal queue table made for the run (the physical ceiling)."""
 
 from __future__ import annotations
 
 import multiprocessing
+import queue as queue_module
+import secrets
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
@@ -17,16 +20,63 @@ INSERT_BATCH = 1000
 
 
 @dataclass(frozen=True)
+class QueueTable:
+    """A table the raw SQL queues on: what a ready row holds (``{mark}`` for the queue's
+    name, ``{now}`` for the database's clock), the order claims take rows in, the
+    columns a claim reads back, and what else a claim sets beside status, owner and time."""
+
+    name: str
+    columns: str
+    row: str
+    order: str
+    payload: str
+    claimed: str = ""
+
+
+def jobs_table(name: str) -> QueueTable:
+    """The app's own jobs table, with every index a claim and a finish keep up to date."""
+    return QueueTable(
+        name=name,
+        columns=(
+            "queue, task, args, kwargs, priority, status, run_at, attempts, max_attempts, enqueued_at, worker, errors"
+        ),
+        row="({mark}, 'sqlqueue.noop', '[]', '{{}}', 0, 'READY', {now}, 0, 1, {now}, '', '[]')",
+        order="priority DESC, run_at, id",
+        payload="args, kwargs",
+        claimed=", attempts = attempts + 1",
+    )
+
+
+MINIMAL_COLUMNS = {
+    "postgresql": (
+        "id BIGSERIAL PRIMARY KEY, queue VARCHAR(100) NOT NULL, payload TEXT NOT NULL, "
+        "status VARCHAR(10) NOT NULL, run_at TIMESTAMPTZ NOT NULL, worker VARCHAR(100) NOT NULL DEFAULT '', "
+        "started_at TIMESTAMPTZ NULL, finished_at TIMESTAMPTZ NULL"
+    ),
+    "mysql": (
+        "id BIGINT AUTO_INCREMENT PRIMARY KEY, queue VARCHAR(100) NOT NULL, payload LONGTEXT NOT NULL, "
+        "status VARCHAR(10) NOT NULL, run_at DATETIME(6) NOT NULL, worker VARCHAR(100) NOT NULL DEFAULT '', "
+        "started_at DATETIME(6) NULL, finished_at DATETIME(6) NULL"
+    ),
+    "sqlite": (
+        "id INTEGER PRIMARY KEY AUTOINCREMENT, queue VARCHAR(100) NOT NULL, payload TEXT NOT NULL, "
+        "status VARCHAR(10) NOT NULL, run_at DATETIME NOT NULL, worker VARCHAR(100) NOT NULL DEFAULT '', "
+        "started_at DATETIME NULL, finished_at DATETIME NULL"
+    ),
+}
+
+
+@dataclass(frozen=True)
 class RawDatabase:
-    """How to reach the jobs table with the bare driver; picklable for worker processes."""
+    """How to reach a queue table with the bare driver; picklable for worker processes."""
 
     vendor: str
     params: dict[str, Any]
-    table: str
+    table: QueueTable
     use_tz: bool
 
     @classmethod
-    def of(cls, connection: BaseDatabaseWrapper, table: str) -> RawDatabase:
+    def of(cls, connection: BaseDatabaseWrapper, table: QueueTable) -> RawDatabase:
         config = connection.settings_dict
         if connection.vendor == "postgresql":
             params: dict[str, Any] = {
@@ -46,7 +96,13 @@ class RawDatabase:
                 "charset": "utf8mb4",
             }
         else:
-            params = {"database": str(config["NAME"])}
+            # The project's own pragmas (journal mode, synchronous), as Django runs them, so
+            # that the raw side commits as durably as the app does.
+            init = config["OPTIONS"].get("init_command", "")
+            params = {
+                "database": str(config["NAME"]),
+                "init": [part.strip() for part in init.split(";") if part.strip()],
+            }
         return cls(connection.vendor, params, table, settings.USE_TZ)
 
     @contextmanager
@@ -64,8 +120,8 @@ class RawDatabase:
             import sqlite3
 
             connection = sqlite3.connect(self.params["database"], timeout=30, isolation_level=None)
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA synchronous=NORMAL")
+            for statement in self.params.get("init", ()):
+                connection.execute(statement)
         try:
             yield connection
         finally:
@@ -94,15 +150,42 @@ class RawDatabase:
         else:
             connection.commit()
 
-    def row_sql(self) -> str:
-        m = self.mark
-        return f"({m}, 'sqlqueue.noop', '[]', '{{}}', 0, 'READY', {self.now}, 0, 1, {self.now}, '', '[]')"
-
     def insert_sql(self, rows: int) -> str:
-        columns = (
-            "queue, task, args, kwargs, priority, status, run_at, attempts, max_attempts, enqueued_at, worker, errors"
-        )
-        return f"INSERT INTO {self.table} ({columns}) VALUES " + ", ".join([self.row_sql()] * rows)
+        row = self.table.row.format(mark=self.mark, now=self.now)
+        return f"INSERT INTO {self.table.name} ({self.table.columns}) VALUES " + ", ".join([row] * rows)
+
+    @contextmanager
+    def minimal(self) -> Iterator[RawDatabase]:
+        """This database on a minimal queue table made for the run and dropped after it,
+        whatever happens meanwhile: the columns a queue needs and one index for the claim
+        (partial where the database has them), so no other index slows a claim or a finish."""
+        name = f"sqlqueue_bench_minimal_{secrets.token_hex(4)}"
+        if self.vendor == "mysql":
+            index = f"CREATE INDEX {name}_ready ON {name} (status, queue, run_at, id)"
+        else:
+            index = f"CREATE INDEX {name}_ready ON {name} (queue, run_at, id) WHERE status = 'READY'"
+        self._execute(f"CREATE TABLE {name} ({MINIMAL_COLUMNS[self.vendor]})", index)
+        try:
+            yield replace(
+                self,
+                table=QueueTable(
+                    name=name,
+                    columns="queue, payload, status, run_at",
+                    row="({mark}, '[]', 'READY', {now})",
+                    order="run_at, id",
+                    payload="payload",
+                ),
+            )
+        finally:
+            self._execute(f"DROP TABLE {name}")
+
+    def _execute(self, *statements: str) -> None:
+        with self.connect() as connection:
+            cursor = connection.cursor()
+            for statement in statements:
+                cursor.execute(statement)
+            if self.vendor != "sqlite":
+                connection.commit()
 
 
 def insert_one_per_transaction(database: RawDatabase, queue: str, count: int) -> float:
@@ -143,16 +226,38 @@ def drain(database: RawDatabase, queue: str, count: int, processes: int, batch_s
     ]
     for process in workers:
         process.start()
-    ready = [results.get(timeout=60) for _ in workers]
-    assert all(message == "ready" for message in ready)
-    start.set()
-    spans = [results.get(timeout=600) for _ in workers]
-    for process in workers:
-        process.join()
+    try:
+        _replies(results, workers, timeout=60)
+        start.set()
+        spans = _replies(results, workers, timeout=600)
+    except BaseException:
+        for process in workers:
+            process.terminate()
+        raise
+    finally:
+        for process in workers:
+            process.join()
     drained = sum(done for done, _, _ in spans)
     if drained != count:
         raise RuntimeError(f"the raw drain took {drained} jobs, not {count}")
     return float(count / (max(end for _, _, end in spans) - min(begin for _, begin, _ in spans)))
+
+
+def _replies(results: Any, workers: list[Any], *, timeout: float) -> list[Any]:
+    """One message from each process, or an error as soon as one of them dies (its
+    traceback is on stderr) or when ``timeout`` seconds pass: never a silent wait."""
+    replies: list[Any] = []
+    deadline = time.monotonic() + timeout
+    while len(replies) < len(workers):
+        try:
+            replies.append(results.get(timeout=0.2))
+        except queue_module.Empty:
+            failed = [process.exitcode for process in workers if process.exitcode]
+            if failed:
+                raise RuntimeError(f"a raw drain process exited with status {failed[0]}") from None
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the raw drain's processes did not answer within {timeout:.0f} s") from None
+    return replies
 
 
 def _drain_process(database: RawDatabase, queue: str, batch_size: int, name: str, start: Any, results: Any) -> None:
@@ -171,9 +276,10 @@ def _drain_process(database: RawDatabase, queue: str, batch_size: int, name: str
 def _claim_and_finish(
     database: RawDatabase, connection: Any, queue: str, batch_size: int, name: str
 ) -> tuple[Callable[[], list[int]], Callable[[list[int]], None]]:
-    t, m, now = database.table, database.mark, database.now
-    ready = f"status = 'READY' AND queue = {m} AND run_at <= {now} ORDER BY priority DESC, run_at, id LIMIT {m}"
-    claimed = f"status = 'RUNNING', worker = {m}, started_at = {now}, attempts = attempts + 1"
+    table, m, now = database.table, database.mark, database.now
+    t, payload = table.name, table.payload
+    ready = f"status = 'READY' AND queue = {m} AND run_at <= {now} ORDER BY {table.order} LIMIT {m}"
+    claimed = f"status = 'RUNNING', worker = {m}, started_at = {now}{table.claimed}"
     cursor = connection.cursor()
 
     def finish(ids: list[int]) -> None:
@@ -187,7 +293,7 @@ def _claim_and_finish(
         def claim() -> list[int]:
             cursor.execute(
                 f"WITH c AS MATERIALIZED (SELECT id FROM {t} WHERE {ready} FOR UPDATE SKIP LOCKED) "
-                f"UPDATE {t} SET {claimed} FROM c WHERE {t}.id = c.id RETURNING {t}.id, {t}.args, {t}.kwargs",
+                f"UPDATE {t} SET {claimed} FROM c WHERE {t}.id = c.id RETURNING {t}.id, {payload}",
                 (queue, batch_size, name),
             )
             rows = cursor.fetchall()
@@ -197,9 +303,7 @@ def _claim_and_finish(
     elif database.vendor == "mysql":
 
         def claim() -> list[int]:
-            cursor.execute(
-                f"SELECT id, args, kwargs FROM {t} WHERE {ready} FOR UPDATE SKIP LOCKED", (queue, batch_size)
-            )
+            cursor.execute(f"SELECT id, {payload} FROM {t} WHERE {ready} FOR UPDATE SKIP LOCKED", (queue, batch_size))
             ids = [row[0] for row in cursor.fetchall()]
             if ids:
                 marks = ", ".join([m] * len(ids))
@@ -212,7 +316,7 @@ def _claim_and_finish(
         def claim() -> list[int]:
             database.begin(connection)
             cursor.execute(
-                f"UPDATE {t} SET {claimed} WHERE id IN (SELECT id FROM {t} WHERE {ready}) RETURNING id, args, kwargs",
+                f"UPDATE {t} SET {claimed} WHERE id IN (SELECT id FROM {t} WHERE {ready}) RETURNING id, {payload}",
                 (name, queue, batch_size),
             )
             rows = cursor.fetchall()

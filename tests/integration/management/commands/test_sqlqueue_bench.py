@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from io import StringIO
+from typing import Any
 
 import pytest
 from django.core.management import call_command
 from django.db import connection
 
+from django_sqlqueue.bench import measure
+from django_sqlqueue.management.commands.sqlqueue_bench import nothing_else_to_run
 from django_sqlqueue.models import Job
 
 
@@ -36,6 +39,10 @@ def test_the_benchmark_runs_and_cleans_up(monkeypatch: pytest.MonkeyPatch) -> No
     for key in ("insert_one", "insert_many", "drain", "drain_with_backlog", "drain_with_keys"):
         assert figures[key]["app"] > 0, key
         assert figures[key]["ceiling"] > 0, key
+    for key in ("insert_one", "insert_many", "drain"):
+        assert figures[key]["physical"] > 0, key
+    assert figures["drain"]["queues"] == "its own"  # the kept job is not the bench's to run
+    assert minimal_tables() == []
     assert figures["drain_with_backlog"]["backlog"] == 30
     assert (figures["drain_with_keys"]["keys"], figures["drain_with_keys"]["key_limit"]) == (3, 2)
     assert 0 <= figures["latency_ms"]["p50"] <= figures["latency_ms"]["p95"] <= figures["latency_ms"]["p99"]
@@ -50,11 +57,53 @@ def test_the_table_shows_each_figure_against_its_ceiling(monkeypatch: pytest.Mon
     call_command("sqlqueue_bench", jobs=40, processes=1, latency_samples=3, stdout=out)
     lines = out.getvalue().splitlines()
     assert lines[0].startswith(f"django-sqlqueue benchmark: {connection.vendor}")
-    assert lines[1].split() == ["jobs/s", "ceiling/s", "of", "ceiling"]
-    assert [line[:34].strip() for line in lines[2:5]] == [
+    assert lines[1] == (
+        "(this project's settings as they are; the drain's workers claim from every queue, "
+        "as runworkers does by default)"
+    )
+    assert lines[2].split() == ["jobs/s", "our", "table/s", "of", "it", "minimal", "table/s", "of", "it"]
+    assert [line[:34].strip() for line in lines[3:6]] == [
         "enqueue, one per transaction",
         "enqueue_many",
         "drain: runworkers --burst",
     ]
-    assert all(line.rstrip().endswith("%") for line in lines[2:5])
-    assert lines[5].startswith("latency, enqueue commit to start: p50 ")
+    for line in lines[3:6]:
+        app, ours, of_ours, minimal, of_minimal = (
+            float(cell.rstrip("%").replace(",", "")) for cell in line[34:].split()
+        )
+        assert abs(of_ours - 100 * app / ours) <= 1, line
+        assert abs(of_minimal - 100 * app / minimal) <= 1, line
+    assert lines[6].startswith("latency, enqueue commit to start: p50 ")
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_minimal_table_is_dropped_when_the_run_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DB_NAME", str(connection.settings_dict["NAME"]))
+
+    def worker_crashed(*args: object, **kwargs: object) -> float:
+        raise RuntimeError("runworkers exited with status 1")
+
+    monkeypatch.setattr(measure, "drain", worker_crashed)
+    with pytest.raises(RuntimeError, match="status 1"):
+        call_command("sqlqueue_bench", jobs=20, processes=1, latency_samples=3, stdout=StringIO())
+    assert minimal_tables() == []
+    assert not Job.objects.exists()
+
+
+def minimal_tables() -> list[str]:
+    with connection.cursor() as cursor:
+        return [name for name in connection.introspection.table_names(cursor) if "bench_minimal" in name]
+
+
+@pytest.mark.django_db
+def test_the_drain_claims_from_every_queue_only_when_nothing_else_could_run(settings: Any) -> None:
+    assert nothing_else_to_run("sqlqueue-bench-x")
+    Job.objects.enqueue("tests.testapp.tasks.add", (1, 2), queue="sqlqueue-bench-x")
+    assert nothing_else_to_run("sqlqueue-bench-x")  # its own jobs
+    finished = Job.objects.enqueue("tests.testapp.tasks.add", (1, 2), queue="other")
+    assert not nothing_else_to_run("sqlqueue-bench-x")
+    Job.objects.filter(pk=finished.pk).update(status="SUCCESSFUL")
+    assert nothing_else_to_run("sqlqueue-bench-x")
+    settings.SQLQUEUE_SCHEDULE = {"ping": {"task": "tests.testapp.tasks.add", "every": 5}}
+    assert not nothing_else_to_run("sqlqueue-bench-x")  # a recurring job could fall due meanwhile
