@@ -47,23 +47,21 @@ def jobs_table(name: str) -> QueueTable:
     )
 
 
-MINIMAL_COLUMNS = {
-    "postgresql": (
-        "id BIGSERIAL PRIMARY KEY, queue VARCHAR(100) NOT NULL, payload TEXT NOT NULL, "
-        "status VARCHAR(10) NOT NULL, run_at TIMESTAMPTZ NOT NULL, worker VARCHAR(100) NOT NULL DEFAULT '', "
-        "started_at TIMESTAMPTZ NULL, finished_at TIMESTAMPTZ NULL"
-    ),
-    "mysql": (
-        "id BIGINT AUTO_INCREMENT PRIMARY KEY, queue VARCHAR(100) NOT NULL, payload LONGTEXT NOT NULL, "
-        "status VARCHAR(10) NOT NULL, run_at DATETIME(6) NOT NULL, worker VARCHAR(100) NOT NULL DEFAULT '', "
-        "started_at DATETIME(6) NULL, finished_at DATETIME(6) NULL"
-    ),
-    "sqlite": (
-        "id INTEGER PRIMARY KEY AUTOINCREMENT, queue VARCHAR(100) NOT NULL, payload TEXT NOT NULL, "
-        "status VARCHAR(10) NOT NULL, run_at DATETIME NOT NULL, worker VARCHAR(100) NOT NULL DEFAULT '', "
-        "started_at DATETIME NULL, finished_at DATETIME NULL"
-    ),
+#: Per database: the minimal table's key, its payload's type and its time type.
+MINIMAL_TYPES = {
+    "postgresql": ("BIGSERIAL PRIMARY KEY", "TEXT", "TIMESTAMPTZ"),
+    "mysql": ("BIGINT AUTO_INCREMENT PRIMARY KEY", "LONGTEXT", "DATETIME(6)"),
+    "sqlite": ("INTEGER PRIMARY KEY AUTOINCREMENT", "TEXT", "DATETIME"),
 }
+
+
+def minimal_columns(vendor: str) -> str:
+    key, text, stamp = MINIMAL_TYPES[vendor]
+    return (
+        f"id {key}, queue VARCHAR(100) NOT NULL, payload {text} NOT NULL, status VARCHAR(10) NOT NULL, "
+        f"run_at {stamp} NOT NULL, worker VARCHAR(100) NOT NULL DEFAULT '', started_at {stamp} NULL, "
+        f"finished_at {stamp} NULL"
+    )
 
 
 @dataclass(frozen=True)
@@ -164,7 +162,7 @@ class RawDatabase:
             index = f"CREATE INDEX {name}_ready ON {name} (status, queue, run_at, id)"
         else:
             index = f"CREATE INDEX {name}_ready ON {name} (queue, run_at, id) WHERE status = 'READY'"
-        self._execute(f"CREATE TABLE {name} ({MINIMAL_COLUMNS[self.vendor]})", index)
+        self._execute(f"CREATE TABLE {name} ({minimal_columns(self.vendor)})", index)
         try:
             yield replace(
                 self,
