@@ -234,7 +234,11 @@ class JobManager(models.Manager["Job"]):
             candidates = candidates.exclude(queue__in=list(skip_queues))
         if filter is not None:
             candidates = candidates.filter(filter)
-        return claiming.claim(candidates.in_claim_order(), worker_id=worker_id, limit=limit, limited=limited)
+        # An index holds the ready jobs of all queues, or of one, in claim order.
+        index_ordered = filter is None and (queues is None or len(set(queues)) == 1)
+        return claiming.claim(
+            candidates.in_claim_order(), worker_id=worker_id, limit=limit, limited=limited, index_ordered=index_ordered
+        )
 
     def finish(
         self,

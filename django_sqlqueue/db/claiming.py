@@ -38,17 +38,47 @@ class ClaimedJobs(list["Job"]):
         self.lost = lost
 
 
-def claim(candidates: JobQuerySet, *, worker_id: str, limit: int, limited: Limited | None = None) -> ClaimedJobs:
+def claim(
+    candidates: JobQuerySet,
+    *,
+    worker_id: str,
+    limit: int,
+    limited: Limited | None = None,
+    index_ordered: bool = False,
+) -> ClaimedJobs:
     """Claim the first ``limit`` of ``candidates`` (ordered, unsliced) for ``worker_id``,
     those that fit under their concurrency limits and, for the ``limited`` tasks, their
-    rate limits."""
+    rate limits.
+
+    ``index_ordered`` says that an index holds the candidates in claim order (all
+    queues, or one, and no other filter): the claim then walks that index whatever the
+    table's statistics say (see :func:`_walk_the_index`)."""
     connection = connections[candidates.db]
     if problem := claim_problem(connection):
         raise ImproperlyConfigured(f"{problem}. {CLAIM_PROBLEM_HINTS[connection.vendor]}")
     admitted = functools.partial(_admitted, candidates, limited or {})
     if connection.vendor == "sqlite":
         return _claim_in_one_write(candidates, worker_id, limit, admitted, limits=bool(limited))
-    return retry_transient(candidates.db, lambda: _claim_in_transaction(candidates, worker_id, limit, admitted))
+    # SET LOCAL would outlive the claim in a caller's transaction: there, no pin.
+    pinned = index_ordered and connection.vendor == "postgresql" and not connection.in_atomic_block
+    return retry_transient(
+        candidates.db, lambda: _claim_in_transaction(candidates, worker_id, limit, admitted, pinned=pinned)
+    )
+
+
+def _walk_the_index(using: str) -> None:
+    """Make PostgreSQL walk the ready index in claim order for the rest of this
+    transaction, rather than sort every ready row to take the first ``limit``.
+
+    The planner prefers the sort whenever the table's statistics say few rows are
+    ready, and they say so after autovacuum analyzed a queue that had drained empty:
+    until it analyzes again (a minute, or more while busy), each claim of a fresh
+    backlog read and sorted the whole of it (170 ms per claim at 100,000 ready jobs).
+    The index walk stops after ``limit`` rows whatever the statistics, so it is never
+    the worse plan when an index holds the claim order; the sort only pays where one
+    does not (several queues, or a caller's filter), and there nothing is pinned."""
+    with connections[using].cursor() as cursor:
+        cursor.execute("SET LOCAL enable_sort = off")
 
 
 def _admitted(candidates: JobQuerySet, limited: Limited, jobs: list[Any]) -> list[Any]:
@@ -112,8 +142,10 @@ def _claim_in_one_write(
 
 
 def _claim_in_transaction(
-    candidates: JobQuerySet, worker_id: str, limit: int, admitted: Callable[[list[Any]], list[Any]]
+    candidates: JobQuerySet, worker_id: str, limit: int, admitted: Callable[[list[Any]], list[Any]], *, pinned: bool
 ) -> ClaimedJobs:
+    if pinned:
+        _walk_the_index(candidates.db)
     # Each locked row also brings the database's time, which becomes the attempt's start.
     locking = candidates.select_for_update(skip_locked=True).annotate(claim_time=DatabaseNow())
     if connections[candidates.db].vendor == "mysql":
