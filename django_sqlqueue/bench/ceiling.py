@@ -4,6 +4,7 @@ indexes, and on a minimal queue table made for the run (the physical ceiling).""
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import queue as queue_module
 import secrets
@@ -15,6 +16,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db.backends.base.base import BaseDatabaseWrapper
+
+from django_sqlqueue.db.transient import retried
 
 INSERT_BATCH = 1000
 
@@ -265,8 +268,10 @@ def _drain_process(database: RawDatabase, queue: str, batch_size: int, name: str
         start.wait()
         began = time.time()
         done = 0
-        while ids := claim():
-            finish(ids)
+        # A deadlock or lock wait timeout is run again, as the app's claims and finishes are
+        # (MariaDB's locking claims deadlock now and then): no other error is.
+        while ids := retried(claim, Exception, undo=connection.rollback):
+            retried(functools.partial(finish, ids), Exception, undo=connection.rollback)
             done += len(ids)
         results.put((done, began, time.time()))
 

@@ -24,15 +24,34 @@ def retry_transient(using: str, work: Callable[[], T], *, atomic: bool = True) -
     atomic by itself, and skipping ``BEGIN``/``COMMIT`` saves two round trips (a batch's
     outcomes are written this way). Inside a caller's transaction there is nothing safe
     to retry, so the error is raised."""
+
+    def attempt() -> T:
+        if not atomic:
+            return work()
+        with transaction.atomic(using=using):
+            return work()
+
+    return retried(attempt, OperationalError, may_retry=lambda: not connections[using].in_atomic_block)
+
+
+def retried(
+    work: Callable[[], T],
+    errors: type[Exception],
+    *,
+    may_retry: Callable[[], bool] = lambda: True,
+    undo: Callable[[], None] = lambda: None,
+) -> T:
+    """``work()``, run again (``ATTEMPTS`` times in all) when what it raises is an
+    instance of ``errors``, is transient, and ``may_retry()`` allows it. ``undo()``
+    first ends what the failed attempt left open (a bare driver connection's
+    transaction: the benchmark's ceilings take a deadlock as the app does)."""
     for attempt in range(1, ATTEMPTS + 1):
         try:
-            if not atomic:
-                return work()
-            with transaction.atomic(using=using):
-                return work()
-        except OperationalError as error:
-            if attempt == ATTEMPTS or not is_transient(error) or connections[using].in_atomic_block:
+            return work()
+        except errors as error:
+            if attempt == ATTEMPTS or not is_transient(error) or not may_retry():
                 raise
+        undo()
         # Jittered so that the claimers that collided do not collide again.
         time.sleep(random.uniform(0, 0.005 * 2**attempt))
     raise AssertionError("unreachable")
