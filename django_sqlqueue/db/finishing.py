@@ -134,16 +134,27 @@ class _Changes:
         """One ``CASE`` over job ids (one value when it is the same for all ``rows``);
         rows without a new value keep theirs."""
         values = self.by_column[column]
-        # Grouped by what is written, not by Python equality: True == 1 == 1.0, but
-        # they are different JSON. Expressions (the database's clock) group by identity.
         groups: dict[Any, tuple[Any, list[int]]] = {}
         for pk, value in values.items():
-            key = id(value) if isinstance(value, Combinable) else json.dumps(value, sort_keys=True, default=repr)
-            groups.setdefault(key, (value, []))[1].append(pk)
+            groups.setdefault(_written_as(value), (value, []))[1].append(pk)
         if len(groups) == 1 and len(values) == rows:
             return _as_expression(next(iter(groups.values()))[0], output_field)
         whens = [When(PrimaryKeyIn(pks), then=_as_expression(value, output_field)) for value, pks in groups.values()]
         return Case(*whens, default=F(column), output_field=output_field)
+
+
+def _written_as(value: Any) -> Any:
+    """A key equal for values written the same, not for values Python calls equal:
+    True == 1 == 1.0, but they are different JSON. Expressions (the database's clock)
+    are keyed by identity; statuses, strings and whole numbers by type and value,
+    without ``json.dumps`` for each of a batch's jobs."""
+    if isinstance(value, Combinable):
+        return id(value)
+    if isinstance(value, str):  # a JobStatus among them
+        return (str, value)
+    if value is None or type(value) in (int, bool):  # not float: -0.0 == 0.0
+        return (type(value), value)
+    return json.dumps(value, sort_keys=True, default=repr)
 
 
 def _as_expression(value: Any, output_field: Field[Any, Any]) -> Any:

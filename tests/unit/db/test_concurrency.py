@@ -5,6 +5,7 @@ the count stays right across claimers and isolation levels."""
 from __future__ import annotations
 
 import datetime
+import re
 import threading
 from typing import Any
 
@@ -196,20 +197,28 @@ def test_until_a_process_meets_a_key_its_claims_leave_out_nothing(monkeypatch: p
     assert "IS NULL" in first_claim_statement()
 
 
-@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's claim is one write transaction")
+@pytest.mark.skipif(connection.vendor == "mysql", reason="MySQL/MariaDB have no UPDATE … RETURNING")
 @pytest.mark.django_db
 @override_settings(SQLQUEUE_RATE_LIMITS={})  # the test settings rate-limit a task
-def test_a_keyless_claim_on_sqlite_is_one_update_until_keys_are_met(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_keyless_claim_is_one_update_returning_until_keys_are_met(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(concurrency, "_KEYS_SEEN", set())
     plain = Job.objects.enqueue_many([Job.objects.build(noop, (index,)) for index in range(3)])
     with CaptureQueriesContext(connection) as queries:
         claimed = Job.objects.claim(worker_id="w", limit=3)
     assert [job.pk for job in claimed] == [job.pk for job in plain]
-    statements = [query["sql"] for query in queries.captured_queries if "SAVEPOINT" not in query["sql"]]
-    # The UPDATE picks the ready ids itself; then the claimed jobs are read.
-    assert len(statements) == 2
-    assert statements[0].startswith("UPDATE")
-    assert "IN (SELECT" in statements[0]
+    assert [(job.status, job.worker, job.attempts) for job in claimed] == [(JobStatus.RUNNING, "w", 1)] * 3
+    # Beside the savepoint and PostgreSQL's SET LOCAL, one UPDATE picks the ready ids
+    # itself and returns the claimed jobs (PostgreSQL) or their ids (SQLite, which reads
+    # them once it has let go of the write lock).
+    around = ("SAVEPOINT", "RELEASE", "SET")
+    statements = [query["sql"] for query in queries.captured_queries if not query["sql"].startswith(around)]
+    assert re.search(r"^UPDATE .*(IN \(|ANY\(ARRAY\()SELECT .* RETURNING ", statements[0]), statements[0]
+    if connection.vendor == "sqlite":
+        assert statements[0].endswith("RETURNING id")
+        assert len(statements) == 2
+        assert re.search(r"^SELECT .* WHERE id IN \(", statements[1]), statements[1]
+    else:
+        assert len(statements) == 1, statements
 
     # Keyed jobs in front: the keyless UPDATE leaves them; the same claim admits them under their limit.
     keyed(3)

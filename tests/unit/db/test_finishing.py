@@ -112,12 +112,12 @@ def test_one_success_and_equal_results() -> None:
 
 
 def test_results_equal_in_python_but_not_in_json_stay_apart() -> None:
-    # True == 1 == 1.0 and False == 0 in Python, and (1, True) == (1, 1), but not once stored as JSON.
-    results: list[Any] = [1, True, 1.0, 0, False, 1.5, "1", (1, 1), (1, True), [0], [False]]
+    # True == 1 == 1.0, False == 0 == 0.0 in Python, and (1, True) == (1, 1), but not once stored as JSON.
+    results: list[Any] = [1, True, 1.0, 0, False, 1.5, "1", (1, 1), (1, True), [0], [False], 0.0]
     jobs = claim(len(results))
     Job.objects.finish(worker_id="w", succeeded=dict(zip(jobs, results, strict=True)))
     stored = [json.dumps(Job.objects.get(pk=job.pk).result) for job in jobs]
-    assert stored == ["1", "true", "1.0", "0", "false", "1.5", '"1"', "[1, 1]", "[1, true]", "[0]", "[false]"]
+    assert stored == ["1", "true", "1.0", "0", "false", "1.5", '"1"', "[1, 1]", "[1, true]", "[0]", "[false]", "0.0"]
 
 
 def test_tuple_result_is_stored_as_a_list() -> None:

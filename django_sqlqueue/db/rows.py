@@ -1,0 +1,67 @@
+"""Jobs built from the rows a claim read or returned: every column, converted as
+Django converts a query's, into model instances made without ``Model.__init__``.
+
+A claim builds a hundred jobs each time; Django's ``from_db`` calls ``__init__``,
+which sends ``pre_init`` and ``post_init`` and sets each field through the
+descriptor machinery, and that cost more than the no-op job it builds. The instances
+are the same ``Job`` objects, and where a receiver of ``pre_init`` or ``post_init``
+listens for jobs, they are built by ``from_db`` as usual."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models.base import ModelState
+from django.db.models.signals import post_init, pre_init
+
+if TYPE_CHECKING:
+    from django_sqlqueue.models import Job
+
+
+class JobRows:
+    """The columns of ``model``'s table on ``connection``, in the order a ``SELECT`` of
+    the model lists them, with what converts each one's values."""
+
+    def __init__(self, model: type[Job], connection: BaseDatabaseWrapper) -> None:
+        self.model = model
+        self.connection = connection
+        compiler = model._base_manager.all().query.get_compiler(connection=connection)
+        compiler.setup_query()
+        selected = [column for column, _sql, _alias in compiler.select]
+        #: The attribute names, in column order; :meth:`jobs` expects rows in this order.
+        self.attnames = [column.target.attname for column in selected]
+        #: The quoted column names, for a ``RETURNING`` list.
+        self.columns = ", ".join(connection.ops.quote_name(column.target.column) for column in selected)
+        self._converters = list(compiler.get_converters(selected).items())
+
+    def converted(self, rows: Iterable[Sequence[Any]]) -> list[list[Any]]:
+        """``rows`` as the database returned them, with each value as Django reads it."""
+        converted = []
+        for row in rows:
+            values = list(row)
+            for position, (converters, expression) in self._converters:
+                value = values[position]
+                for converter in converters:
+                    value = converter(value, expression, self.connection)
+                values[position] = value
+            converted.append(values)
+        return converted
+
+    def jobs(self, rows: Iterable[Sequence[Any]], *, converted: bool = False) -> list[Job]:
+        """A job for each row (all of :attr:`attnames`), as saved jobs of ``connection``'s
+        database; ``converted`` when the values already are what Django reads."""
+        values = rows if converted else self.converted(rows)
+        model, using, attnames = self.model, self.connection.alias, self.attnames
+        if pre_init.has_listeners(model) or post_init.has_listeners(model):
+            return [model.from_db(using, attnames, row) for row in values]
+        jobs = []
+        for row in values:
+            job = model.__new__(model)
+            job.__dict__.update(zip(attnames, row, strict=True))
+            job._state = state = ModelState()
+            state.adding = False
+            state.db = using
+            jobs.append(job)
+        return jobs

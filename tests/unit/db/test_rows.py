@@ -1,0 +1,116 @@
+"""``db/rows.py``: the jobs a claim builds from its rows are the jobs the ORM reads,
+made without ``Model.__init__`` unless a receiver of ``pre_init``/``post_init`` listens."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.db.models.signals import post_init, pre_init
+
+from django_sqlqueue.db.rows import JobRows
+from django_sqlqueue.models import Job, JobStatus
+from tests.testapp.tasks import noop, report
+
+UTC = datetime.timezone.utc
+
+
+def values(job: Job) -> dict[str, Any]:
+    return {field.attname: getattr(job, field.attname) for field in Job._meta.concrete_fields}
+
+
+def claim_one_of_each() -> list[Job]:
+    """A plain job and one with every optional column set (JSON of every kind, a
+    timeout, a concurrency key, a unique key kept until pruned), claimed together."""
+    Job.objects.enqueue(noop)
+    Job.objects.enqueue(
+        report,
+        ("ünïcode ✓",),
+        {"nested": {"list": [1, 2.5, None, True]}},
+        priority=3,
+        timeout=2.5,
+        run_at=datetime.datetime(2001, 2, 3, 4, 5, 6, 789000, tzinfo=UTC),
+        concurrency_key="tenant-7",
+        concurrency_limit=2,
+        unique_key="order-42",
+        unique_until="pruned",
+    )
+    claimed = Job.objects.claim(worker_id="w", limit=10)
+    assert len(claimed) == 2
+    return claimed
+
+
+@pytest.mark.django_db
+def test_claimed_jobs_are_the_jobs_the_orm_reads() -> None:
+    for job in claim_one_of_each():
+        stored = Job.objects.get(pk=job.pk)
+        assert values(job) == values(stored)
+        # Of the same types too (a JobStatus is a str): no JSON left as text, no naive datetime.
+        assert all(isinstance(value, type(values(stored)[name])) for name, value in values(job).items())
+        assert job._state.adding is False
+        assert job._state.db == "default"
+        assert job.status == JobStatus.RUNNING
+        assert job.started_at is not None
+        assert job.started_at.tzinfo is not None
+
+
+@pytest.mark.django_db
+def test_claimed_jobs_save_and_refresh_as_read_jobs_do() -> None:
+    job = claim_one_of_each()[0]
+    job.priority = 7
+    job.save(update_fields=["priority"])
+    assert Job.objects.get(pk=job.pk).priority == 7
+    Job.objects.filter(pk=job.pk).update(priority=9)
+    job.refresh_from_db()
+    assert job.priority == 9
+
+
+@pytest.mark.django_db
+def test_claimed_jobs_are_built_without_init(monkeypatch: pytest.MonkeyPatch) -> None:
+    built = []
+    original = Job.__init__
+
+    def counted(self: Job, *args: Any, **kwargs: Any) -> None:
+        built.append(self)
+        original(self, *args, **kwargs)
+
+    Job.objects.enqueue_many([Job.objects.build(noop, (index,)) for index in range(3)])
+    monkeypatch.setattr(Job, "__init__", counted)
+    claimed = Job.objects.claim(worker_id="w", limit=3)
+    assert len(claimed) == 3
+    assert built == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("signal", [pre_init, post_init])
+def test_receivers_of_init_signals_see_every_claimed_job(signal: Any) -> None:
+    seen = []
+
+    def receiver(sender: type[Job], **named: Any) -> None:
+        seen.append(named)
+
+    Job.objects.enqueue_many([Job.objects.build(noop, (index,)) for index in range(3)])
+    signal.connect(receiver, sender=Job)
+    try:
+        claimed = Job.objects.claim(worker_id="w", limit=3)
+    finally:
+        signal.disconnect(receiver, sender=Job)
+    assert len(claimed) == 3
+    if signal is post_init:
+        assert [named["instance"] for named in seen] == claimed
+    else:
+        assert len(seen) == 3
+
+
+@pytest.mark.django_db
+def test_rows_are_converted_as_the_orm_converts_them() -> None:
+    Job.objects.enqueue(report, ("x",), {"a": [1]}, timeout=1.5)
+    rows = JobRows(Job, connection)
+    table = connection.ops.quote_name(Job._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {rows.columns} FROM {table}")
+        (job,) = rows.jobs(cursor.fetchall())
+    assert values(job) == values(Job.objects.get())
+    assert (job.args, job.kwargs, job.timeout, job.unique_until_pruned) == (["x"], {"a": [1]}, 1.5, False)
