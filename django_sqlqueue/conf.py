@@ -1,7 +1,8 @@
 """The app's settings: one typed property each, read from ``django.conf.settings`` on
-every access so that ``override_settings`` works, and validated where they are read
-so that a bad value fails loudly (``checks.py`` turns the same errors into system
-check errors at start-up)."""
+every access (through a memo that every ``override_settings`` starts again, so
+that it works), and validated where they are read so that a bad value
+fails loudly (``checks.py`` turns the same errors into system check errors at
+start-up)."""
 
 from __future__ import annotations
 
@@ -36,8 +37,33 @@ DEFAULT_RETENTION: dict[JobStatus, datetime.timedelta | None] = {
 MAX_RETENTION = datetime.timedelta(days=36_525)
 
 
+class _Memo:
+    """The settings read so far, by name (a missing one as :data:`_MISSING`), from one
+    settings holder: ``override_settings`` (and pytest-django's ``settings``, which
+    deletes through it without a ``setting_changed``) puts another holder in place and
+    restores the first after, and either way the memo starts again."""
+
+    def __init__(self) -> None:
+        self.holder: object = None
+        self.values: dict[str, Any] = {}
+
+
+_memo = _Memo()
+_MISSING = object()
+
+
 def _read(name: str, default: Any) -> Any:
-    return getattr(settings, name, default)
+    """``getattr(settings, name, default)``, remembered: a setting a project leaves out
+    (most of ours) costs Django's settings an exception on every read, and a build of
+    a job reads three of them."""
+    holder = settings._wrapped  # type: ignore[misc]  # the stubs know the holder, not LazySettings
+    if holder is not _memo.holder:
+        _memo.holder, _memo.values = holder, {}
+    try:
+        value = _memo.values[name]
+    except KeyError:
+        value = _memo.values[name] = getattr(settings, name, _MISSING)
+    return default if value is _MISSING else value
 
 
 def _positive_number(name: str, default: float) -> float:

@@ -11,7 +11,7 @@ from django.db import models, transaction
 
 from django_sqlqueue import keys
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import claiming, finishing, inserting, ratelimits, uniqueness
+from django_sqlqueue.db import claiming, finishing, inserting, instances, ratelimits, uniqueness
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_sqlqueue.db.concurrency import with_free_slot
 from django_sqlqueue.db.routing import queue_db
@@ -118,7 +118,8 @@ class JobManager(models.Manager["Job"]):
         Options left ``None`` come from the task's ``@job(...)``, then from settings."""
         registered = get_task(task)
         queue = _first(queue, registered.queue, conf.SQLQUEUE_DEFAULT_QUEUE)
-        job = self.model(
+        job = instances.unsaved(
+            self.model,
             task=registered.name,
             args=list(args) if isinstance(args, (list, tuple)) else args,
             kwargs={} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs,

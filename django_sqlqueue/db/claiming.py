@@ -16,8 +16,8 @@ from django.db.models import F
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.concurrency import admit, keys_seen, look_for_keys
 from django_sqlqueue.db.expressions import PrimaryKeyIn
+from django_sqlqueue.db.instances import JobRows
 from django_sqlqueue.db.ratelimits import Limited, draw
-from django_sqlqueue.db.rows import JobRows
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import CLAIM_PROBLEM_HINTS, claim_problem
 from django_sqlqueue.status import JobStatus
@@ -99,7 +99,7 @@ def _claim_returning(
 ) -> ClaimedJobs:
     """SQLite and PostgreSQL: the claim is an ``UPDATE … RETURNING`` (see
     :class:`_ClaimUpdate`), and the jobs are built after it commits
-    (:mod:`~django_sqlqueue.db.rows`).
+    (:mod:`~django_sqlqueue.db.instances`).
 
     Until this process has met a keyed job and while no rate limit is configured, the
     claim is ``UPDATE … WHERE id IN (first ready ids) AND concurrency_key IS NULL``:

@@ -6,9 +6,11 @@ import datetime
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
+from django_sqlqueue import conf as conf_module
 from django_sqlqueue.conf import conf
 from django_sqlqueue.status import JobStatus
 
@@ -94,6 +96,39 @@ def test_settings_are_read_on_every_access() -> None:
     with override_settings(SQLQUEUE_BATCH_SIZE=7):
         assert conf.SQLQUEUE_BATCH_SIZE == 7
     assert conf.SQLQUEUE_BATCH_SIZE == 100
+
+
+def test_a_change_made_with_the_settings_fixture_is_read_at_once(settings: Any) -> None:
+    assert conf.SQLQUEUE_MAX_ATTEMPTS == 3
+    settings.SQLQUEUE_MAX_ATTEMPTS = 5
+    assert conf.SQLQUEUE_MAX_ATTEMPTS == 5
+    del settings.SQLQUEUE_MAX_ATTEMPTS
+    assert conf.SQLQUEUE_MAX_ATTEMPTS == 3
+
+
+def test_django_settings_are_asked_once_until_a_setting_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = []
+
+    class Counted:
+        """Django's settings, counting what is asked of them."""
+
+        @property
+        def _wrapped(self) -> object:
+            return vars(django_settings)["_wrapped"]
+
+        def __getattr__(self, name: str) -> Any:
+            asked.append(name)
+            return getattr(django_settings, name)
+
+    monkeypatch.setattr(conf_module, "settings", Counted())
+    with override_settings():  # settings of its own: nothing read from them yet
+        for _ in range(3):
+            assert conf.SQLQUEUE_TIMEOUT is None  # left out of the test settings
+            assert conf.SQLQUEUE_BATCH_SIZE == 100
+        assert asked == ["SQLQUEUE_TIMEOUT", "SQLQUEUE_BATCH_SIZE"]
+        with override_settings(SQLQUEUE_TIMEOUT=2):
+            assert conf.SQLQUEUE_TIMEOUT == 2.0
+        assert conf.SQLQUEUE_TIMEOUT is None
 
 
 @pytest.mark.parametrize(

@@ -1,11 +1,11 @@
-"""Jobs built from the rows a claim read or returned: every column, converted as
-Django converts a query's, into model instances made without ``Model.__init__``.
+"""Jobs made without ``Model.__init__``: from the rows a claim read or returned (every
+column, converted as Django converts a query's), and new ones for ``enqueue``.
 
-A claim builds a hundred jobs each time; Django's ``from_db`` calls ``__init__``,
-which sends ``pre_init`` and ``post_init`` and sets each field through the
-descriptor machinery, and that cost more than the no-op job it builds. The instances
-are the same ``Job`` objects, and where a receiver of ``pre_init`` or ``post_init``
-listens for jobs, they are built by ``from_db`` as usual."""
+A claim builds a hundred jobs each time, and ``enqueue_many`` as many as it is given;
+Django's ``__init__`` sends ``pre_init`` and ``post_init`` and sets each field
+through the descriptor machinery, and that cost more than the no-op job it builds.
+The instances are the same ``Job`` objects, and where a receiver of ``pre_init`` or
+``post_init`` listens for jobs, they are made by ``__init__`` as usual."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class JobRows:
         database; ``converted`` when the values already are what Django reads."""
         values = rows if converted else self.converted(rows)
         model, using, attnames = self.model, self.connection.alias, self.attnames
-        if pre_init.has_listeners(model) or post_init.has_listeners(model):
+        if _init_heard(model):
             return [model.from_db(using, attnames, row) for row in values]
         jobs = []
         for row in values:
@@ -65,3 +65,23 @@ class JobRows:
             state.db = using
             jobs.append(job)
         return jobs
+
+
+def unsaved(model: type[Job], **values: Any) -> Job:
+    """``model(**values)``: a new job with ``values`` for those fields, every other field
+    its default (a ``db_default`` one the database's, as ``Model.__init__`` leaves it)."""
+    if _init_heard(model):
+        return model(**values)
+    job = model.__new__(model)
+    job._state = ModelState()
+    attributes = job.__dict__
+    for field in model._meta.concrete_fields:
+        attributes[field.attname] = values.pop(field.name) if field.name in values else field.get_default()
+    if values:
+        raise TypeError(f"{model.__qualname__}() got unexpected keyword arguments: {', '.join(values)}")
+    return job
+
+
+def _init_heard(model: type[Job]) -> bool:
+    """Whether a receiver of ``pre_init`` or ``post_init`` listens for ``model``."""
+    return pre_init.has_listeners(model) or post_init.has_listeners(model)

@@ -1,5 +1,6 @@
-"""``db/rows.py``: the jobs a claim builds from its rows are the jobs the ORM reads,
-made without ``Model.__init__`` unless a receiver of ``pre_init``/``post_init`` listens."""
+"""``db/instances.py``: the jobs a claim builds from its rows are the jobs the ORM reads,
+and ``Job.objects.build()`` makes the job ``Job(...)`` would, both without
+``Model.__init__`` unless a receiver of ``pre_init``/``post_init`` listens."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from django.db import connection
 from django.db.models.signals import post_init, pre_init
 
-from django_sqlqueue.db.rows import JobRows
+from django_sqlqueue.db.instances import JobRows, unsaved
 from django_sqlqueue.models import Job, JobStatus
 from tests.testapp.tasks import noop, report
 
@@ -67,20 +68,26 @@ def test_claimed_jobs_save_and_refresh_as_read_jobs_do() -> None:
     assert job.priority == 9
 
 
-@pytest.mark.django_db
-def test_claimed_jobs_are_built_without_init(monkeypatch: pytest.MonkeyPatch) -> None:
-    built = []
+@pytest.fixture
+def inits(monkeypatch: pytest.MonkeyPatch) -> list[Job]:
+    """The jobs ``Job.__init__`` makes from now on."""
+    made = []
     original = Job.__init__
 
     def counted(self: Job, *args: Any, **kwargs: Any) -> None:
-        built.append(self)
+        made.append(self)
         original(self, *args, **kwargs)
 
-    Job.objects.enqueue_many([Job.objects.build(noop, (index,)) for index in range(3)])
     monkeypatch.setattr(Job, "__init__", counted)
+    return made
+
+
+@pytest.mark.django_db
+def test_claimed_jobs_are_built_without_init(inits: list[Job]) -> None:
+    Job.objects.enqueue_many([Job.objects.build(noop, (index,)) for index in range(3)])
     claimed = Job.objects.claim(worker_id="w", limit=3)
     assert len(claimed) == 3
-    assert built == []
+    assert inits == []
 
 
 @pytest.mark.django_db
@@ -114,3 +121,55 @@ def test_rows_are_converted_as_the_orm_converts_them() -> None:
         (job,) = rows.jobs(cursor.fetchall())
     assert values(job) == values(Job.objects.get())
     assert (job.args, job.kwargs, job.timeout, job.unique_until_pruned) == (["x"], {"a": [1]}, 1.5, False)
+
+
+# New jobs: Job.objects.build()
+
+
+def test_a_built_job_is_the_job_the_model_makes() -> None:
+    built = Job.objects.build(report, ("x",), {"y": 1}, concurrency_key="k", concurrency_limit=1)
+    made = Job(
+        task=built.task,
+        args=["x"],
+        kwargs={"y": 1},
+        queue="reports",
+        priority=10,
+        max_attempts=2,
+        timeout=5,
+        concurrency_key="k",
+        concurrency_limit=1,
+    )
+    assert values(built) == values(made)
+    assert {name: type(value) for name, value in values(built).items()} == {
+        name: type(value) for name, value in values(made).items()
+    }
+    assert built._state.adding is True
+    assert built._state.db is None
+    assert built.pk is None
+
+
+def test_built_jobs_have_defaults_of_their_own() -> None:
+    first, second = Job.objects.build(noop), Job.objects.build(noop)
+    first.errors.append("changed")
+    assert second.errors == []
+    assert first.args is not second.args
+
+
+def test_jobs_are_built_without_init_unless_a_receiver_listens(inits: list[Job]) -> None:
+    Job.objects.build(noop)
+    assert inits == []
+
+    def receiver(sender: type[Job], **named: Any) -> None:
+        pass
+
+    post_init.connect(receiver, sender=Job)
+    try:
+        job = Job.objects.build(noop)
+    finally:
+        post_init.disconnect(receiver, sender=Job)
+    assert inits == [job]
+
+
+def test_an_unknown_field_is_refused_as_the_model_refuses_it() -> None:
+    with pytest.raises(TypeError, match="unexpected keyword arguments: colour"):
+        unsaved(Job, task="t", colour="blue")
