@@ -133,7 +133,7 @@ def _claim_returning(
         if connection.vendor == "postgresql":
             ready = ready.select_for_update(skip_locked=True)
         ids = [row.pk for row in admitted(list(ready[:wanted]))]
-        return statement.run(f"id IN ({', '.join(['%s'] * len(ids))})", ids) if ids else []
+        return statement.run(*statement.by_id(ids)) if ids else []
 
     plain = not limits and not keys_seen(candidates.db)
     # On PostgreSQL one statement outside a transaction is atomic by itself, and only
@@ -191,8 +191,9 @@ class _ClaimUpdate:
     def __init__(self, model: type[Job], connection: BaseDatabaseWrapper, worker_id: str) -> None:
         self.rows = JobRows(model, connection)
         self._connection = connection
-        query = model._base_manager.all().query
-        now_sql, now_params = query.get_compiler(connection=connection).compile(DatabaseNow().resolve_expression(query))
+        self._query = query = model._base_manager.all().query
+        self._compiler = query.get_compiler(connection=connection)
+        now_sql, now_params = self._compiler.compile(DatabaseNow().resolve_expression(query))
         self._table = connection.ops.quote_name(model._meta.db_table)
         self._setting = (
             f"UPDATE {self._table} SET status = %s, worker = %s, started_at = {now_sql}, attempts = attempts + 1"
@@ -208,17 +209,20 @@ class _ClaimUpdate:
             cursor.execute(f"{self._setting} WHERE {where} RETURNING {returning}", (*self._params, *params))
             return list(cursor.fetchall())
 
+    def by_id(self, ids: Iterable[int]) -> tuple[str, tuple[Any, ...]]:
+        """The condition on the jobs ``ids`` (not empty), as SQL and its parameters."""
+        sql, params = self._compiler.compile(PrimaryKeyIn(ids).resolve_expression(self._query))
+        return sql, tuple(params)
+
     def jobs(self, returned: list[tuple[Any, ...]]) -> list[Job]:
         """The claimed jobs of what :meth:`run` returned (call it once the claim committed)."""
         if not self._ids_only:
             return self.rows.jobs(returned)
         if not returned:
             return []
+        where, params = self.by_id(pk for (pk,) in returned)
         with self._connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT {self.rows.columns} FROM {self._table} WHERE id IN ({', '.join(['%s'] * len(returned))})",
-                [pk for (pk,) in returned],
-            )
+            cursor.execute(f"SELECT {self.rows.columns} FROM {self._table} WHERE {where}", params)
             return self.rows.jobs(cursor.fetchall())
 
 

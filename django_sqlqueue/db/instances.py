@@ -56,15 +56,7 @@ class JobRows:
         model, using, attnames = self.model, self.connection.alias, self.attnames
         if _init_heard(model):
             return [model.from_db(using, attnames, row) for row in values]
-        jobs = []
-        for row in values:
-            job = model.__new__(model)
-            job.__dict__.update(zip(attnames, row, strict=True))
-            job._state = state = ModelState()
-            state.adding = False
-            state.db = using
-            jobs.append(job)
-        return jobs
+        return [_made(model, zip(attnames, row, strict=True), saved_on=using) for row in values]
 
 
 def unsaved(model: type[Job], **values: Any) -> Job:
@@ -72,13 +64,24 @@ def unsaved(model: type[Job], **values: Any) -> Job:
     its default (a ``db_default`` one the database's, as ``Model.__init__`` leaves it)."""
     if _init_heard(model):
         return model(**values)
-    job = model.__new__(model)
-    job._state = ModelState()
-    attributes = job.__dict__
-    for field in model._meta.concrete_fields:
-        attributes[field.attname] = values.pop(field.name) if field.name in values else field.get_default()
+    attributes = {
+        field.attname: values.pop(field.name) if field.name in values else field.get_default()
+        for field in model._meta.concrete_fields
+    }
     if values:
         raise TypeError(f"{model.__qualname__}() got unexpected keyword arguments: {', '.join(values)}")
+    return _made(model, attributes.items(), saved_on=None)
+
+
+def _made(model: type[Job], attributes: Iterable[tuple[str, Any]], *, saved_on: str | None) -> Job:
+    """A ``model`` instance holding ``attributes`` (every concrete field's), as
+    ``__init__`` leaves one: saved on the database ``saved_on``, or new when None."""
+    job = model.__new__(model)
+    job.__dict__.update(attributes)
+    job._state = state = ModelState()
+    if saved_on is not None:
+        state.adding = False
+        state.db = saved_on
     return job
 
 

@@ -216,7 +216,8 @@ def test_a_keyless_claim_is_one_update_returning_until_keys_are_met(monkeypatch:
     if connection.vendor == "sqlite":
         assert statements[0].endswith("RETURNING id")
         assert len(statements) == 2
-        assert re.search(r"^SELECT .* WHERE id IN \(", statements[1]), statements[1]
+        by_id = re.escape(f"{connection.ops.quote_name(Job._meta.db_table)}.{connection.ops.quote_name('id')} IN (")
+        assert re.search(rf"^SELECT .* WHERE {by_id}", statements[1]), statements[1]
     else:
         assert len(statements) == 1, statements
 
