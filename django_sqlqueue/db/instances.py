@@ -37,12 +37,18 @@ class JobRows:
         self._converters = list(compiler.get_converters(selected).items())
 
     def converted(self, rows: Iterable[Sequence[Any]]) -> list[list[Any]]:
-        """``rows`` as the database returned them, with each value as Django reads it."""
+        """``rows`` as the database returned them, with each value as Django reads it.
+
+        A NULL stays None without its converters: every converter of the job's fields
+        (JSON, times, booleans) gives None for None, and a claimed job has several NULL
+        columns (its result, progress, finish and cancel times, keys)."""
         converted = []
         for row in rows:
             values = list(row)
             for position, (converters, expression) in self._converters:
                 value = values[position]
+                if value is None:
+                    continue
                 for converter in converters:
                     value = converter(value, expression, self.connection)
                 values[position] = value

@@ -123,6 +123,31 @@ def test_rows_are_converted_as_the_orm_converts_them() -> None:
     assert (job.args, job.kwargs, job.timeout, job.unique_until_pruned) == (["x"], {"a": [1]}, 1.5, False)
 
 
+def test_every_converter_of_the_job_gives_none_for_none_so_a_null_skips_them() -> None:
+    rows = JobRows(Job, connection)
+    assert rows.converted([[None] * len(rows.attnames)]) == [[None] * len(rows.attnames)]
+    for converters, expression in dict(rows._converters).values():
+        for converter in converters:
+            assert converter(None, expression, connection) is None, (expression, converter)
+
+
+def test_a_null_is_not_handed_to_the_converters(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = JobRows(Job, connection)
+    seen: list[Any] = []
+
+    def spy(value: Any, expression: Any, connection: Any) -> Any:
+        seen.append(value)
+        return value
+
+    monkeypatch.setattr(
+        rows, "_converters", [(position, ([spy], expression)) for position, (_, expression) in rows._converters]
+    )
+    row: list[Any] = [None] * len(rows.attnames)
+    row[rows.attnames.index("args")] = "[]"
+    rows.converted([row])
+    assert seen == ["[]"]
+
+
 # New jobs: Job.objects.build()
 
 
