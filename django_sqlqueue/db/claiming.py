@@ -16,7 +16,7 @@ from django.db.models import F
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.concurrency import admit, keys_seen, look_for_keys
 from django_sqlqueue.db.expressions import PrimaryKeyIn
-from django_sqlqueue.db.instances import JobRows
+from django_sqlqueue.db.instances import job_rows
 from django_sqlqueue.db.ratelimits import Limited, draw
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import CLAIM_PROBLEM_HINTS, claim_problem
@@ -154,7 +154,7 @@ def _claim_without_returning(
     without locks, then lock just those rows by primary key, checking again that they
     are still ready (InnoDB would otherwise lock every index record the ordered scan
     passes over), and set the admitted ones ``RUNNING`` by id."""
-    rows = JobRows(candidates.model, connections[candidates.db])
+    rows = job_rows(candidates.model, connections[candidates.db])
     ids = list(candidates.values_list("pk", flat=True)[:limit])
     position = {pk: index for index, pk in enumerate(ids)}
     # Each locked row also brings the database's time, which becomes the attempt's start.
@@ -189,7 +189,7 @@ class _ClaimUpdate:
     the second read (medians of four rounds)."""
 
     def __init__(self, model: type[Job], connection: BaseDatabaseWrapper, worker_id: str) -> None:
-        self.rows = JobRows(model, connection)
+        self.rows = job_rows(model, connection)
         self._connection = connection
         self._query = query = model._base_manager.all().query
         self._compiler = query.get_compiler(connection=connection)

@@ -8,10 +8,11 @@ import datetime
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from django.db.models.signals import post_init, pre_init
 
-from django_sqlqueue.db.instances import JobRows, unsaved
+from django_sqlqueue.db import instances
+from django_sqlqueue.db.instances import JobRows, job_rows, unsaved
 from django_sqlqueue.models import Job, JobStatus
 from tests.testapp.tasks import noop, report
 
@@ -146,6 +147,26 @@ def test_a_null_is_not_handed_to_the_converters(monkeypatch: pytest.MonkeyPatch)
     row[rows.attnames.index("args")] = "[]"
     rows.converted([row])
     assert seen == ["[]"]
+
+
+@pytest.mark.django_db
+def test_claims_on_one_connection_read_its_columns_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    Job.objects.enqueue_many(Job.objects.build(noop) for _ in range(3))
+    made: list[Any] = []
+    monkeypatch.setattr(JobRows, "__init__", _counting(JobRows.__init__, made))
+    monkeypatch.setattr("django_sqlqueue.db.instances._ROWS", type(instances._ROWS)())
+    for _ in range(3):
+        assert len(Job.objects.claim(worker_id="w", limit=1)) == 1
+    assert len(made) == 1
+    assert job_rows(Job, connections["default"]) is job_rows(Job, connections["default"])
+
+
+def _counting(init: Any, made: list[Any]) -> Any:
+    def counted(self: JobRows, *args: Any) -> None:
+        made.append(args)
+        init(self, *args)
+
+    return counted
 
 
 # New jobs: Job.objects.build()
