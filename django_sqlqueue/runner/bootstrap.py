@@ -3,8 +3,8 @@
 The supervisor starts its processes with ``spawn`` (a fresh interpreter; ``fork``
 would copy the parent's database connections and threads). A spawned child imports
 the module of its target, and unpickles its arguments, before it calls the target:
-so the target lives here and its arguments in ``config``, modules that import only
-the standard library and Django (as ``logs`` does).
+so the target lives here and its arguments in ``config`` and ``started``, modules that
+import only the standard library and Django (as ``logs`` does).
 Every other runtime module may then import models at the top."""
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from django.db import connections
 
 from django_sqlqueue.logs import configure_logging
 from django_sqlqueue.runner.config import WorkerConfig
+from django_sqlqueue.runner.started import StartedJobs
 
 
-def main(config: WorkerConfig, channel: Connection, budget: Any) -> None:
+def main(config: WorkerConfig, channel: Connection, started: StartedJobs, budget: Any) -> None:
     """The worker process's entry point: set Django up, then run the worker until it
     is told to stop (SIGTERM, SIGINT), runs out of work (``--burst``) or of budget.
 
@@ -52,7 +53,7 @@ def main(config: WorkerConfig, channel: Connection, budget: Any) -> None:
 
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
-        WorkerProcess(config, channel, Budget(budget), stop).run()
+        WorkerProcess(config, channel, started, Budget(budget), stop).run()
     except BaseException as error:
         with contextlib.suppress(OSError):
             channel.send(("died", f"{type(error).__name__}: {error}"))

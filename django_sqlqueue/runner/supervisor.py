@@ -35,6 +35,7 @@ from django_sqlqueue.pausing import paused_queues
 from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.rescue import rescue_expired, rescue_worker
+from django_sqlqueue.runner.started import StartedJobs
 
 logger = logging.getLogger(__name__)
 
@@ -75,12 +76,12 @@ def prune_again_in(busy: float, *, complete: bool) -> float:
 
 @dataclass
 class Child:
-    """A worker process, and the jobs it has said it started."""
+    """A worker process, and the jobs it has started and not yet recorded."""
 
     config: WorkerConfig
     process: BaseProcess
     channel: Connection
-    started: dict[int, tuple[float, float | None]] = field(default_factory=dict)
+    started: StartedJobs
     #: When it said each of its jobs was asked to cancel, for ``SQLQUEUE_CANCEL_GRACE``.
     cancelling: dict[int, float] = field(default_factory=dict)
     #: The job it was killed for (past its timeout, or its cancel's grace), and the
@@ -216,15 +217,18 @@ class Supervisor:
             log_format=self.options.log_format,
         )
         receiver, sender = self.context.Pipe(duplex=False)
-        process = self.context.Process(target=bootstrap.main, args=(config, sender, self.budget), name=config.name)
+        started = StartedJobs(self.context, config.batch_size)
+        process = self.context.Process(
+            target=bootstrap.main, args=(config, sender, started, self.budget), name=config.name
+        )
         with _main_module_hidden():
             process.start()
         sender.close()
-        self.children.append(Child(config=config, process=process, channel=receiver))
+        self.children.append(Child(config=config, process=process, channel=receiver, started=started))
         logger.info("Started worker %s (pid %s)", config.name, process.pid)
 
     def _listen(self, timeout: float) -> None:
-        """Read what the children said: which jobs started, which are done."""
+        """Read what the children said: which jobs are done, which to cancel, how they fare."""
         channels = {child.channel: child for child in self.children}
         for ready in wait_for_any([*channels, *(child.process.sentinel for child in self.children)], timeout):
             if ready in channels:
@@ -234,10 +238,7 @@ class Supervisor:
         try:
             while child.channel.poll():
                 kind, *details = child.channel.recv()
-                if kind == "start":
-                    job_id, timeout = details
-                    child.started[job_id] = (time.monotonic(), timeout)
-                elif kind == "cancel":
+                if kind == "cancel":
                     child.cancelling[details[0]] = time.monotonic()
                 elif kind == "ready":
                     child.ready = True
@@ -249,7 +250,6 @@ class Supervisor:
                 else:
                     job_ids, succeeded, failed = details
                     for job_id in job_ids:
-                        child.started.pop(job_id, None)
                         child.cancelling.pop(job_id, None)
                     self.succeeded += succeeded
                     self.failed += failed
@@ -274,7 +274,7 @@ class Supervisor:
             self._startup_failed(child, how)
             return
         # Any exit, even status 0 (a task that called sys.exit), while jobs run is a crash.
-        crashed = code != 0 or bool(child.started)
+        crashed = code != 0 or bool(child.started.held())
         if crashed:
             self._rescue(child, how)
         elif child.recycled:
@@ -288,13 +288,14 @@ class Supervisor:
         job does, and the others it interrupted go back to ``READY`` uncounted, to run
         again, like the jobs it had not started."""
         lost = WorkerLost(f"worker process {child.config.name} {how} while the job ran")
-        started = set(child.started)
+        held = set(child.started.held())
+        started = held
         timeouts: dict[int, BaseException] = {}
         if child.killed_for is not None:
             overran, error = child.killed_for
             timeouts[overran] = error
             started = {overran}
-            if interrupted := sorted(set(child.started) - started):
+            if interrupted := sorted(held - started):
                 logger.warning(
                     "Jobs %s were interrupted by the kill of %s for job %s (%s): they go back "
                     "to the queue, their attempt not counted",
@@ -342,8 +343,9 @@ class Supervisor:
         for child in self.children:
             if child.killed_for is not None:
                 continue
-            for job_id, (began, timeout) in child.started.items():
-                if timeout is not None and now - began > timeout:
+            for job_id, started in child.started.stable().items():
+                timeout = started.timeout
+                if timeout is not None and now - started.began > timeout:
                     logger.warning(
                         "Job %s overran its timeout of %s s: stopping %s", job_id, timeout, child.config.name
                     )

@@ -28,6 +28,7 @@ from django_sqlqueue.registry import autodiscover
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.execution import JobOutcome, attempt
 from django_sqlqueue.runner.memory import resident_mib
+from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.wakeup import Waiter
 
 logger = logging.getLogger(__name__)
@@ -67,9 +68,12 @@ class Budget:
 class WorkerProcess:
     """The claim → run → finish loop of one process."""
 
-    def __init__(self, config: WorkerConfig, channel: Connection, budget: Budget, stop: threading.Event) -> None:
+    def __init__(
+        self, config: WorkerConfig, channel: Connection, started: StartedJobs, budget: Budget, stop: threading.Event
+    ) -> None:
         self.config = config
         self.channel = channel
+        self.started = started
         self.channel_lock = threading.Lock()
         self.budget = budget
         self.stop = stop
@@ -213,15 +217,17 @@ class WorkerProcess:
 
     def run_job(self, job: Job) -> JobOutcome:
         """Run one claimed job (in a pool thread), or give it back unstarted when the
-        worker is stopping; the supervisor hears when it starts, to enforce its timeout."""
+        worker is stopping; its slot in ``started`` tells the supervisor when it started,
+        for its timeout."""
         if self.stop.is_set():
             return JobOutcome(job, started=False)
         pk = job.pk
-        self._tell("start", pk, job.timeout)
+        self.started.start(pk, job.timeout)
         self.running[pk] = job
         try:
             return attempt(job, self.config.name)
         finally:
+            self.started.ran(pk)
             del self.running[pk]
             # A task may leave its thread's connection broken or past its age: not the next job's problem.
             close_old_connections()
@@ -245,6 +251,7 @@ class WorkerProcess:
             )
         self.succeeded += len(succeeded)
         self.failed += len(failed)
+        self.started.recorded([job.pk for job in (*succeeded, *failed)])
         self._tell("done", [job.pk for job in (*succeeded, *failed, *unstarted)], len(succeeded), len(failed))
 
     def _persist(self, write: Callable[[], int]) -> int:

@@ -17,6 +17,7 @@ from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.models import Job, JobStatus, Worker
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.execution import JobOutcome
+from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.worker import BATCH_SECONDS, Budget, WorkerProcess
 from tests.support.workers import wait_until
 from tests.testapp.tasks import add, fail
@@ -29,7 +30,9 @@ def worker_process(**config: Any) -> Iterator[WorkerProcess]:
     """A worker process's loop in this process, with ``config`` over the defaults."""
     receiver, sender = multiprocessing.Pipe(duplex=False)
     defaults: dict[str, Any] = {"name": "w", "queues": None, "threads": 2, "batch_size": 100, "burst": True}
-    yield WorkerProcess(WorkerConfig(**{**defaults, "log_level": 0, **config}), sender, Budget(None), threading.Event())
+    settings = WorkerConfig(**{**defaults, "log_level": 0, **config})
+    started = StartedJobs(multiprocessing.get_context(), settings.batch_size)
+    yield WorkerProcess(settings, sender, started, Budget(None), threading.Event())
     receiver.close()
     sender.close()
 
@@ -53,6 +56,27 @@ def test_a_job_runs_and_its_outcome_is_recorded(process: WorkerProcess) -> None:
     process.record([outcome])
     job.refresh_from_db()
     assert (job.status, job.result) == (JobStatus.SUCCESSFUL, 5)
+
+
+def test_a_job_is_in_its_slot_from_its_start_until_its_outcome_is_written(process: WorkerProcess) -> None:
+    """What the supervisor reads: running while it runs (its timeout applies), then
+    started but not running until its outcome is written (a crash charges it)."""
+    during: list[dict[int, Any]] = []
+
+    def started(sender: Any, job: Job, **kwargs: Any) -> None:
+        during.append(process.started.held())
+
+    job = claim_one(add, 2, 3, timeout=7)
+    signals.job_started.connect(started)
+    try:
+        outcome = process.run_job(job)
+    finally:
+        signals.job_started.disconnect(started)
+    [slots] = during
+    assert (slots[job.pk].running, slots[job.pk].timeout) == (True, 7.0)
+    assert process.started.held()[job.pk].running is False
+    process.record([outcome])
+    assert process.started.held() == {}
 
 
 def test_signals_are_sent_around_each_job(process: WorkerProcess) -> None:
