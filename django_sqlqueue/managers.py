@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import itertools
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
@@ -16,7 +17,7 @@ from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_sqlqueue.db.concurrency import with_free_slot
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.exceptions import InvalidJobError
-from django_sqlqueue.registry import get_task
+from django_sqlqueue.registry import RegisteredTask, get_task
 from django_sqlqueue.status import JobStatus
 from django_sqlqueue.validation import (
     ON_CONFLICT,
@@ -37,9 +38,10 @@ if TYPE_CHECKING:
     from django_sqlqueue.models import Job
 
 
-class JobOptions(TypedDict, total=False):
-    """The options of :meth:`JobManager.enqueue` and :meth:`JobManager.build`. One left
-    out or ``None`` comes from the task's ``@job(...)``, then from settings."""
+class PlainOptions(TypedDict, total=False):
+    """The options a job's row holds beside its arguments, and all that
+    :meth:`JobManager.enqueue_rows` takes (the same for every row). One left out or
+    ``None`` comes from the task's ``@job(...)``, then from settings."""
 
     queue: str | None
     priority: int | None
@@ -49,6 +51,12 @@ class JobOptions(TypedDict, total=False):
     delay: datetime.timedelta | float | None
     max_attempts: int | None
     timeout: datetime.timedelta | float | None
+
+
+class JobOptions(PlainOptions, total=False):
+    """The options of :meth:`JobManager.enqueue` and :meth:`JobManager.build`: those of
+    :class:`PlainOptions`, and a job's keys."""
+
     #: Never more than ``concurrency_limit`` jobs with this key run at once.
     concurrency_key: str | None
     concurrency_limit: int | None
@@ -117,22 +125,22 @@ class JobManager(models.Manager["Job"]):
 
         Options left ``None`` come from the task's ``@job(...)``, then from settings."""
         registered = get_task(task)
-        queue = _first(queue, registered.queue, conf.SQLQUEUE_DEFAULT_QUEUE)
-        job = instances.unsaved(
-            self.model,
-            task=registered.name,
-            args=list(args) if isinstance(args, (list, tuple)) else args,
-            kwargs={} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs,
+        job = self._unkeyed(
+            registered,
+            list(args) if isinstance(args, (list, tuple)) else args,
+            {} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs,
             queue=queue,
-            priority=_first(priority, registered.priority, 0),
-            max_attempts=_first(max_attempts, registered.max_attempts, conf.SQLQUEUE_MAX_ATTEMPTS),
-            timeout=_seconds(_first(timeout, registered.timeout, conf.SQLQUEUE_TIMEOUT)),
+            priority=priority,
+            run_at=run_at,
+            delay=delay,
+            max_attempts=max_attempts,
+            timeout=timeout,
         )
         job.concurrency_key, job.concurrency_limit = keys.concurrency_slot(
             registered, job.args, job.kwargs, key=concurrency_key, limit=concurrency_limit
         )
         if unique_key is None and isinstance(job.kwargs, dict):  # other kwargs are refused later
-            unique_key = keys.unique_key(registered, job.args, job.kwargs, queue)
+            unique_key = keys.unique_key(registered, job.args, job.kwargs, job.queue)
         job.unique_key = unique_key
         until = _first(unique_until, registered.unique_until, "finished")
         if problem := unique_until_problem(until):
@@ -140,8 +148,24 @@ class JobManager(models.Manager["Job"]):
         if until == "pruned" and unique_key is None:
             raise InvalidJobError('unique_until="pruned" needs a unique_key (or @job(unique=...)).')
         job.unique_until_pruned = until == "pruned"
+        return job
+
+    def _unkeyed(self, registered: RegisteredTask, args: Any, kwargs: Any, **options: Unpack[PlainOptions]) -> Job:
+        """An unsaved job of ``registered`` with its options filled in as :meth:`build`
+        says, and no concurrency or unique key yet."""
+        run_at, delay = options.get("run_at"), options.get("delay")
         if run_at is not None and delay is not None:
             raise InvalidJobError("Pass run_at or delay, not both.")
+        job = instances.unsaved(
+            self.model,
+            task=registered.name,
+            args=args,
+            kwargs=kwargs,
+            queue=_first(options.get("queue"), registered.queue, conf.SQLQUEUE_DEFAULT_QUEUE),
+            priority=_first(options.get("priority"), registered.priority, 0),
+            max_attempts=_first(options.get("max_attempts"), registered.max_attempts, conf.SQLQUEUE_MAX_ATTEMPTS),
+            timeout=_seconds(_first(options.get("timeout"), registered.timeout, conf.SQLQUEUE_TIMEOUT)),
+        )
         if run_at is not None:
             job.run_at = _checked_run_at(run_at)
         elif delay is not None:
@@ -186,6 +210,72 @@ class JobManager(models.Manager["Job"]):
         for job in jobs:
             _validate(job)
         return self._write(jobs, batch_size=batch_size, on_conflict=on_conflict) if jobs else []
+
+    def enqueue_rows(
+        self,
+        rows: Iterable[tuple[Callable[..., Any] | str, Sequence[Any], Mapping[str, Any] | None]],
+        *,
+        batch_size: int = 1000,
+        **options: Unpack[PlainOptions],
+    ) -> int:
+        """Write plain jobs, one for each ``(task, args, kwargs)`` of ``rows``, without a
+        ``Job`` object each: for hundreds of thousands of jobs at once. Returns how many.
+
+        ``options`` apply to every row, over each task's own ``@job(...)`` options and
+        settings, as in :meth:`build`. All or none: the rows are read, checked and
+        written as they come, in one transaction (a savepoint inside the caller's), so a
+        bad row anywhere raises :class:`UnknownTaskError` or :class:`InvalidJobError` and
+        leaves no job written. Nothing is read back: no ids, no ``Job`` objects. A task
+        with ``@job(unique=...)`` is refused (use :meth:`enqueue_many`, which says which
+        jobs a conflict kept out); concurrency keys are derived for each row as usual.
+        On PostgreSQL the rows go by ``COPY``."""
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, not {batch_size!r}.")
+        using = queue_db(self.model, self._db)
+        templates: dict[Any, tuple[Job, RegisteredTask]] = {}
+        run_at: Any = None
+
+        def plain(number: int, row: Any) -> tuple[Any, ...]:
+            nonlocal run_at
+            try:
+                task, args, kwargs = row
+            except (TypeError, ValueError):
+                raise InvalidJobError(f"Row {number} is not (task, args, kwargs): {row!r:.200}.") from None
+            try:
+                made = templates.get(task)
+            except TypeError:  # unhashable: no task, as get_task says
+                made = self._plain_template(task, options)
+            if made is None:
+                made = templates[task] = self._plain_template(task, options)
+                run_at = made[0].run_at
+            template, registered = made
+            args = list(args) if isinstance(args, (list, tuple)) else args
+            kwargs = {} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs
+            if problem := arguments_problem(args, kwargs):
+                raise InvalidJobError(f"Cannot enqueue {registered.name} (row {number}): {problem}.")
+            key, limit = keys.concurrency_slot(registered, args, kwargs, key=None, limit=None)
+            return inserting.plain_row(template, args, kwargs, key, limit)
+
+        values = itertools.starmap(plain, enumerate(rows))
+        with transaction.atomic(using=using):
+            # The first row resolves its task's options, run_at among them, before the write begins.
+            first = list(itertools.islice(values, 1))
+            if not first:
+                return 0
+            return inserting.insert_plain(self.model, itertools.chain(first, values), using, run_at, batch_size)
+
+    def _plain_template(self, task: Callable[..., Any] | str, options: PlainOptions) -> tuple[Job, RegisteredTask]:
+        """A job of ``task`` with ``options`` and no arguments, checked as :meth:`enqueue`
+        checks one, whose options every plain row of that task takes."""
+        registered = get_task(task)
+        if registered.unique is not None:
+            raise InvalidJobError(
+                f"{registered.name} has @job(unique=...): enqueue_rows cannot say which jobs a conflict "
+                "kept out; enqueue them with enqueue_many."
+            )
+        template = self._unkeyed(registered, [], {}, **options)
+        _validate(template)
+        return template, registered
 
     def _write(self, jobs: list[Job], *, batch_size: int, on_conflict: str) -> list[Job]:
         if on_conflict not in ON_CONFLICT:

@@ -170,11 +170,13 @@ def registered_tasks() -> list[RegisteredTask]:
 def get_task(task: Callable[..., Any] | str) -> RegisteredTask:
     """The registered task for a function or a name; raises :class:`UnknownTaskError`."""
     if not isinstance(task, str):
-        found = _tasks_by_func.get(task)
+        try:
+            found = _tasks_by_func.get(task)
+        except TypeError:  # unhashable: no function
+            found = None
         if found is None:
-            raise UnknownTaskError(
-                f"{default_name(task)} is not a registered task: decorate it with @django_sqlqueue.job."
-            )
+            shown = default_name(task) if hasattr(task, "__qualname__") else f"{task!r:.100}"
+            raise UnknownTaskError(f"{shown} is not a registered task: decorate it with @django_sqlqueue.job.")
         return found
     if task not in _tasks_by_name:
         autodiscover()

@@ -82,14 +82,17 @@ class Command(QueueCommand):
                     "physical": ceiling.insert_one_per_transaction(minimal, prefix, singles),
                 }
                 Job.objects.filter(queue__startswith=f"{prefix}-one").delete()
+                app_rows = measure.enqueue_rows(f"{prefix}-rows", jobs)
+                Job.objects.filter(queue=f"{prefix}-rows").delete()
                 app_many = measure.enqueue_many(f"{prefix}-drain", jobs)
                 every_queue = nothing_else_to_run(f"{prefix}-drain")
                 app_drain = measure.drain(f"{prefix}-drain", jobs, processes, batch_size, every_queue=every_queue)
-                figures["insert_many"] = {
-                    "app": app_many,
+                many = {
                     "ceiling": ceiling.insert_many_per_statement(raw, f"{prefix}-raw", jobs),
                     "physical": ceiling.insert_many_per_statement(minimal, f"{prefix}-raw", jobs),
                 }
+                figures["insert_many"] = {"app": app_many, **many}
+                figures["insert_rows"] = {"app": app_rows, **many}
                 figures["drain"] = {
                     "app": app_drain,
                     "ceiling": ceiling.drain(raw, f"{prefix}-raw", jobs, processes, batch_size),
@@ -137,6 +140,7 @@ class Command(QueueCommand):
         rows = [
             ("enqueue, one per transaction", "insert_one"),
             ("enqueue_many", "insert_many"),
+            ("enqueue_rows", "insert_rows"),
             ("drain: runworkers --burst", "drain"),
             ("drain beside the backlog", "drain_with_backlog"),
             ("drain with concurrency keys", "drain_with_keys"),

@@ -36,10 +36,10 @@ def test_the_benchmark_runs_and_cleans_up(monkeypatch: pytest.MonkeyPatch) -> No
     figures = json.loads(out.getvalue())
     assert (figures["jobs"], figures["processes"], figures["batch_size"]) == (60, 1, 10)
     assert figures["database"].startswith(connection.vendor)
-    for key in ("insert_one", "insert_many", "drain", "drain_with_backlog", "drain_with_keys"):
+    for key in ("insert_one", "insert_many", "insert_rows", "drain", "drain_with_backlog", "drain_with_keys"):
         assert figures[key]["app"] > 0, key
         assert figures[key]["ceiling"] > 0, key
-    for key in ("insert_one", "insert_many", "drain"):
+    for key in ("insert_one", "insert_many", "insert_rows", "drain"):
         assert figures[key]["physical"] > 0, key
     assert figures["drain"]["queues"] == "its own"  # the kept job is not the bench's to run
     assert minimal_tables() == []
@@ -62,18 +62,19 @@ def test_the_table_shows_each_figure_against_its_ceiling(monkeypatch: pytest.Mon
         "as runworkers does by default)"
     )
     assert lines[2].split() == ["jobs/s", "our", "table/s", "of", "it", "minimal", "table/s", "of", "it"]
-    assert [line[:34].strip() for line in lines[3:6]] == [
+    assert [line[:34].strip() for line in lines[3:7]] == [
         "enqueue, one per transaction",
         "enqueue_many",
+        "enqueue_rows",
         "drain: runworkers --burst",
     ]
-    for line in lines[3:6]:
+    for line in lines[3:7]:
         app, ours, of_ours, minimal, of_minimal = (
             float(cell.rstrip("%").replace(",", "")) for cell in line[34:].split()
         )
         assert shown_share_fits(of_ours, app, ours), line
         assert shown_share_fits(of_minimal, app, minimal), line
-    assert lines[6].startswith("latency, enqueue commit to start: p50 ")
+    assert lines[7].startswith("latency, enqueue commit to start: p50 ")
 
 
 @pytest.mark.slow
