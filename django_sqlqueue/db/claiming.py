@@ -112,19 +112,10 @@ def _claim_returning(
     connection = connections[candidates.db]
     statement = _ClaimUpdate(candidates.model, connection, worker_id)
 
-    def claim_keyless() -> list[tuple[Any, ...]]:
-        ready = candidates.values("pk")[:limit]
-        try:
-            ready_sql, ready_params = ready.query.get_compiler(connection=connection).as_sql()
-        except EmptyResultSet:  # e.g. queues=[]: nothing can match
-            return []
-        if connection.vendor == "postgresql":
-            ready_sql = f"= ANY(ARRAY({ready_sql} FOR UPDATE SKIP LOCKED))"
-        else:
-            ready_sql = f"IN ({ready_sql})"
+    def claim_keyless(where: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         if pinned:
             _walk_the_index(candidates.db)
-        return statement.run(f"id {ready_sql} AND concurrency_key IS NULL", ready_params)
+        return statement.run(where, params)
 
     def claim_admitted(wanted: int) -> list[tuple[Any, ...]]:
         if pinned:
@@ -141,10 +132,31 @@ def _claim_returning(
     # statement reads: on its own, the statement would read first, and could then fail
     # to take the lock from a writer that committed meanwhile, without waiting.
     atomic = pinned or connection.vendor == "sqlite"
-    rows = retry_transient(candidates.db, claim_keyless, atomic=atomic) if plain else []
+    keyless = _keyless(candidates, limit, connection) if plain else None
+    rows = retry_transient(candidates.db, lambda: claim_keyless(*keyless), atomic=atomic) if keyless else []
     if len(rows) < limit and (not plain or look_for_keys(candidates)):
         rows += retry_transient(candidates.db, lambda: claim_admitted(limit - len(rows)))
     return ClaimedJobs(_in_claim_order(candidates.model, statement.jobs(rows), candidates.query.order_by), lost=0)
+
+
+def _keyless(
+    candidates: JobQuerySet, limit: int, connection: BaseDatabaseWrapper
+) -> tuple[str, tuple[Any, ...]] | None:
+    """The condition on the first ``limit`` ready jobs without a concurrency key, as SQL
+    and its parameters; None when nothing can match (``queues=[]``).
+
+    Compiled before the claim's transaction begins: on SQLite that holds the write lock
+    of the whole database, which the other claimers wait for."""
+    ready = candidates.values("pk")[:limit]
+    try:
+        ready_sql, ready_params = ready.query.get_compiler(connection=connection).as_sql()
+    except EmptyResultSet:
+        return None
+    if connection.vendor == "postgresql":
+        ready_sql = f"= ANY(ARRAY({ready_sql} FOR UPDATE SKIP LOCKED))"
+    else:
+        ready_sql = f"IN ({ready_sql})"
+    return f"id {ready_sql} AND concurrency_key IS NULL", tuple(ready_params)
 
 
 def _claim_without_returning(

@@ -568,3 +568,30 @@ def test_claim_refuses_a_misconfigured_database(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(ImproperlyConfigured, match=expected):
         Job.objects.claim(worker_id="w")
     assert Job.objects.get(pk=job.pk).status == JobStatus.READY
+
+
+@pytest.mark.skipif(connection.vendor == "mysql", reason="MySQL/MariaDB read the candidates before they lock them")
+@pytest.mark.django_db(transaction=True)
+def test_the_candidates_are_compiled_before_the_claims_transaction(
+    monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """SQLite's claim holds the write lock of the whole database, which every other
+    claimer waits for: compiling its statement there held the lock longer. (Without
+    rate limits, the claim of keyless jobs; the others lock keys and buckets first.)"""
+    from django.db.models.sql.compiler import SQLCompiler
+
+    settings.SQLQUEUE_RATE_LIMITS = {}
+
+    compiled_in_a_transaction: list[bool] = []
+    as_sql = SQLCompiler.as_sql
+
+    def watched(self: SQLCompiler, *args: Any, **kwargs: Any) -> Any:
+        compiled_in_a_transaction.append(connection.in_atomic_block)
+        return as_sql(self, *args, **kwargs)
+
+    Job.objects.enqueue(noop)
+    monkeypatch.setattr(SQLCompiler, "as_sql", watched)
+    [job] = Job.objects.claim(worker_id="w")
+    assert job.status == JobStatus.RUNNING
+    assert compiled_in_a_transaction
+    assert not any(compiled_in_a_transaction)
