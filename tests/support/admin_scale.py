@@ -146,6 +146,11 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--keep", action="store_true")
     parser.add_argument(
+        "--changelist",
+        action="store_true",
+        help="time only the admin's pages as a superuser gets them (the changelist's filters and sorts, a job)",
+    )
+    parser.add_argument(
         "--pages-only",
         action="store_true",
         help="time only what a look reads (counts, sqlqueue_stats, overview, failures), the hours counted first",
@@ -159,6 +164,9 @@ def main() -> None:
     finished = Job.objects.filter(status__in=rollup.CHARTED).count()
     print(f"{connection.vendor} {connection.settings_dict['NAME']}: {Job.objects.count()} jobs, {finished} finished")
     jobs = Job.objects.get_queryset()
+    if options.changelist:
+        time_admin_pages()
+        return
     if options.pages_only:
         rollup.catch_up("default")
         time_pages(jobs)
@@ -188,6 +196,55 @@ def time_pages(jobs: Any) -> None:
     timed("sqlqueue_stats' read: stats.snapshot()", lambda: snapshot("default"))
     timed("overview: queue_stats() (counts, lags, both charts)", queue_stats)
     timed("failures page: failures.groups()", failures.groups)
+
+
+def time_admin_pages() -> None:
+    """The admin's pages through Django's test client, as a superuser: the changelist
+    with each of its filters and sorts, a job's page, the overview and the failures."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client, override_settings
+
+    user_model = get_user_model()
+    user = user_model.objects.filter(username="scale").first() or user_model.objects.create_superuser(
+        "scale", "scale@example.com", "-"
+    )
+    today = datetime.datetime.now(datetime.timezone.utc).date()
+    week_ago, three_days_ago = today - datetime.timedelta(days=6), today - datetime.timedelta(days=3)
+    newest = Job.objects.order_by("-id").values_list("id", flat=True).first()
+    changelist = "/admin/django_sqlqueue/job/"
+    pages = {
+        "changelist": "",
+        "status FAILED": "?status__exact=FAILED",
+        "status READY": "?status__exact=READY",
+        "queue mail": "?queue=mail",
+        "task task_7": "?task=shop.tasks.task_7",
+        "enqueued: one day, 6 days ago": f"?enqueued_at__range__gte={week_ago}&enqueued_at__range__lte={week_ago}",
+        "finished: one day, 3 days ago": (
+            f"?finished_at__range__gte={three_days_ago}&finished_at__range__lte={three_days_ago}"
+        ),
+        "failed, finished 3 days ago": (
+            f"?status__exact=FAILED&finished_at__range__gte={three_days_ago}&finished_at__range__lte={three_days_ago}"
+        ),
+        "queue mail, enqueued 6 days ago": (
+            f"?queue=mail&enqueued_at__range__gte={week_ago}&enqueued_at__range__lte={week_ago}"
+        ),
+        "sorted by enqueued, newest first": "?o=-8",
+        "sorted by finished, newest first": "?o=-9",
+        "sorted by finished, oldest first": "?o=9",
+        "a job": f"{newest}/change/",
+        "overview": "overview/",
+        "failures": "failures/",
+    }
+    with override_settings(ALLOWED_HOSTS=["*"], DEBUG=False):
+        client = Client()
+        client.force_login(user)
+        for label, page in pages.items():
+
+            def get(page: str = page) -> None:
+                response = client.get(changelist + page)
+                assert response.status_code == 200, (page, response.status_code)
+
+            timed(label, get)
 
 
 if __name__ == "__main__":
