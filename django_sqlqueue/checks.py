@@ -19,9 +19,11 @@ from django_sqlqueue.db.vendors import (
     CLAIM_PROBLEM_HINTS,
     DRIVER_PROBLEM_HINTS,
     JOURNAL_HINT,
+    VACUUM_HINT,
     claim_problem,
     driver_problem,
     journal_problem,
+    vacuum_problem,
     version_problem,
 )
 from django_sqlqueue.exceptions import SQLQueueError, TaskModuleError
@@ -57,6 +59,7 @@ def register() -> None:
     checks.register(check_database_drivers)
     checks.register(check_database_version, checks.Tags.database)
     checks.register(check_database_journal, checks.Tags.database)
+    checks.register(check_database_vacuum, checks.Tags.database)
     checks.register(check_schedule)
     checks.register(check_metrics_directory)
     checks.register(check_rate_limit_names)
@@ -119,6 +122,16 @@ def check_database_journal(databases: Sequence[str] | None = None, **kwargs: Any
         checks.Warning(f"{problem}.", hint=JOURNAL_HINT, id="sqlqueue.W001")
         for connection in _queue_connections(databases or ())
         if (problem := journal_problem(connection))
+    ]
+
+
+def check_database_vacuum(databases: Sequence[str] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Autovacuum cleans the jobs table of the PostgreSQL databases that hold it: a
+    warning, since the queue works without it, slower with every job."""
+    return [
+        checks.Warning(f"{problem}.", hint=VACUUM_HINT, id="sqlqueue.W002")
+        for connection in _queue_connections(databases or ())
+        if (problem := vacuum_problem(connection, Job._meta.db_table))
     ]
 
 

@@ -51,6 +51,9 @@ if "CONN_MAX_AGE" in os.environ:
     DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ["CONN_MAX_AGE"])
 
 # The rate limit of tests.testapp.tasks.paced; the rate limit tests' workers pass their own.
+# The CI machine's PostgreSQL runs with autovacuum off, which sqlqueue.W002 rightly warns
+# about in every command's output; the warning's own test calls its check directly.
+SILENCED_SYSTEM_CHECKS = ["sqlqueue.W002"]
 SQLQUEUE_RATE_LIMITS = json.loads(os.environ.get("SQLQUEUE_RATE_LIMITS", '{"test-rate": "20/s"}'))
 
 # A JSON object of recurring jobs, for the schedule tests' workers.

@@ -179,6 +179,39 @@ def journal_problem(connection: BaseDatabaseWrapper) -> str | None:
     return f"SQLite database {connection.alias!r} is in journal_mode {mode}, not WAL: claims and finishes block readers"
 
 
+#: How to let autovacuum clean the jobs table, for the check that finds it cannot.
+VACUUM_HINT = (
+    "Turn autovacuum on, as PostgreSQL has it by default (autovacuum = on in postgresql.conf, or "
+    "ALTER SYSTEM SET autovacuum = on; SELECT pg_reload_conf();), and leave the jobs table's "
+    "autovacuum_enabled alone; or VACUUM the jobs table every minute or so yourself."
+)
+
+
+def vacuum_problem(connection: BaseDatabaseWrapper, table: str) -> str | None:
+    """Why nothing cleans this PostgreSQL database's jobs ``table`` up, or None; asks the
+    database.
+
+    Every claim and every finish writes a new version of its row and leaves the old one
+    dead, and autovacuum is what removes them (the queue's migration tunes it for the
+    table). With it off, on the server or on the table, they pile up and every claim
+    wades through them: with 2.9 million left by earlier runs, two workers drained
+    14,000-18,700 no-op jobs a second where a fresh table took 26,000-28,000."""
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT current_setting('autovacuum'), (SELECT reloptions FROM pg_class WHERE oid = to_regclass(%s))",
+            [connection.ops.quote_name(table)],
+        )
+        server, options = cursor.fetchone()
+    where = f"PostgreSQL database {connection.alias!r}"
+    if server != "on":
+        return f"{where} runs with autovacuum off: the dead rows every claim and finish leaves in {table} pile up"
+    if "autovacuum_enabled=false" in (options or []):
+        return f"{where} has autovacuum_enabled=false on {table}: the dead rows every claim and finish leaves pile up"
+    return None
+
+
 def driver_problem(connection: BaseDatabaseWrapper) -> str | None:
     """Why the driver this connection uses cannot run the queue, or None.
 

@@ -19,13 +19,15 @@ from django_sqlqueue.checks import (
     check_database_drivers,
     check_database_journal,
     check_database_settings,
+    check_database_vacuum,
     check_database_version,
     check_metrics_directory,
     check_rate_limit_names,
     check_schedule,
     check_settings,
 )
-from django_sqlqueue.db.vendors import JOURNAL_HINT, version_problem
+from django_sqlqueue.db.vendors import JOURNAL_HINT, VACUUM_HINT, version_problem
+from django_sqlqueue.models import Job
 from tests.support.messages import SQLITE_DEFERRED, mysql_isolation_problem
 
 SETTINGS_HINT = "See the settings table in django-sqlqueue's README."
@@ -66,9 +68,12 @@ def test_current_settings_are_clean() -> None:
 
 @pytest.mark.django_db
 def test_check_command_is_clean() -> None:
+    """Clean but for the warning a PostgreSQL server without autovacuum earns (CI's has it
+    off), which the tests' settings silence and its own test covers."""
     stdout = StringIO()
     call_command("check", "--database", "default", stdout=stdout)
-    assert stdout.getvalue() == "System check identified no issues (0 silenced).\n"
+    silenced = len(check_database_vacuum(databases=["default"]))
+    assert stdout.getvalue() == f"System check identified no issues ({silenced} silenced).\n"
 
 
 def test_checks_are_registered_when_django_starts() -> None:
@@ -337,6 +342,30 @@ def test_a_sqlite_database_outside_wal_mode_is_warned_about(
             cursor.execute("PRAGMA journal_mode=WAL")
         assert check_database_journal(databases=["rollback"]) == []
     assert check_database_journal(databases=None) == []
+
+
+@pytest.mark.django_db
+def test_a_postgresql_server_or_jobs_table_without_autovacuum_is_warned_about() -> None:
+    """The server's setting is whatever the machine runs (CI's has autovacuum off); the
+    table's option is set here, inside the test's transaction."""
+    if connection.vendor != "postgresql":
+        assert check_database_vacuum(databases=["default"]) == []
+        return
+    table = Job._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('autovacuum')")
+        (server,) = cursor.fetchone()
+    if server == "on":
+        assert check_database_vacuum(databases=["default"]) == []
+        with connection.cursor() as cursor:
+            cursor.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+        problem = f"has autovacuum_enabled=false on {table}: the dead rows every claim and finish leaves pile up"
+    else:
+        problem = f"runs with autovacuum off: the dead rows every claim and finish leaves in {table} pile up"
+    assert check_database_vacuum(databases=["default"]) == [
+        checks.Warning(f"PostgreSQL database 'default' {problem}.", hint=VACUUM_HINT, id="sqlqueue.W002")
+    ]
+    assert check_database_vacuum(databases=None) == []
 
 
 @pytest.mark.django_db

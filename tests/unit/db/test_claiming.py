@@ -19,6 +19,7 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.conf import MAX_CLAIM_LIMIT
+from django_sqlqueue.db import concurrency
 from django_sqlqueue.db.claiming import ClaimedJobs
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.models import Job, JobStatus
@@ -581,6 +582,7 @@ def test_the_candidates_are_compiled_before_the_claims_transaction(
     from django.db.models.sql.compiler import SQLCompiler
 
     settings.SQLQUEUE_RATE_LIMITS = {}
+    monkeypatch.setattr(concurrency, "_KEYS_SEEN", set())  # no keyed job met by an earlier test
 
     compiled_in_a_transaction: list[bool] = []
     as_sql = SQLCompiler.as_sql
