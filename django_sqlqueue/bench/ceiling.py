@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.db.transient import retried
+from django_sqlqueue.runner.spawning import main_module_hidden
 
 INSERT_BATCH = 1000
 
@@ -225,8 +226,9 @@ def drain(database: RawDatabase, queue: str, count: int, processes: int, batch_s
         context.Process(target=_drain_process, args=(database, queue, batch_size, f"raw-{n}", start, results))
         for n in range(processes)
     ]
-    for process in workers:
-        process.start()
+    with main_module_hidden():  # a manage.py without a main guard would run again in each
+        for process in workers:
+            process.start()
     try:
         _replies(results, workers, timeout=60)
         start.set()

@@ -13,9 +13,8 @@ import os
 import secrets
 import signal
 import socket
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for_any
@@ -35,6 +34,7 @@ from django_sqlqueue.pausing import paused_queues
 from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.rescue import rescue_expired, rescue_worker
+from django_sqlqueue.runner.spawning import main_module_hidden
 from django_sqlqueue.runner.started import StartedJobs
 
 logger = logging.getLogger(__name__)
@@ -221,7 +221,7 @@ class Supervisor:
         process = self.context.Process(
             target=bootstrap.main, args=(config, sender, started, self.budget), name=config.name
         )
-        with _main_module_hidden():
+        with main_module_hidden():
             process.start()
         sender.close()
         self.children.append(Child(config=config, process=process, channel=receiver, started=started))
@@ -530,23 +530,3 @@ def _end_group(process: BaseProcess) -> None:
     if process.pid is not None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
-
-
-@contextlib.contextmanager
-def _main_module_hidden() -> Iterator[None]:
-    """Start a process without telling it where ``__main__`` is.
-
-    A spawned child first imports its parent's ``__main__`` (as ``__mp_main__``): a
-    ``manage.py`` or a script without an ``if __name__ == "__main__"`` guard would run
-    again in every worker. The worker needs nothing from it (its entry point is
-    ``bootstrap.main``), and ``spawn`` reads where ``__main__`` is while ``start()``
-    runs, so it is hidden for just that long."""
-    main = sys.modules["__main__"]
-    saved: dict[str, Any] = {name: main.__dict__[name] for name in ("__file__", "__spec__") if name in main.__dict__}
-    main.__dict__.pop("__file__", None)
-    main.__spec__ = None
-    try:
-        yield
-    finally:
-        main.__dict__.pop("__spec__", None)
-        main.__dict__.update(saved)

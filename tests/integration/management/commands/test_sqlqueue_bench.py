@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from io import StringIO
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -114,3 +116,28 @@ def test_the_drain_claims_from_every_queue_only_when_nothing_else_could_run(sett
     assert nothing_else_to_run("sqlqueue-bench-x")
     settings.SQLQUEUE_SCHEDULE = {"ping": {"task": "tests.testapp.tasks.add", "every": 5}}
     assert not nothing_else_to_run("sqlqueue-bench-x")  # a recurring job could fall due meanwhile
+
+
+@pytest.mark.slow
+def test_the_benchmark_runs_from_a_manage_py_without_a_main_guard(
+    child_env: dict[str, str], python: str, tmp_path: Path
+) -> None:
+    """Its raw drain's processes are spawned: they would run such a manage.py, and the
+    benchmark in it, again (and fail, starting processes while they start)."""
+    launcher = tmp_path / "manage.py"
+    launcher.write_text(
+        "import sys\n"
+        "from django.core.management import execute_from_command_line\n"
+        "execute_from_command_line(sys.argv)\n"
+    )
+    finished = subprocess.run(
+        [python, str(launcher), "sqlqueue_bench", "--jobs", "30", "--processes", "1", "--latency-samples", "2"],
+        env=child_env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    assert finished.stdout.count("django-sqlqueue benchmark:") == 1, finished.stdout
+    assert "drain: runworkers --burst" in finished.stdout
