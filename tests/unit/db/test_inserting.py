@@ -643,3 +643,15 @@ def test_the_longest_delay_is_stored_and_one_more_second_is_not() -> None:
     with pytest.raises(InvalidJobError):
         Job.objects.enqueue(noop, delay=MAX_DELAY.total_seconds() + 1)
     assert Job.objects.count() == 1
+
+
+def test_one_job_is_one_values_row_and_many_are_unnested_arrays_on_postgresql() -> None:
+    """PostgreSQL plans UNNEST's arrays and casts for each statement: for the single row
+    of an enqueue that cost a third of its speed; for many rows one text is parsed once."""
+    with CaptureQueriesContext(connection) as queries:
+        Job.objects.enqueue(noop, [1])
+        Job.objects.enqueue_many([Job.objects.build(noop, [n]) for n in range(3)])
+    one, many = [query["sql"] for query in queries if query["sql"].startswith("INSERT")]
+    assert "UNNEST" not in one
+    assert ("UNNEST" in many) == (connection.vendor == "postgresql")
+    assert sorted(args for (args,) in Job.objects.values_list("args")) == [[0], [1], [1], [2]]
