@@ -103,3 +103,20 @@ def wait_until(condition: Callable[[], Any], *, timeout: float, why: Callable[[]
         if time.monotonic() > deadline:
             pytest.fail(f"gave up after {timeout} s: {why()}")
         time.sleep(0.1)
+
+
+#: A ``manage.py`` as some projects have it, without the ``if __name__ == "__main__"`` guard.
+UNGUARDED_MANAGE_PY = (
+    "import sys\nfrom django.core.management import execute_from_command_line\nexecute_from_command_line(sys.argv)\n"
+)
+
+
+def run_script(
+    python: str, script: Path, text: str, *args: str, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Write ``text`` to ``script`` and run it with ``args`` from its folder, as a project's
+    own launcher would be run; its output captured."""
+    script.write_text(text)
+    return subprocess.run(
+        [python, str(script), *args], env=env, cwd=script.parent, capture_output=True, text=True, timeout=timeout
+    )

@@ -4,7 +4,6 @@ processes in a loop; and a process that exits while a job runs has crashed."""
 from __future__ import annotations
 
 import re
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from django_sqlqueue.models import Job, JobStatus
-from tests.support.workers import FAST_CLOCKS, Workers
+from tests.support.workers import FAST_CLOCKS, UNGUARDED_MANAGE_PY, Workers, run_script
 from tests.testapp.tasks import add, exit_cleanly
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -78,10 +77,7 @@ def test_a_process_that_exits_with_status_0_while_a_job_runs_has_crashed(start_w
 @pytest.mark.parametrize(
     "script",
     [
-        # manage.py as some projects have it, without the ``__main__`` guard.
-        "import sys\n"
-        "from django.core.management import execute_from_command_line\n"
-        "execute_from_command_line(sys.argv)\n",
+        UNGUARDED_MANAGE_PY,
         # A script of the project's own that calls the command.
         "from django.core.management import call_command\ncall_command('runworkers', '--burst', '--processes', '2')\n",
     ],
@@ -92,14 +88,12 @@ def test_workers_start_whatever_launched_runworkers(
 ) -> None:
     """multiprocessing would run an unguarded main module again in every worker process."""
     jobs = Job.objects.enqueue_many(Job.objects.build(add, (n, 1)) for n in range(20))
-    launcher = tmp_path / "launch.py"
-    launcher.write_text(f"import django\ndjango.setup()\n{script}")
-    finished = subprocess.run(
-        [python, str(launcher), "runworkers", "--burst", "--processes", "2"],
+    finished = run_script(
+        python,
+        tmp_path / "launch.py",
+        f"import django\ndjango.setup()\n{script}",
+        *("runworkers", "--burst", "--processes", "2"),
         env={**child_env, **FAST_CLOCKS},
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
         timeout=120,
     )
     assert finished.returncode == 0, finished.stdout + finished.stderr

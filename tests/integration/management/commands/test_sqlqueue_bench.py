@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from django.db import connection
 from django_sqlqueue.bench import measure
 from django_sqlqueue.management.commands.sqlqueue_bench import nothing_else_to_run
 from django_sqlqueue.models import Job
+from tests.support.workers import UNGUARDED_MANAGE_PY, run_script
 
 
 @pytest.mark.slow
@@ -124,20 +124,8 @@ def test_the_benchmark_runs_from_a_manage_py_without_a_main_guard(
 ) -> None:
     """Its raw drain's processes are spawned: they would run such a manage.py, and the
     benchmark in it, again (and fail, starting processes while they start)."""
-    launcher = tmp_path / "manage.py"
-    launcher.write_text(
-        "import sys\n"
-        "from django.core.management import execute_from_command_line\n"
-        "execute_from_command_line(sys.argv)\n"
-    )
-    finished = subprocess.run(
-        [python, str(launcher), "sqlqueue_bench", "--jobs", "30", "--processes", "1", "--latency-samples", "2"],
-        env=child_env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    bench = ("sqlqueue_bench", "--jobs", "30", "--processes", "1", "--latency-samples", "2")
+    finished = run_script(python, tmp_path / "manage.py", UNGUARDED_MANAGE_PY, *bench, env=child_env, timeout=300)
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert finished.stdout.count("django-sqlqueue benchmark:") == 1, finished.stdout
     assert "drain: runworkers --burst" in finished.stdout
