@@ -90,6 +90,9 @@ class WorkerProcess:
         #: The jobs running on this process's threads, by id: the heartbeat tells them
         #: of cancel requests.
         self.running: dict[int, Job] = {}
+        #: Set when a claim met a database error: its commit may have reached the database
+        #: while the answer was lost with the connection (see :meth:`_give_back_unanswered`).
+        self.claim_unanswered = False
 
     def run(self) -> None:
         autodiscover()
@@ -118,11 +121,14 @@ class WorkerProcess:
                         break
                     close_old_connections()
                     try:
+                        if self.claim_unanswered:
+                            self._give_back_unanswered()
                         paused = self.paused.current(changed=waiter.take_queues_changed())
                         batch = Job.objects.claim(
                             worker_id=self.config.name, queues=self.config.queues, limit=wanted, skip_queues=paused
                         )
                     except Error as error:
+                        self.claim_unanswered = True
                         self.budget.give_back(wanted)
                         self._database_down(error)
                         continue
@@ -144,6 +150,24 @@ class WorkerProcess:
             # alive for a lease after it stopped: the heartbeat ends first.
             heartbeat.join(timeout=HEARTBEAT_JOIN_SECONDS)
             self._unregister()
+
+    def _give_back_unanswered(self) -> None:
+        """Put back the jobs a claim took whose answer never came: the connection died
+        after the database committed the claim, so the jobs are ``RUNNING`` for this
+        worker, which never got them. Its heartbeat keeps its lease, and nothing would
+        rescue them while this process lives.
+
+        Between batches this process holds no job (every outcome is written before the
+        next claim), so every job the database says it holds is one of those. They go
+        back to ``READY`` unstarted, their attempt not counted, fenced as any release."""
+        held = Job.objects.on_queue_db().filter(status=JobStatus.RUNNING, worker=self.config.name)
+        if count := Job.objects.release(worker_id=self.config.name, unstarted=list(held)):
+            logger.warning(
+                "%s: gave back %d job(s) of a claim whose answer was lost with the connection",
+                self.config.name,
+                count,
+            )
+        self.claim_unanswered = False
 
     def _held_back(self, paused: Collection[str]) -> bool:
         """Whether jobs of its queues are due that its claim left, held back by their

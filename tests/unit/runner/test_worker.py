@@ -10,10 +10,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.db import DatabaseError, connection, connections
+from django.db import DatabaseError, InterfaceError, connection, connections
 
 from django_sqlqueue import signals
 from django_sqlqueue.db.vendors import is_away
+from django_sqlqueue.managers import JobManager
 from django_sqlqueue.models import Job, JobStatus, Worker
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.execution import JobOutcome
@@ -202,6 +203,32 @@ def test_a_missing_table_stops_the_worker_instead_of_waiting_for_the_database(pr
         with connection.cursor() as cursor:
             cursor.execute(f"ALTER TABLE {moved} RENAME TO {table}")
     assert not is_away(excinfo.value)
+
+
+def test_the_jobs_of_a_claim_whose_answer_was_lost_are_given_back_and_run(
+    process: WorkerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection died after the database committed the claim (a server restart, a
+    killed session, a network cut): its jobs are RUNNING for a live worker that never
+    got them, and its heartbeat would keep them so for as long as it lives."""
+    jobs = Job.objects.enqueue_many(Job.objects.build(add, (n, n)) for n in range(3))
+    claim = JobManager.claim
+    lost: list[Job] = []
+
+    def committed_then_lost(manager: JobManager, **options: Any) -> list[Job]:
+        claimed = claim(manager, **options)
+        if lost:
+            return claimed
+        lost.extend(claimed)
+        raise InterfaceError("connection already closed")
+
+    monkeypatch.setattr(JobManager, "claim", committed_then_lost)
+    process.run()
+    assert len(lost) == 2  # the first batch: a job a thread
+    rows = (
+        Job.objects.filter(pk__in=[job.pk for job in jobs]).order_by("pk").values_list("status", "attempts", "result")
+    )
+    assert list(rows) == [(JobStatus.SUCCESSFUL, 1, 2 * n) for n in range(3)]
 
 
 @pytest.mark.skipif(
