@@ -22,6 +22,7 @@ from django.db.models import Field
 from django.db.models.expressions import DatabaseDefault
 
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus, database_now
+from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
@@ -51,6 +52,33 @@ _BOUND = {
 _RETURNED = ("id", "run_at", "enqueued_at")
 
 
+class JobInserts:
+    """What every ``INSERT`` of new jobs into ``model``'s table on ``connection`` shares:
+    made once per connection (:data:`job_inserts`), as it cost each single enqueue about
+    100 µs to compile anew."""
+
+    def __init__(self, model: type[Job], connection: BaseDatabaseWrapper) -> None:
+        self.compiler = model._base_manager.using(connection.alias).all().query.get_compiler(connection=connection)
+        self.now, now_params = _compile(self.compiler, DatabaseNow())
+        if now_params:
+            raise AssertionError("the database's clock takes no parameters")
+        qn = connection.ops.quote_name
+        self.table = qn(model._meta.db_table)
+        same_for_all = _same_for_all(self.now, "")
+        #: ``INSERT INTO table (columns) ``: the bound values, ``run_at``, then the constants.
+        self.head = f"INSERT INTO {self.table} ({', '.join(qn(name) for name in (*_BOUND, 'run_at', *same_for_all))}) "
+        self.constants = ", ".join(same_for_all.values())
+        #: For each list of columns read back: the columns, quoted, and their reader.
+        self.returned = {
+            returned: (", ".join(map(qn, returned)), _reader(connection, model, returned))
+            for returned in (_RETURNED, (*_RETURNED, "unique_key"))
+        }
+
+
+#: Each connection's :class:`JobInserts`.
+job_inserts = PerConnection(JobInserts)
+
+
 def insert(jobs: Sequence[Job], using: str, batch_size: int) -> list[Job]:
     """Write ``jobs`` (built, validated, unsaved) on ``using``'s connection, in the
     caller's transaction; set their ids (and database times) where the database
@@ -61,26 +89,19 @@ def insert(jobs: Sequence[Job], using: str, batch_size: int) -> list[Job]:
     ended): those come back, unsaved. ``jobs`` must not share a key."""
     connection = connections[using]
     model = type(jobs[0])
-    compiler = model._base_manager.using(using).all().query.get_compiler(using=using)
-    now, now_params = _compile(compiler, DatabaseNow())
-    if now_params:
-        raise AssertionError("the database's clock takes no parameters")
-    qn = connection.ops.quote_name
+    parts = job_inserts(model, connection)
+    compiler, now, head = parts.compiler, parts.now, parts.head
     keyed = any(job.unique_key is not None for job in jobs)
     mysql = connection.vendor == "mysql"
     # MySQL/MariaDB cannot tell which rows of an INSERT ... ON DUPLICATE KEY UPDATE were
     # written: they are marked in ``worker`` (unseen outside this transaction), read
     # back by it and unmarked.
     marker = f"sqlqueue-new-{uuid.uuid4().hex}" if keyed and mysql else ""
-    same_for_all = _same_for_all(now, marker)
-    columns = ", ".join(qn(name) for name in (*_BOUND, "run_at", *same_for_all))
-    head = f"INSERT INTO {qn(model._meta.db_table)} ({columns}) "
-    constants = ", ".join(same_for_all.values())
+    constants = ", ".join(_same_for_all(now, marker).values()) if marker else parts.constants
     returned = (*_RETURNED, "unique_key") if keyed else _RETURNED
-    returning = connection.features.can_return_rows_from_bulk_insert and not marker
-    tail = f" RETURNING {', '.join(qn(name) for name in returned)}" if returning else ""
+    names, read = parts.returned[returned]
+    tail = f" RETURNING {names}" if connection.features.can_return_rows_from_bulk_insert and not marker else ""
     conflict = "" if not keyed else " ON DUPLICATE KEY UPDATE id = id" if mysql else " ON CONFLICT DO NOTHING"
-    read = _reader(connection, model, returned)
     # One job (every enqueue) as a plain VALUES row: PostgreSQL plans UNNEST's arrays and
     # casts for each statement, which made a single enqueue a third slower.
     if connection.vendor == "postgresql" and len(jobs) > 1:
@@ -95,7 +116,7 @@ def insert(jobs: Sequence[Job], using: str, batch_size: int) -> list[Job]:
         for chunk, sql, params in statements:
             cursor.execute(head + sql + conflict + tail, params)
             if marker:
-                table, names, marked = qn(model._meta.db_table), ", ".join(map(qn, returned)), [JobStatus.READY, marker]
+                table, marked = parts.table, [JobStatus.READY, marker]
                 cursor.execute(f"SELECT {names} FROM {table} WHERE status = %s AND worker = %s ORDER BY id", marked)
                 written = cursor.fetchall()
                 cursor.execute(f"UPDATE {table} SET worker = '' WHERE status = %s AND worker = %s", marked)
@@ -145,23 +166,16 @@ def insert_plain(model: type[Job], rows: Iterable[tuple[Any, ...]], using: str, 
     our benchmark machine, where the benchmark's raw multi-row INSERTs reach
     60,000-80,000. Elsewhere they go as multi-row INSERTs of ``batch_size`` rows."""
     connection = connections[using]
-    qn = connection.ops.quote_name
-    table = qn(model._meta.db_table)
+    parts = job_inserts(model, connection)
     if connection.vendor == "postgresql":
-        return _copy(connection, table, rows, run_at)
-    compiler = model._base_manager.using(using).all().query.get_compiler(using=using)
-    now, _ = _compile(compiler, DatabaseNow())
-    when = _run_at(compiler, run_at, now)
-    same_for_all = _same_for_all(now, "")
-    columns = ", ".join(qn(name) for name in (*_BOUND, "run_at", *same_for_all))
-    head = f"INSERT INTO {table} ({columns}) "
-    constants = ", ".join(same_for_all.values())
+        return _copy(connection, parts.table, rows, run_at)
+    when = _run_at(parts.compiler, run_at, parts.now)
     written = 0
     rows = iter(rows)
     with connection.cursor() as cursor:
         while chunk := [(row, when) for row in itertools.islice(rows, batch_size)]:
-            for start, end, sql, params in _values(chunk, batch_size, compiler, constants):
-                cursor.execute(head + sql, params)
+            for start, end, sql, params in _values(chunk, batch_size, parts.compiler, parts.constants):
+                cursor.execute(parts.head + sql, params)
                 written += end - start
     return written
 

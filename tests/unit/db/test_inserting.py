@@ -655,3 +655,21 @@ def test_one_job_is_one_values_row_and_many_are_unnested_arrays_on_postgresql() 
     assert "UNNEST" not in one
     assert ("UNNEST" in many) == (connection.vendor == "postgresql")
     assert sorted(args for (args,) in Job.objects.values_list("args")) == [[0], [1], [1], [2]]
+
+
+def test_enqueues_on_one_connection_compile_their_statement_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[Any] = []
+    make = inserting.JobInserts.__init__
+
+    def counted(self: inserting.JobInserts, *args: Any) -> None:
+        made.append(args)
+        make(self, *args)
+
+    monkeypatch.setattr(inserting.JobInserts, "__init__", counted)
+    inserting.job_inserts.forget()
+    jobs = [Job.objects.enqueue(noop, delay=delay) for delay in (None, 5, None)]
+    jobs += Job.objects.enqueue_many(Job.objects.build(noop) for _ in range(3))
+    Job.objects.enqueue_rows([(noop, (), {})] * 3)
+    assert len(made) == 1
+    assert len({job.pk for job in jobs}) == 6
+    assert Job.objects.count() == 9

@@ -11,7 +11,6 @@ import pytest
 from django.db import connection, connections
 from django.db.models.signals import post_init, pre_init
 
-from django_sqlqueue.db import instances
 from django_sqlqueue.db.instances import JobRows, job_rows, unsaved
 from django_sqlqueue.models import Job, JobStatus
 from tests.testapp.tasks import noop, report
@@ -154,7 +153,7 @@ def test_claims_on_one_connection_read_its_columns_once(monkeypatch: pytest.Monk
     Job.objects.enqueue_many(Job.objects.build(noop) for _ in range(3))
     made: list[Any] = []
     monkeypatch.setattr(JobRows, "__init__", _counting(JobRows.__init__, made))
-    monkeypatch.setattr("django_sqlqueue.db.instances._ROWS", type(instances._ROWS)())
+    job_rows.forget()
     for _ in range(3):
         assert len(Job.objects.claim(worker_id="w", limit=1)) == 1
     assert len(made) == 1

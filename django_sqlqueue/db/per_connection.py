@@ -1,0 +1,47 @@
+"""What is compiled once for each database connection and kept while it lives: the
+column lists, converters and statements that every claim and enqueue would otherwise
+compile again (about 150 µs a claim, 100 µs an enqueue).
+
+Django gives each thread its own connection object for its whole life and reconnects
+inside it, so what a connection's backend compiles stays true for as long as it does.
+What is made is kept on the connection object itself: it holds its connection (its
+compiler, its converters' argument), and anything that outlived the connection, such
+as a module's dict of them, would keep every thread's connection alive after its thread
+ended (a web server's, say)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+if TYPE_CHECKING:
+    from django_sqlqueue.models import Job
+
+Made = TypeVar("Made")
+
+#: The attribute of a connection object that holds what was made for it.
+_ATTRIBUTE = "_sqlqueue_per_connection"
+
+
+class PerConnection(Generic[Made]):
+    """``make(model, connection)``, made once for each connection and model."""
+
+    _generations = itertools.count()
+
+    def __init__(self, make: Callable[[type[Job], BaseDatabaseWrapper], Made]) -> None:
+        self._make = make
+        self._generation = next(self._generations)
+
+    def __call__(self, model: type[Job], connection: BaseDatabaseWrapper) -> Made:
+        made: dict[Any, Any] = connection.__dict__.setdefault(_ATTRIBUTE, {})
+        key = (self._generation, model)
+        if (value := made.get(key)) is None:
+            value = made[key] = self._make(model, connection)
+        return value
+
+    def forget(self) -> None:
+        """Make everything again on next use (tests that count what is made)."""
+        self._generation = next(self._generations)

@@ -1,0 +1,43 @@
+"""``db/per_connection.py``: made once for each connection and model, and let go with
+the connection."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from typing import Any
+
+from django.db import connections
+
+from django_sqlqueue.db.per_connection import PerConnection
+from django_sqlqueue.models import Job, Worker
+
+
+def test_made_once_for_each_connection_and_model() -> None:
+    calls: list[tuple[str, str]] = []
+
+    def make(model: type[Any], connection: Any) -> object:
+        calls.append((model.__name__, connection.alias))
+        return object()
+
+    cached = PerConnection(make)
+    default, other = connections["default"], connections.create_connection("default")
+    assert cached(Job, default) is cached(Job, default)
+    assert cached(Job, other) is not cached(Job, default)
+    assert cached(Worker, default) is not cached(Job, default)  # type: ignore[arg-type]
+    assert calls == [("Job", "default"), ("Job", "default"), ("Worker", "default")]
+    cached.forget()
+    cached(Job, default)
+    assert len(calls) == 4
+
+
+def test_let_go_with_its_connection_though_it_holds_it() -> None:
+    """What is made holds its connection (a compiler does): a connection object that
+    its thread let go must still be collected, as Django's would be."""
+    cached = PerConnection(lambda model, connection: [connection])
+    other = connections.create_connection("default")
+    cached(Job, other)
+    gone = weakref.ref(other)
+    del other
+    gc.collect()
+    assert gone() is None
