@@ -149,9 +149,11 @@ class WorkerProcess:
             # A beat after the unregister would find no row and register the worker again,
             # alive for a lease after it stopped: the heartbeat ends first.
             heartbeat.join(timeout=HEARTBEAT_JOIN_SECONDS)
+            if self.claim_unanswered:  # stopped before the next claim could give them back
+                self._give_back_unanswered(at_exit=True)
             self._unregister()
 
-    def _give_back_unanswered(self) -> None:
+    def _give_back_unanswered(self, *, at_exit: bool = False) -> None:
         """Put back the jobs a claim took whose answer never came: the connection died
         after the database committed the claim, so the jobs are ``RUNNING`` for this
         worker, which never got them. Its heartbeat keeps its lease, and nothing would
@@ -159,9 +161,21 @@ class WorkerProcess:
 
         Between batches this process holds no job (every outcome is written before the
         next claim), so every job the database says it holds is one of those. They go
-        back to ``READY`` unstarted, their attempt not counted, fenced as any release."""
+        back to ``READY`` unstarted, their attempt not counted, fenced as any release.
+
+        ``at_exit``: the process is stopping, and a database still away leaves them to the
+        rescue of workers gone without a row (after ``SQLQUEUE_LEASE``)."""
         held = Job.objects.on_queue_db().filter(status=JobStatus.RUNNING, worker=self.config.name)
-        if count := Job.objects.release(worker_id=self.config.name, unstarted=list(held)):
+        try:
+            count = Job.objects.release(worker_id=self.config.name, unstarted=list(held))
+        except Error as error:
+            if not at_exit:
+                raise
+            logger.warning(
+                "%s: could not give back the jobs of a claim whose answer was lost (%s)", self.config.name, error
+            )
+            return
+        if count:
             logger.warning(
                 "%s: gave back %d job(s) of a claim whose answer was lost with the connection",
                 self.config.name,

@@ -231,6 +231,24 @@ def test_the_jobs_of_a_claim_whose_answer_was_lost_are_given_back_and_run(
     assert list(rows) == [(JobStatus.SUCCESSFUL, 1, 2 * n) for n in range(3)]
 
 
+def test_a_worker_stopped_after_a_claim_whose_answer_was_lost_gives_its_jobs_back(
+    process: WorkerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopped (SIGTERM) before its next claim: the jobs do not wait for a lease to run out."""
+    job = Job.objects.enqueue(add, (1, 2))
+    claim = JobManager.claim
+
+    def committed_then_lost(manager: JobManager, **options: Any) -> list[Job]:
+        claim(manager, **options)
+        process.stop.set()
+        raise InterfaceError("connection already closed")
+
+    monkeypatch.setattr(JobManager, "claim", committed_then_lost)
+    process.run()
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == (JobStatus.READY, 0)
+
+
 @pytest.mark.skipif(
     connection.vendor != "mysql", reason="only MySQL/MariaDB reads candidates before locking them, and loses some"
 )
