@@ -9,10 +9,11 @@ The instances are the same ``Job`` objects, and where a receiver of ``pre_init``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import JSONField
 from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
 
@@ -20,6 +21,9 @@ from django_sqlqueue.db.per_connection import PerConnection
 
 if TYPE_CHECKING:
     from django_sqlqueue.models import Job
+
+#: What converts a value a database returned to what Django reads: ``(value, expression, connection)``.
+Converter = Callable[[Any, Any, BaseDatabaseWrapper], Any]
 
 
 class JobRows:
@@ -36,7 +40,10 @@ class JobRows:
         self.attnames = [column.target.attname for column in selected]
         #: The quoted column names, for a ``RETURNING`` list.
         self.columns = ", ".join(connection.ops.quote_name(column.target.column) for column in selected)
-        self._converters = list(compiler.get_converters(selected).items())
+        self._converters = [
+            (position, ([_empty_json_first(convert) for convert in converters], expression))
+            for position, (converters, expression) in compiler.get_converters(selected).items()
+        ]
 
     def converted(self, rows: Iterable[Sequence[Any]]) -> list[list[Any]]:
         """``rows`` as the database returned them, with each value as Django reads it.
@@ -65,6 +72,25 @@ class JobRows:
         if _init_heard(model):
             return [model.from_db(using, attnames, row) for row in values]
         return [_made(model, zip(attnames, row, strict=True), saved_on=using) for row in values]
+
+
+#: The JSON of no arguments and no errors yet, which nearly every claimed job holds, and
+#: what each reads as: a new list or dict each time, as the decoder would give.
+_EMPTY_JSON: dict[str, Callable[[], Any]] = {"[]": list, "{}": dict}
+
+
+def _empty_json_first(convert: Converter) -> Converter:
+    """``convert``; a JSON field's (with Django's own decoder) reads ``[]`` and ``{}``
+    without the decoder: three JSON columns a job, about a tenth of a claim's Python."""
+    field = getattr(convert, "__self__", None)
+    if not isinstance(field, JSONField) or field.decoder is not None or convert != field.from_db_value:
+        return convert
+
+    def converted(value: Any, expression: Any, connection: BaseDatabaseWrapper) -> Any:
+        empty = _EMPTY_JSON.get(value) if type(value) is str else None
+        return convert(value, expression, connection) if empty is None else empty()
+
+    return converted
 
 
 #: Each connection's :class:`JobRows`, made once: compiling the column list and its

@@ -36,6 +36,9 @@ class PerConnection(Generic[Made]):
         self._generation = next(self._generations)
 
     def __call__(self, model: type[Job], connection: BaseDatabaseWrapper) -> Made:
+        if not isinstance(connection, BaseDatabaseWrapper):
+            # ``django.db.connection`` is one proxy for every thread's connection.
+            raise TypeError(f"a connection object is needed (connections[alias]), not {connection!r}")
         made: dict[Any, Any] = connection.__dict__.setdefault(_ATTRIBUTE, {})
         key = (self._generation, model)
         if (value := made.get(key)) is None:

@@ -5,6 +5,7 @@ and ``Job.objects.build()`` makes the job ``Job(...)`` would, both without
 from __future__ import annotations
 
 import datetime
+import json
 from typing import Any
 
 import pytest
@@ -121,6 +122,31 @@ def test_rows_are_converted_as_the_orm_converts_them() -> None:
         (job,) = rows.jobs(cursor.fetchall())
     assert values(job) == values(Job.objects.get())
     assert (job.args, job.kwargs, job.timeout, job.unique_until_pruned) == (["x"], {"a": [1]}, 1.5, False)
+
+
+@pytest.mark.django_db
+def test_empty_json_is_read_without_the_decoder_into_a_list_or_dict_of_each_jobs_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    Job.objects.enqueue_many([Job.objects.build(noop), Job.objects.build(report, ("x",), {"a": [1]})])
+    decoded: list[str] = []
+    loads = json.loads
+
+    def counted(text: str, **options: Any) -> Any:
+        decoded.append(text)
+        return loads(text, **options)
+
+    monkeypatch.setattr(json, "loads", counted)
+    rows = JobRows(Job, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {rows.columns} FROM {connection.ops.quote_name(Job._meta.db_table)} ORDER BY id")
+        first, second = rows.jobs(cursor.fetchall())
+    assert sorted(decoded) == ['["x"]', '{"a": [1]}']
+    assert (first.args, first.kwargs, first.errors, second.errors) == ([], {}, [], [])
+    assert first.args is not first.errors
+    assert first.errors is not second.errors
+    first.args.append(1)
+    assert (first.errors, second.errors) == ([], [])
 
 
 def test_every_converter_of_the_job_gives_none_for_none_so_a_null_skips_them() -> None:

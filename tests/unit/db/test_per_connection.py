@@ -7,7 +7,8 @@ import gc
 import weakref
 from typing import Any
 
-from django.db import connections
+import pytest
+from django.db import connection, connections
 
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.models import Job, Worker
@@ -41,3 +42,9 @@ def test_let_go_with_its_connection_though_it_holds_it() -> None:
     del other
     gc.collect()
     assert gone() is None
+
+
+def test_refuses_the_proxy_that_stands_for_every_threads_connection() -> None:
+    cached = PerConnection(lambda model, connection: object())
+    with pytest.raises(TypeError, match="a connection object is needed"):
+        cached(Job, connection)
