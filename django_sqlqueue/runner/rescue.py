@@ -28,7 +28,9 @@ def rescue_worker(
     or else ``error`` — and the others go back to ``READY`` with their attempt not
     counted. Returns the count.
 
-    Only for a worker known to be dead: its process exited, or its lease expired."""
+    Only for a worker known to be dead (its process exited, or its lease expired), or
+    for a live one that runs none of its jobs, with ``started`` empty: a worker whose
+    claim's answer was lost with its connection gives back what the claim took."""
     held = list(Job.objects.on_queue_db().filter(status=JobStatus.RUNNING, worker=name))
     if started is None:
         started = {job.pk for job in held}

@@ -28,6 +28,7 @@ from django_sqlqueue.registry import autodiscover
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.execution import JobOutcome, attempt
 from django_sqlqueue.runner.memory import resident_mib
+from django_sqlqueue.runner.rescue import rescue_worker
 from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.wakeup import Waiter
 
@@ -90,9 +91,10 @@ class WorkerProcess:
         #: The jobs running on this process's threads, by id: the heartbeat tells them
         #: of cancel requests.
         self.running: dict[int, Job] = {}
-        #: Set when a claim met a database error: its commit may have reached the database
-        #: while the answer was lost with the connection (see :meth:`_give_back_unanswered`).
-        self.claim_unanswered = False
+        #: The database error the last claim met, until its jobs are given back: its commit
+        #: may have reached the database while the answer was lost with the connection
+        #: (see :meth:`_give_back_unanswered`).
+        self.claim_unanswered: Error | None = None
 
     def run(self) -> None:
         autodiscover()
@@ -121,14 +123,14 @@ class WorkerProcess:
                         break
                     close_old_connections()
                     try:
-                        if self.claim_unanswered:
-                            self._give_back_unanswered()
+                        if self.claim_unanswered is not None:
+                            self._give_back_unanswered(self.claim_unanswered)
                         paused = self.paused.current(changed=waiter.take_queues_changed())
                         batch = Job.objects.claim(
                             worker_id=self.config.name, queues=self.config.queues, limit=wanted, skip_queues=paused
                         )
                     except Error as error:
-                        self.claim_unanswered = True
+                        self.claim_unanswered = error
                         self.budget.give_back(wanted)
                         self._database_down(error)
                         continue
@@ -149,39 +151,33 @@ class WorkerProcess:
             # A beat after the unregister would find no row and register the worker again,
             # alive for a lease after it stopped: the heartbeat ends first.
             heartbeat.join(timeout=HEARTBEAT_JOIN_SECONDS)
-            if self.claim_unanswered:  # stopped before the next claim could give them back
-                self._give_back_unanswered(at_exit=True)
+            if self.claim_unanswered is not None:  # stopped before the next claim could give them back
+                self._give_back_unanswered(self.claim_unanswered, at_exit=True)
             self._unregister()
 
-    def _give_back_unanswered(self, *, at_exit: bool = False) -> None:
-        """Put back the jobs a claim took whose answer never came: the connection died
-        after the database committed the claim, so the jobs are ``RUNNING`` for this
-        worker, which never got them. Its heartbeat keeps its lease, and nothing would
-        rescue them while this process lives.
+    def _give_back_unanswered(self, error: Error, *, at_exit: bool = False) -> None:
+        """Put back the jobs a claim took whose answer never came (it raised ``error``):
+        the connection died after the database committed the claim, so the jobs are
+        ``RUNNING`` for this worker, which never got them. Its heartbeat keeps its lease,
+        and nothing would rescue them while this process lives.
 
         Between batches this process holds no job (every outcome is written before the
-        next claim), so every job the database says it holds is one of those. They go
-        back to ``READY`` unstarted, their attempt not counted, fenced as any release.
+        next claim), so every job the database says it holds is one of those: rescued as
+        started by nobody, they go back to ``READY``, their attempt not counted.
 
         ``at_exit``: the process is stopping, and a database still away leaves them to the
         rescue of workers gone without a row (after ``SQLQUEUE_LEASE``)."""
-        held = Job.objects.on_queue_db().filter(status=JobStatus.RUNNING, worker=self.config.name)
+        lost = ConnectionError(f"the answer to its claim was lost with the connection ({error})")
         try:
-            count = Job.objects.release(worker_id=self.config.name, unstarted=list(held))
-        except Error as error:
+            rescue_worker(self.config.name, lost, started=())
+        except Error as problem:
             if not at_exit:
                 raise
             logger.warning(
-                "%s: could not give back the jobs of a claim whose answer was lost (%s)", self.config.name, error
+                "%s: could not give back the jobs of a claim whose answer was lost (%s)", self.config.name, problem
             )
             return
-        if count:
-            logger.warning(
-                "%s: gave back %d job(s) of a claim whose answer was lost with the connection",
-                self.config.name,
-                count,
-            )
-        self.claim_unanswered = False
+        self.claim_unanswered = None
 
     def _held_back(self, paused: Collection[str]) -> bool:
         """Whether jobs of its queues are due that its claim left, held back by their

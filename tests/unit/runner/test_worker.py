@@ -206,7 +206,7 @@ def test_a_missing_table_stops_the_worker_instead_of_waiting_for_the_database(pr
 
 
 def test_the_jobs_of_a_claim_whose_answer_was_lost_are_given_back_and_run(
-    process: WorkerProcess, monkeypatch: pytest.MonkeyPatch
+    process: WorkerProcess, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The connection died after the database committed the claim (a server restart, a
     killed session, a network cut): its jobs are RUNNING for a live worker that never
@@ -225,6 +225,7 @@ def test_the_jobs_of_a_claim_whose_answer_was_lost_are_given_back_and_run(
     monkeypatch.setattr(JobManager, "claim", committed_then_lost)
     process.run()
     assert len(lost) == 2  # the first batch: a job a thread
+    assert "Rescued 2 job(s) from worker w: the answer to its claim was lost with the connection" in caplog.text
     rows = (
         Job.objects.filter(pk__in=[job.pk for job in jobs]).order_by("pk").values_list("status", "attempts", "result")
     )
@@ -247,6 +248,30 @@ def test_a_worker_stopped_after_a_claim_whose_answer_was_lost_gives_its_jobs_bac
     process.run()
     job.refresh_from_db()
     assert (job.status, job.attempts) == (JobStatus.READY, 0)
+
+
+def test_a_worker_that_cannot_give_back_a_lost_claims_jobs_as_it_stops_says_so_and_exits(
+    process: WorkerProcess, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The database is still away as it stops: the jobs are left to the rescue of workers
+    gone without a row, and the process exits rather than wait or raise."""
+    job = Job.objects.enqueue(add, (1, 2))
+    claim = JobManager.claim
+
+    def committed_then_lost(manager: JobManager, **options: Any) -> list[Job]:
+        claim(manager, **options)
+        process.stop.set()
+        raise InterfaceError("connection already closed")
+
+    def still_away(*args: Any, **options: Any) -> int:
+        raise InterfaceError("connection already closed")
+
+    monkeypatch.setattr(JobManager, "claim", committed_then_lost)
+    monkeypatch.setattr("django_sqlqueue.runner.worker.rescue_worker", still_away)
+    process.run()
+    assert "could not give back the jobs of a claim whose answer was lost" in caplog.text
+    job.refresh_from_db()
+    assert (job.status, job.worker) == (JobStatus.RUNNING, "w")
 
 
 @pytest.mark.skipif(
