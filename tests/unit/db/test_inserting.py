@@ -20,6 +20,7 @@ from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.validation import MAX_DELAY
 from tests.support.hostile import HOLDS_NUL, HOLDS_SURROGATE, PAST_64_BITS, TOO_DEEP, holding_itself, nested
+from tests.support.spies import counting
 from tests.testapp.tasks import noop, report
 
 pytestmark = pytest.mark.django_db
@@ -659,13 +660,7 @@ def test_one_job_is_one_values_row_and_many_are_unnested_arrays_on_postgresql() 
 
 def test_enqueues_on_one_connection_compile_their_statement_once(monkeypatch: pytest.MonkeyPatch) -> None:
     made: list[Any] = []
-    make = inserting.JobInserts.__init__
-
-    def counted(self: inserting.JobInserts, *args: Any) -> None:
-        made.append(args)
-        make(self, *args)
-
-    monkeypatch.setattr(inserting.JobInserts, "__init__", counted)
+    monkeypatch.setattr(inserting.JobInserts, "__init__", counting(inserting.JobInserts.__init__, made))
     inserting.job_inserts.forget()
     jobs = [Job.objects.enqueue(noop, delay=delay) for delay in (None, 5, None)]
     jobs += Job.objects.enqueue_many(Job.objects.build(noop) for _ in range(3))

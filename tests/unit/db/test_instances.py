@@ -14,6 +14,7 @@ from django.db.models.signals import post_init, pre_init
 
 from django_sqlqueue.db.instances import JobRows, job_rows, unsaved
 from django_sqlqueue.models import Job, JobStatus
+from tests.support.spies import counting
 from tests.testapp.tasks import noop, report
 
 UTC = datetime.timezone.utc
@@ -178,20 +179,12 @@ def test_a_null_is_not_handed_to_the_converters(monkeypatch: pytest.MonkeyPatch)
 def test_claims_on_one_connection_read_its_columns_once(monkeypatch: pytest.MonkeyPatch) -> None:
     Job.objects.enqueue_many(Job.objects.build(noop) for _ in range(3))
     made: list[Any] = []
-    monkeypatch.setattr(JobRows, "__init__", _counting(JobRows.__init__, made))
+    monkeypatch.setattr(JobRows, "__init__", counting(JobRows.__init__, made))
     job_rows.forget()
     for _ in range(3):
         assert len(Job.objects.claim(worker_id="w", limit=1)) == 1
     assert len(made) == 1
     assert job_rows(Job, connections["default"]) is job_rows(Job, connections["default"])
-
-
-def _counting(init: Any, made: list[Any]) -> Any:
-    def counted(self: JobRows, *args: Any) -> None:
-        made.append(args)
-        init(self, *args)
-
-    return counted
 
 
 # New jobs: Job.objects.build()
