@@ -17,6 +17,7 @@ from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.concurrency import admit, keys_seen, look_for_keys
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.instances import job_rows
+from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.ratelimits import Limited, draw
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import CLAIM_PROBLEM_HINTS, claim_problem
@@ -110,12 +111,12 @@ def _claim_returning(
     second transaction reads the first ready candidates (locked, on PostgreSQL), admits
     those under their limits and sets them ``RUNNING`` by id."""
     connection = connections[candidates.db]
-    statement = _ClaimUpdate(candidates.model, connection, worker_id)
+    statement = claim_updates(candidates.model, connection)
 
     def claim_keyless(where: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         if pinned:
             _walk_the_index(candidates.db)
-        return statement.run(where, params)
+        return statement.run(worker_id, where, params)
 
     def claim_admitted(wanted: int) -> list[tuple[Any, ...]]:
         if pinned:
@@ -124,7 +125,7 @@ def _claim_returning(
         if connection.vendor == "postgresql":
             ready = ready.select_for_update(skip_locked=True)
         ids = [row.pk for row in admitted(list(ready[:wanted]))]
-        return statement.run(*statement.by_id(ids)) if ids else []
+        return statement.run(worker_id, *statement.by_id(ids)) if ids else []
 
     plain = not limits and not keys_seen(candidates.db)
     # On PostgreSQL one statement outside a transaction is atomic by itself, and only
@@ -198,9 +199,11 @@ class _ClaimUpdate:
     claimers wait for: it returns only the ids, and the rows are read after it commits
     (in WAL a read neither waits for a writer nor holds one up). Returning every column
     there held the lock longer: two processes drained 13,400 jobs/s against 16,200 with
-    the second read (medians of four rounds)."""
+    the second read (medians of four rounds).
 
-    def __init__(self, model: type[Job], connection: BaseDatabaseWrapper, worker_id: str) -> None:
+    Made once for each connection (:data:`claim_updates`); the worker is a parameter."""
+
+    def __init__(self, model: type[Job], connection: BaseDatabaseWrapper) -> None:
         self.rows = job_rows(model, connection)
         self._connection = connection
         self._query = query = model._base_manager.all().query
@@ -210,15 +213,16 @@ class _ClaimUpdate:
         self._setting = (
             f"UPDATE {self._table} SET status = %s, worker = %s, started_at = {now_sql}, attempts = attempts + 1"
         )
-        self._params = (JobStatus.RUNNING, worker_id, *now_params)
+        self._now_params = tuple(now_params)
         self._ids_only = connection.vendor == "sqlite"
 
-    def run(self, where: str, params: Iterable[Any]) -> list[tuple[Any, ...]]:
+    def run(self, worker_id: str, where: str, params: Iterable[Any]) -> list[tuple[Any, ...]]:
         """What the statement returns of the jobs matching ``where`` (SQL with ``params``),
-        now claimed: a row each, for :meth:`jobs`."""
+        now claimed for ``worker_id``: a row each, for :meth:`jobs`."""
         returning = "id" if self._ids_only else self.rows.columns
+        setting = (JobStatus.RUNNING, worker_id, *self._now_params)
         with self._connection.cursor() as cursor:
-            cursor.execute(f"{self._setting} WHERE {where} RETURNING {returning}", (*self._params, *params))
+            cursor.execute(f"{self._setting} WHERE {where} RETURNING {returning}", (*setting, *params))
             return list(cursor.fetchall())
 
     def by_id(self, ids: Iterable[int]) -> tuple[str, tuple[Any, ...]]:
@@ -236,6 +240,10 @@ class _ClaimUpdate:
         with self._connection.cursor() as cursor:
             cursor.execute(f"SELECT {self.rows.columns} FROM {self._table} WHERE {where}", params)
             return self.rows.jobs(cursor.fetchall())
+
+
+#: Each connection's :class:`_ClaimUpdate`, compiled once.
+claim_updates = PerConnection(_ClaimUpdate)
 
 
 def _in_claim_order(model: type[Job], jobs: list[Job], order_by: Iterable[Any]) -> list[Job]:

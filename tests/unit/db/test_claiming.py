@@ -19,10 +19,11 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.conf import MAX_CLAIM_LIMIT
-from django_sqlqueue.db import concurrency
+from django_sqlqueue.db import claiming, concurrency
 from django_sqlqueue.db.claiming import ClaimedJobs
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.models import Job, JobStatus
+from tests.support.spies import counting
 from tests.testapp.tasks import noop, report
 
 UTC = datetime.timezone.utc
@@ -597,3 +598,16 @@ def test_the_candidates_are_compiled_before_the_claims_transaction(
     assert job.status == JobStatus.RUNNING
     assert compiled_in_a_transaction
     assert not any(compiled_in_a_transaction)
+
+
+@pytest.mark.skipif(connection.vendor == "mysql", reason="MySQL/MariaDB has no UPDATE ... RETURNING to compile")
+@pytest.mark.django_db(transaction=True)
+def test_claims_on_one_connection_compile_their_update_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    Job.objects.enqueue_many(Job.objects.build(noop) for _ in range(4))
+    made: list[Any] = []
+    monkeypatch.setattr(claiming._ClaimUpdate, "__init__", counting(claiming._ClaimUpdate.__init__, made))
+    claiming.claim_updates.forget()
+    claimed = [Job.objects.claim(worker_id=f"w{n}", limit=1) for n in range(4)]
+    assert len(made) == 1
+    assert sorted(job.worker for [job] in claimed) == ["w0", "w1", "w2", "w3"]
+    assert sorted(Job.objects.values_list("worker", flat=True)) == ["w0", "w1", "w2", "w3"]

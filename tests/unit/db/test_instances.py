@@ -12,6 +12,7 @@ import pytest
 from django.db import connection, connections
 from django.db.models.signals import post_init, pre_init
 
+from django_sqlqueue.db.claiming import claim_updates
 from django_sqlqueue.db.instances import JobRows, job_rows, unsaved
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.spies import counting
@@ -181,6 +182,7 @@ def test_claims_on_one_connection_read_its_columns_once(monkeypatch: pytest.Monk
     made: list[Any] = []
     monkeypatch.setattr(JobRows, "__init__", counting(JobRows.__init__, made))
     job_rows.forget()
+    claim_updates.forget()  # they hold the connection's JobRows
     for _ in range(3):
         assert len(Job.objects.claim(worker_id="w", limit=1)) == 1
     assert len(made) == 1
