@@ -4,6 +4,7 @@ the recording of outcomes, and how big a batch it claims."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import multiprocessing
 import threading
 from collections.abc import Iterator
@@ -223,6 +224,7 @@ def test_the_jobs_of_a_claim_whose_answer_was_lost_are_given_back_and_run(
         raise InterfaceError("connection already closed")
 
     monkeypatch.setattr(JobManager, "claim", committed_then_lost)
+    caplog.set_level(logging.WARNING, logger="django_sqlqueue")  # whatever an earlier command set
     process.run()
     assert len(lost) == 2  # the first batch: a job a thread
     assert "Rescued 2 job(s) from worker w: the answer to its claim was lost with the connection" in caplog.text
@@ -268,6 +270,7 @@ def test_a_worker_that_cannot_give_back_a_lost_claims_jobs_as_it_stops_says_so_a
 
     monkeypatch.setattr(JobManager, "claim", committed_then_lost)
     monkeypatch.setattr("django_sqlqueue.runner.worker.rescue_worker", still_away)
+    caplog.set_level(logging.WARNING, logger="django_sqlqueue")  # whatever an earlier command set
     process.run()
     assert "could not give back the jobs of a claim whose answer was lost" in caplog.text
     job.refresh_from_db()
