@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import EmptyResultSet
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, Lookup
+from django.db.models.expressions import Col
 from django.db.models.sql.compiler import SQLCompiler
+
+from django_sqlqueue.status import JobStatus
+
+if TYPE_CHECKING:
+    from django_sqlqueue.models import Job
 
 
 class PrimaryKeyIn(Lookup):
@@ -27,13 +34,51 @@ class PrimaryKeyIn(Lookup):
         super().__init__(F("pk"), [int(pk) for pk in ids])
 
     def as_sql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> tuple[str, tuple[Any, ...]]:
-        if not self.rhs:
-            raise EmptyResultSet
         column, params = self.process_lhs(compiler, connection)
-        return f"{column} IN ({', '.join(['%s'] * len(self.rhs))})", (*params, *self.rhs)
+        sql, ids = _in(column, self.rhs, connection)
+        return sql, (*params, *ids)
 
-    def as_postgresql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> tuple[str, tuple[Any, ...]]:
-        if not self.rhs:
+
+class HeldBy(Lookup):
+    """The jobs of a batch still ``RUNNING`` for a worker at the attempt it claimed
+    each at: ``status = 'RUNNING' AND worker = %s AND (id IN (…) AND attempts = %s OR …)``,
+    one group of ids for each attempt count.
+
+    This is the fence on every write a worker makes to the jobs it holds: a job rescued
+    from it, or claimed again, has moved on and is not written. One lookup, rather than
+    the same conditions as ``filter()`` keywords, because each finish writes one: Django
+    resolved the keywords' names for every batch, a third of the finish's Python."""
+
+    prepare_rhs = False
+
+    def __init__(self, worker_id: str, jobs: Iterable[Job]) -> None:
+        by_attempt: dict[int, list[int]] = defaultdict(list)
+        for job in jobs:
+            by_attempt[job.attempts].append(int(job.pk))
+        super().__init__(F("pk"), (worker_id, dict(by_attempt)))
+
+    def as_sql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> tuple[str, tuple[Any, ...]]:
+        worker_id, by_attempt = self.rhs
+        pk, params = self.process_lhs(compiler, connection)
+        meta = self.lhs.target.model._meta
+        status, worker, attempts = (
+            compiler.compile(Col(self.lhs.alias, meta.get_field(name)))[0] for name in ("status", "worker", "attempts")
+        )
+        groups, bound = [], [JobStatus.RUNNING.value, worker_id]
+        for count, ids in by_attempt.items():
+            sql, ids_bound = _in(pk, ids, connection)
+            groups.append(f"({sql} AND {attempts} = %s)")
+            bound.extend((*params, *ids_bound, count))
+        if not groups:
             raise EmptyResultSet
-        column, params = self.process_lhs(compiler, connection)
-        return f"{column} = ANY(%s)", (*params, self.rhs)
+        return f"{status} = %s AND {worker} = %s AND ({' OR '.join(groups)})", tuple(bound)
+
+
+def _in(column: str, ids: list[int], connection: BaseDatabaseWrapper) -> tuple[str, tuple[Any, ...]]:
+    """``column IN (ids)`` and its parameters; on PostgreSQL ``column = ANY(%s)``, the
+    ids bound as one array. Raises ``EmptyResultSet`` for no ids."""
+    if not ids:
+        raise EmptyResultSet
+    if connection.vendor == "postgresql":
+        return f"{column} = ANY(%s)", (ids,)
+    return f"{column} IN ({', '.join(['%s'] * len(ids))})", tuple(ids)

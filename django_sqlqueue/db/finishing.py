@@ -12,17 +12,15 @@ import random
 import traceback
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from functools import reduce
-from operator import or_
 from typing import TYPE_CHECKING, Any, cast
 
 from django.db import DatabaseError, connections
-from django.db.models import Case, F, Field, Q, Value, When
+from django.db.models import Case, F, Field, Value, When
 from django.db.models.expressions import Combinable
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.expressions import PrimaryKeyIn
+from django_sqlqueue.db.expressions import HeldBy, PrimaryKeyIn
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import is_away, is_unwritable
 from django_sqlqueue.exceptions import InvalidJobError, JobCancelled
@@ -127,8 +125,9 @@ class _Changes:
     def __init__(self, outcomes: Mapping[Job, Mapping[str, Any]]) -> None:
         self.by_column: dict[str, dict[int, Any]] = defaultdict(dict)
         for job, values in outcomes.items():
+            pk = job.pk
             for column, value in values.items():
-                self.by_column[column][job.pk] = value
+                self.by_column[column][pk] = value
 
     def expression(self, column: str, output_field: Field[Any, Any], rows: int) -> Any:
         """One ``CASE`` over job ids (one value when it is the same for all ``rows``);
@@ -165,7 +164,7 @@ def finish(
     jobs: JobQuerySet, *, worker_id: str, succeeded: Mapping[Job, Any], failed: Mapping[Job, BaseException]
 ) -> int:
     """See :meth:`JobManager.finish`."""
-    if both := {job.pk for job in succeeded} & {job.pk for job in failed}:
+    if failed and (both := {job.pk for job in succeeded} & {job.pk for job in failed}):
         raise ValueError(f"Jobs {sorted(both)} cannot both succeed and fail.")
     now = DatabaseNow()
     outcomes: dict[Job, dict[str, Any]] = {}
@@ -283,12 +282,6 @@ def release(jobs: JobQuerySet, *, worker_id: str, unstarted: Iterable[Job]) -> i
 
 
 def still_held(jobs: JobQuerySet, worker_id: str, held: Iterable[Job]) -> JobQuerySet:
-    """The rows of ``held`` still ``RUNNING`` for ``worker_id`` at the attempt it claimed.
-
-    This is the fence: a job rescued from this worker, or claimed again, has moved on
-    and is not written."""
-    by_attempt: dict[int, list[int]] = defaultdict(list)
-    for job in held:
-        by_attempt[job.attempts].append(job.pk)
-    claimed = reduce(or_, (Q(PrimaryKeyIn(pks), attempts=count) for count, pks in by_attempt.items()))
-    return jobs.filter(claimed, status=JobStatus.RUNNING, worker=worker_id)
+    """The rows of ``held`` still ``RUNNING`` for ``worker_id`` at the attempt it claimed
+    (the fence, :class:`~django_sqlqueue.db.expressions.HeldBy`)."""
+    return jobs.filter(HeldBy(worker_id, held))

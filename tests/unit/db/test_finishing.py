@@ -370,6 +370,23 @@ def test_a_stale_attempt_cannot_overwrite_the_next() -> None:
     assert (current.status, current.result, current.attempts) == (JobStatus.SUCCESSFUL, "new", 2)
 
 
+def test_a_batch_at_several_attempts_writes_each_job_held_at_its_own() -> None:
+    """The fence groups a batch's ids by the attempt each was claimed at: a job of the
+    batch at attempt 2 is written, and so is one at attempt 1, but not one whose
+    attempt moved on since."""
+    (second,) = claim(worker_id="w", max_attempts=3)
+    assert Job.objects.finish(worker_id="w", failed={second: raised("once")}) == 1
+    make_due(second)
+    (second,) = Job.objects.claim(worker_id="w")
+    first, stale = claim(2, worker_id="w")
+    Job.objects.filter(pk=stale.pk).update(attempts=stale.attempts + 1)
+    assert (second.attempts, first.attempts, stale.attempts) == (2, 1, 1)
+
+    written = Job.objects.finish(worker_id="w", succeeded={second: "2", first: "1", stale: "stale"})
+    assert written == 2
+    assert dict(Job.objects.values_list("pk", "result")) == {second.pk: "2", first.pk: "1", stale.pk: None}
+
+
 def test_a_finished_job_cannot_be_finished_again() -> None:
     (job,) = claim()
     assert Job.objects.finish(worker_id="w", succeeded={job: 1}) == 1
