@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 import itertools
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
 from django.conf import settings
@@ -79,7 +79,7 @@ class JobQuerySet(models.QuerySet["Job"]):
 
     def in_claim_order(self) -> JobQuerySet:
         """Higher priority first, then the earliest due, then the oldest."""
-        return self.order_by("-priority", "run_at", "id")
+        return self.order_by(*claiming.CLAIM_ORDER)
 
 
 class CancelCount(NamedTuple):
@@ -314,21 +314,34 @@ class JobManager(models.Manager["Job"]):
             raise ValueError(f"{problem}.")
         if not worker_id:
             raise ValueError("worker_id must name the worker that claims.")
-        if skip_queues and queues is not None:
-            queues = [queue for queue in queues if queue not in skip_queues]
-        candidates = self.on_queue_db().ready().in_queues(queues)
-        candidates = candidates.filter(with_free_slot(self.model, candidates.db))
+        queues = None if queues is None else [queue for queue in queues if queue not in skip_queues]
+        jobs = self.on_queue_db()
         limited = ratelimits.limited_tasks()
-        if limited:
-            candidates = candidates.filter(ratelimits.with_tokens(candidates.db, limited))
-        if skip_queues and queues is None:
-            candidates = candidates.exclude(queue__in=list(skip_queues))
-        if filter is not None:
-            candidates = candidates.filter(filter)
+
+        def candidates() -> JobQuerySet:
+            ready = jobs.ready().in_queues(queues)
+            ready = ready.filter(with_free_slot(self.model, ready.db))
+            if limited:
+                ready = ready.filter(ratelimits.with_tokens(ready.db, limited))
+            if skip_queues and queues is None:
+                ready = ready.exclude(queue__in=list(skip_queues))
+            if filter is not None:
+                ready = ready.filter(filter)
+            return ready.in_claim_order()
+
+        # The same queues, or all but the same paused ones, make the same statement; a
+        # caller's filter makes its own.
+        shape: Hashable | None = None
+        if filter is None:
+            shape = ("all but", frozenset(skip_queues)) if queues is None else ("in", tuple(queues))
         # An index holds the ready jobs of all queues, or of one, in claim order.
         index_ordered = filter is None and (queues is None or len(set(queues)) == 1)
         return claiming.claim(
-            candidates.in_claim_order(), worker_id=worker_id, limit=limit, limited=limited, index_ordered=index_ordered
+            claiming.Candidates(self.model, jobs.db, candidates, shape),
+            worker_id=worker_id,
+            limit=limit,
+            limited=limited,
+            index_ordered=index_ordered,
         )
 
     def finish(

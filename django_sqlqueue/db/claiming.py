@@ -4,14 +4,13 @@ no worker waiting on another's locks."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import F
 
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.concurrency import admit, keys_seen, look_for_keys
@@ -29,6 +28,30 @@ if TYPE_CHECKING:
     from django_sqlqueue.models import Job
 
 
+#: The order a claim takes ready jobs in: higher priority first, then the earliest
+#: due, then the oldest (``JobQuerySet.in_claim_order``).
+CLAIM_ORDER = ("-priority", "run_at", "id")
+
+
+class Candidates:
+    """The ready jobs a claim may take, on the database ``using``: ``build()`` makes
+    them as a queryset in :data:`CLAIM_ORDER`, only when the claim needs one.
+
+    ``shape`` is what they were built from (the queues, those left out), when nothing
+    else went in: candidates of one shape make the same statement, which a connection
+    then compiles once (:class:`_CandidateStatements`); None for a caller's filter."""
+
+    def __init__(self, model: type[Job], using: str, build: Callable[[], JobQuerySet], shape: Hashable | None) -> None:
+        self.model = model
+        self.using = using
+        self.shape = shape
+        self._build = build
+
+    @functools.cached_property
+    def queryset(self) -> JobQuerySet:
+        return self._build()
+
+
 class ClaimedJobs(list["Job"]):
     """The jobs one claim took, in claim order.
 
@@ -43,28 +66,31 @@ class ClaimedJobs(list["Job"]):
 
 
 def claim(
-    candidates: JobQuerySet,
+    candidates: Candidates,
     *,
     worker_id: str,
     limit: int,
     limited: Limited | None = None,
     index_ordered: bool = False,
 ) -> ClaimedJobs:
-    """Claim the first ``limit`` of ``candidates`` (ordered, unsliced) for ``worker_id``,
+    """Claim the first ``limit`` of ``candidates`` for ``worker_id``,
     those that fit under their concurrency limits and, for the ``limited`` tasks, their
     rate limits.
 
     ``index_ordered`` says that an index holds the candidates in claim order (all
     queues, or one, and no other filter): the claim then walks that index whatever the
     table's statistics say (see :func:`_walk_the_index`)."""
-    connection = connections[candidates.db]
+    connection = connections[candidates.using]
     if problem := claim_problem(connection):
         raise ImproperlyConfigured(f"{problem}. {CLAIM_PROBLEM_HINTS[connection.vendor]}")
     admitted = functools.partial(_admitted, candidates, limited or {})
     # SET LOCAL would outlive the claim in a caller's transaction: there, no pin.
     pinned = index_ordered and connection.vendor == "postgresql" and not connection.in_atomic_block
     if connection.vendor == "mysql":  # no UPDATE … RETURNING
-        return retry_transient(candidates.db, lambda: _claim_without_returning(candidates, worker_id, limit, admitted))
+        cached = not limited and not keys_seen(candidates.using)
+        return retry_transient(
+            candidates.using, lambda: _claim_without_returning(candidates, worker_id, limit, admitted, cached=cached)
+        )
     return _claim_returning(candidates, worker_id, limit, admitted, limits=bool(limited), pinned=pinned)
 
 
@@ -83,14 +109,14 @@ def _walk_the_index(using: str) -> None:
         cursor.execute("SET LOCAL enable_sort = off")
 
 
-def _admitted(candidates: JobQuerySet, limited: Limited, jobs: list[Any]) -> list[Any]:
+def _admitted(candidates: Candidates, limited: Limited, jobs: list[Any]) -> list[Any]:
     """The locked ``jobs`` that fit their concurrency limits, then their rate limits
     (keys' rows are always locked before buckets', so claimers never deadlock)."""
-    return draw(candidates.db, admit(candidates.db, candidates.model, jobs), limited)
+    return draw(candidates.using, admit(candidates.using, candidates.model, jobs), limited)
 
 
 def _claim_returning(
-    candidates: JobQuerySet,
+    candidates: Candidates,
     worker_id: str,
     limit: int,
     admitted: Callable[[list[Any]], list[Any]],
@@ -110,89 +136,148 @@ def _claim_returning(
     fewer than it wanted and keyed jobs are waiting, or once limits are in play, a
     second transaction reads the first ready candidates (locked, on PostgreSQL), admits
     those under their limits and sets them ``RUNNING`` by id."""
-    connection = connections[candidates.db]
+    using = candidates.using
+    connection = connections[using]
     statement = claim_updates(candidates.model, connection)
 
     def claim_keyless(where: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         if pinned:
-            _walk_the_index(candidates.db)
+            _walk_the_index(using)
         return statement.run(worker_id, where, params)
 
     def claim_admitted(wanted: int) -> list[tuple[Any, ...]]:
         if pinned:
-            _walk_the_index(candidates.db)
-        ready = candidates.values_list("pk", "task", "concurrency_key", "concurrency_limit", named=True)
+            _walk_the_index(using)
+        ready = candidates.queryset.values_list("pk", "task", "concurrency_key", "concurrency_limit", named=True)
         if connection.vendor == "postgresql":
             ready = ready.select_for_update(skip_locked=True)
         ids = [row.pk for row in admitted(list(ready[:wanted]))]
         return statement.run(worker_id, *statement.by_id(ids)) if ids else []
 
-    plain = not limits and not keys_seen(candidates.db)
+    plain = not limits and not keys_seen(using)
     # On PostgreSQL one statement outside a transaction is atomic by itself, and only
     # the pin needs one. SQLite's BEGIN IMMEDIATE takes the write lock before the
     # statement reads: on its own, the statement would read first, and could then fail
     # to take the lock from a writer that committed meanwhile, without waiting.
     atomic = pinned or connection.vendor == "sqlite"
     keyless = _keyless(candidates, limit, connection) if plain else None
-    rows = retry_transient(candidates.db, lambda: claim_keyless(*keyless), atomic=atomic) if keyless else []
-    if len(rows) < limit and (not plain or look_for_keys(candidates)):
-        rows += retry_transient(candidates.db, lambda: claim_admitted(limit - len(rows)))
-    return ClaimedJobs(_in_claim_order(candidates.model, statement.jobs(rows), candidates.query.order_by), lost=0)
+    rows = retry_transient(using, lambda: claim_keyless(*keyless), atomic=atomic) if keyless else []
+    if len(rows) < limit and (not plain or look_for_keys(candidates.queryset)):
+        rows += retry_transient(using, lambda: claim_admitted(limit - len(rows)))
+    return ClaimedJobs(_in_claim_order(candidates.model, statement.jobs(rows)), lost=0)
 
 
-def _keyless(
-    candidates: JobQuerySet, limit: int, connection: BaseDatabaseWrapper
-) -> tuple[str, tuple[Any, ...]] | None:
-    """The condition on the first ``limit`` ready jobs without a concurrency key, as SQL
-    and its parameters; None when nothing can match (``queues=[]``).
+def _keyless(candidates: Candidates, limit: int, connection: BaseDatabaseWrapper) -> tuple[str, tuple[Any, ...]] | None:
+    """The condition on the first ``limit`` of ``candidates`` without a concurrency key,
+    as SQL and its parameters; None when nothing can match (``queues=[]``).
 
-    Compiled before the claim's transaction begins: on SQLite that holds the write lock
+    Made before the claim's transaction begins: on SQLite that holds the write lock
     of the whole database, which the other claimers wait for."""
-    ready = candidates.values("pk")[:limit]
-    try:
-        ready_sql, ready_params = ready.query.get_compiler(connection=connection).as_sql()
-    except EmptyResultSet:
+    made = candidate_statements(candidates.model, connection).of(candidates, cached=True)
+    if made is None:
         return None
     if connection.vendor == "postgresql":
-        ready_sql = f"= ANY(ARRAY({ready_sql} FOR UPDATE SKIP LOCKED))"
+        ready = f"= ANY(ARRAY({made.ready} LIMIT %s FOR UPDATE SKIP LOCKED))"
     else:
-        ready_sql = f"IN ({ready_sql})"
-    return f"id {ready_sql} AND concurrency_key IS NULL", tuple(ready_params)
+        ready = f"IN ({made.ready} LIMIT %s)"
+    return f"id {ready} AND concurrency_key IS NULL", (*made.ready_params, limit)
+
+
+class CandidateSQL(NamedTuple):
+    """The candidates of a claim as SQL."""
+
+    #: ``SELECT`` of their ids in claim order, for a ``LIMIT`` to follow.
+    ready: str
+    ready_params: tuple[Any, ...]
+    #: Their condition alone, on the jobs table.
+    where: str
+    where_params: tuple[Any, ...]
+
+
+class _CandidateStatements:
+    """Candidates as SQL (:class:`CandidateSQL`), made once for each shape of them
+    (:attr:`Candidates.shape`) while nothing but the shape went in: building the
+    candidates' queryset and compiling it cost each claim about 500 µs, the same for
+    every claim of a worker."""
+
+    #: The most shapes kept; past it they are made again. A worker has one, and one
+    #: more for each set of its queues paused at once.
+    KEPT = 256
+
+    def __init__(self, model: type[Job], connection: BaseDatabaseWrapper) -> None:
+        self._connection = connection
+        self._made: dict[Hashable, CandidateSQL | None] = {}
+
+    def of(self, candidates: Candidates, *, cached: bool) -> CandidateSQL | None:
+        """``candidates`` as SQL, None when nothing can match (``queues=[]``); kept
+        for their shape when ``cached`` says that only the shape went in (no limits
+        in play)."""
+        shape = candidates.shape
+        if not cached or shape is None:
+            return self._make(candidates.queryset)
+        if shape not in self._made:
+            if len(self._made) >= self.KEPT:
+                self._made.clear()
+            self._made[shape] = self._make(candidates.queryset)
+        return self._made[shape]
+
+    def _make(self, candidates: JobQuerySet) -> CandidateSQL | None:
+        ids = candidates.values("pk")
+        compiler = ids.query.get_compiler(connection=self._connection)
+        try:
+            ready, ready_params = compiler.as_sql()
+            where, where_params = compiler.compile(ids.query.where)
+        except EmptyResultSet:
+            return None
+        return CandidateSQL(ready, tuple(ready_params), where, tuple(where_params))
+
+
+#: Each connection's :class:`_CandidateStatements`.
+candidate_statements = PerConnection(_CandidateStatements)
 
 
 def _claim_without_returning(
-    candidates: JobQuerySet, worker_id: str, limit: int, admitted: Callable[[list[Any]], list[Any]]
+    candidates: Candidates,
+    worker_id: str,
+    limit: int,
+    admitted: Callable[[list[Any]], list[Any]],
+    *,
+    cached: bool,
 ) -> ClaimedJobs:
     """MySQL/MariaDB, which have no ``UPDATE … RETURNING``: read the candidates' ids
     without locks, then lock just those rows by primary key, checking again that they
-    are still ready (InnoDB would otherwise lock every index record the ordered scan
-    passes over), and set the admitted ones ``RUNNING`` by id."""
-    rows = job_rows(candidates.model, connections[candidates.db])
-    ids = list(candidates.values_list("pk", flat=True)[:limit])
+    are still candidates (InnoDB would otherwise lock every index record the ordered
+    scan passes over), and set the admitted ones ``RUNNING`` by id.
+
+    Each locked row also brings the database's time, which becomes the attempt's
+    start; the rows are read raw and made into jobs as the other databases' are."""
+    connection = connections[candidates.using]
+    made = candidate_statements(candidates.model, connection).of(candidates, cached=cached)
+    if made is None:
+        return ClaimedJobs([], 0)
+    statement = claim_updates(candidates.model, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(f"{made.ready} LIMIT %s", (*made.ready_params, limit))
+        ids = [pk for (pk,) in cursor.fetchall()]
+    if not ids:
+        return ClaimedJobs([], 0)
+    locked = statement.lock(made, ids)
     position = {pk: index for index, pk in enumerate(ids)}
-    # Each locked row also brings the database's time, which becomes the attempt's start.
-    locking = candidates.filter(PrimaryKeyIn(ids)).order_by().select_for_update(skip_locked=True)
-    locked = list(locking.annotate(claim_time=DatabaseNow()).values_list(*rows.attnames, "claim_time"))
-    jobs = sorted(rows.jobs([row[:-1] for row in locked], converted=True), key=lambda job: position[job.pk])
+    started_at = locked[0][-1] if locked else None
+    jobs = statement.rows.jobs(statement.as_claimed(locked, worker_id))
+    jobs.sort(key=lambda job: position[job.pk])
     lost = len(ids) - len(jobs)
     # Jobs over their limits stay READY; their locks go with the commit.
     jobs = admitted(jobs)
     if jobs:
-        started_at = locked[0][-1]
-        candidates.model._base_manager.using(candidates.db).filter(PrimaryKeyIn(job.pk for job in jobs)).update(
-            status=JobStatus.RUNNING, worker=worker_id, started_at=started_at, attempts=F("attempts") + 1
-        )
-        for job in jobs:
-            job.status = JobStatus.RUNNING
-            job.worker = worker_id
-            job.started_at = started_at
-            job.attempts += 1
+        statement.mark(worker_id, started_at, [job.pk for job in jobs])
     return ClaimedJobs(jobs, lost)
 
 
 class _ClaimUpdate:
     """``UPDATE`` jobs to ``RUNNING`` for a worker, started at the database's time with
-    the attempt counted, ``RETURNING`` them (SQLite and PostgreSQL).
+    the attempt counted, ``RETURNING`` them (SQLite and PostgreSQL); on MySQL/MariaDB,
+    which cannot return them, lock and read them first (:meth:`lock`), then :meth:`mark`.
 
     PostgreSQL locks only the claimed rows, and they come back with the statement.
     SQLite's statement holds the write lock of the whole database, which the other
@@ -213,7 +298,10 @@ class _ClaimUpdate:
         self._setting = (
             f"UPDATE {self._table} SET status = %s, worker = %s, started_at = {now_sql}, attempts = attempts + 1"
         )
+        self._now_sql = now_sql
         self._now_params = tuple(now_params)
+        #: Where a row of :attr:`rows` holds what a claim changes.
+        self._claimed = [self.rows.attnames.index(name) for name in ("status", "worker", "started_at", "attempts")]
         self._ids_only = connection.vendor == "sqlite"
 
     def run(self, worker_id: str, where: str, params: Iterable[Any]) -> list[tuple[Any, ...]]:
@@ -224,6 +312,42 @@ class _ClaimUpdate:
         with self._connection.cursor() as cursor:
             cursor.execute(f"{self._setting} WHERE {where} RETURNING {returning}", (*setting, *params))
             return list(cursor.fetchall())
+
+    def lock(self, candidates: CandidateSQL, ids: Iterable[int]) -> list[tuple[Any, ...]]:
+        """The rows (all of :attr:`rows`' columns, then the database's time) of the jobs
+        ``ids`` that are still ``candidates``, locked, skipping those another claimer
+        locked first."""
+        where, params = self.by_id(ids)
+        with self._connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {self.rows.columns}, {self._now_sql} FROM {self._table}"
+                f" WHERE ({candidates.where}) AND {where} FOR UPDATE SKIP LOCKED",
+                (*self._now_params, *candidates.where_params, *params),
+            )
+            return list(cursor.fetchall())
+
+    def as_claimed(self, locked: list[tuple[Any, ...]], worker_id: str) -> list[list[Any]]:
+        """The ``locked`` rows as :meth:`mark` leaves them: ``RUNNING`` for ``worker_id``,
+        started at the time read with them, the attempt counted."""
+        status, worker, started_at, attempts = self._claimed
+        claimed = []
+        for row in locked:
+            values = list(row[:-1])
+            values[status], values[worker], values[started_at] = JobStatus.RUNNING.value, worker_id, row[-1]
+            values[attempts] += 1
+            claimed.append(values)
+        return claimed
+
+    def mark(self, worker_id: str, started_at: Any, ids: Iterable[int]) -> None:
+        """Claim the locked jobs ``ids`` for ``worker_id``, started at ``started_at`` (as
+        :meth:`lock` read it)."""
+        where, params = self.by_id(ids)
+        with self._connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {self._table} SET status = %s, worker = %s, started_at = %s, attempts = attempts + 1"
+                f" WHERE {where}",
+                (JobStatus.RUNNING.value, worker_id, started_at, *params),
+            )
 
     def by_id(self, ids: Iterable[int]) -> tuple[str, tuple[Any, ...]]:
         """The condition on the jobs ``ids`` (not empty), as SQL and its parameters."""
@@ -246,10 +370,10 @@ class _ClaimUpdate:
 claim_updates = PerConnection(_ClaimUpdate)
 
 
-def _in_claim_order(model: type[Job], jobs: list[Job], order_by: Iterable[Any]) -> list[Job]:
-    """``jobs`` sorted as ``order_by`` (the candidates' field names, ``-`` before a
-    descending one) sorts their rows: one stable sort per field, the last field first."""
-    for name in reversed(list(order_by)):
+def _in_claim_order(model: type[Job], jobs: list[Job]) -> list[Job]:
+    """``jobs`` sorted as :data:`CLAIM_ORDER` sorts their rows: one stable sort per
+    field, the last field first."""
+    for name in reversed(CLAIM_ORDER):
         field = name.removeprefix("-")
         attname = model._meta.get_field(field).attname  # type: ignore[union-attr]
         jobs.sort(key=attrgetter(attname), reverse=name != field)

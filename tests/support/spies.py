@@ -6,11 +6,12 @@ from collections.abc import Callable
 from typing import Any
 
 
-def counting(init: Callable[..., None], made: list[Any]) -> Callable[..., None]:
-    """``init`` (an ``__init__``), appending the arguments of each call to ``made``."""
+def counting(method: Callable[..., Any], made: list[Any]) -> Callable[..., Any]:
+    """``method`` (an ``__init__``, or what makes something), appending the arguments
+    of each call to ``made``."""
 
-    def counted(self: Any, *args: Any) -> None:
+    def counted(self: Any, *args: Any) -> Any:
         made.append(args)
-        init(self, *args)
+        return method(self, *args)
 
     return counted

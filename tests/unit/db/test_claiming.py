@@ -594,15 +594,15 @@ def test_the_candidates_are_compiled_before_the_claims_transaction(
 
     Job.objects.enqueue(noop)
     monkeypatch.setattr(SQLCompiler, "as_sql", watched)
+    claiming.candidate_statements.forget()  # made once for each connection
     [job] = Job.objects.claim(worker_id="w")
     assert job.status == JobStatus.RUNNING
     assert compiled_in_a_transaction
     assert not any(compiled_in_a_transaction)
 
 
-@pytest.mark.skipif(connection.vendor == "mysql", reason="MySQL/MariaDB has no UPDATE ... RETURNING to compile")
 @pytest.mark.django_db(transaction=True)
-def test_claims_on_one_connection_compile_their_update_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_claims_on_one_connection_make_their_statements_once(monkeypatch: pytest.MonkeyPatch) -> None:
     Job.objects.enqueue_many(Job.objects.build(noop) for _ in range(4))
     made: list[Any] = []
     monkeypatch.setattr(claiming._ClaimUpdate, "__init__", counting(claiming._ClaimUpdate.__init__, made))
@@ -611,3 +611,51 @@ def test_claims_on_one_connection_compile_their_update_once(monkeypatch: pytest.
     assert len(made) == 1
     assert sorted(job.worker for [job] in claimed) == ["w0", "w1", "w2", "w3"]
     assert sorted(Job.objects.values_list("worker", flat=True)) == ["w0", "w1", "w2", "w3"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_claims_of_the_same_queues_make_their_candidates_once(monkeypatch: pytest.MonkeyPatch, settings: Any) -> None:
+    """The candidates' condition is made once for each set of queues (and of those
+    paused) on a connection, with the limit a parameter; a caller's filter makes its own
+    every time. Each claim still takes what its own queues, pauses and limit say."""
+    settings.SQLQUEUE_RATE_LIMITS = {}
+    monkeypatch.setattr(concurrency, "_KEYS_SEEN", set())  # no keyed job met by an earlier test
+    for queue in ("a", "b", "c"):
+        Job.objects.enqueue_many(Job.objects.build(noop, (n,), queue=queue) for n in range(6))
+    made: list[Any] = []
+    monkeypatch.setattr(claiming._CandidateStatements, "_make", counting(claiming._CandidateStatements._make, made))
+    claiming.candidate_statements.forget()
+
+    def taken(**options: Any) -> list[tuple[str, int]]:
+        return [(job.queue, job.args[0]) for job in Job.objects.claim(worker_id="w", **options)]
+
+    assert taken(queues=["a"], limit=1) == [("a", 0)]
+    assert taken(queues=["a"], limit=2) == [("a", 1), ("a", 2)]
+    assert len(made) == 1
+    assert taken(queues=["b"], limit=1) == [("b", 0)]
+    assert taken(queues=["a", "b"], limit=3, skip_queues={"a"}) == [("b", 1), ("b", 2), ("b", 3)]
+    assert taken(queues=["b"], limit=1) == [("b", 4)]
+    assert len(made) == 2
+    assert taken(limit=2, skip_queues={"a", "b"}) == [("c", 0), ("c", 1)]
+    assert taken(limit=1) == [("a", 3)]
+    assert len(made) == 4
+    assert taken(filter=Q(queue="c"), limit=1) == [("c", 2)]
+    assert taken(filter=Q(queue="c"), limit=1) == [("c", 3)]
+    assert taken(queues=[], limit=1) == []
+    assert taken(queues=[], limit=1) == []
+    assert len(made) == 7
+
+
+@pytest.mark.django_db(transaction=True)
+def test_past_the_shapes_kept_the_candidates_are_made_again(monkeypatch: pytest.MonkeyPatch, settings: Any) -> None:
+    settings.SQLQUEUE_RATE_LIMITS = {}
+    monkeypatch.setattr(concurrency, "_KEYS_SEEN", set())
+    monkeypatch.setattr(claiming._CandidateStatements, "KEPT", 2)
+    for queue in ("a", "b", "c"):
+        Job.objects.enqueue_many(Job.objects.build(noop, (n,), queue=queue) for n in range(3))
+    claiming.candidate_statements.forget()
+    for round in range(3):
+        for queue in ("a", "b", "c"):
+            [job] = Job.objects.claim(worker_id="w", queues=[queue], limit=1)
+            assert (job.queue, job.args) == (queue, [round])
+    assert not Job.objects.filter(status=JobStatus.READY).exists()
