@@ -314,6 +314,7 @@ class JobManager(models.Manager["Job"]):
             raise ValueError(f"{problem}.")
         if not worker_id:
             raise ValueError("worker_id must name the worker that claims.")
+        skip_queues = frozenset(skip_queues)
         queues = None if queues is None else [queue for queue in queues if queue not in skip_queues]
         jobs = self.on_queue_db()
         limited = ratelimits.limited_tasks()
@@ -333,7 +334,7 @@ class JobManager(models.Manager["Job"]):
         # caller's filter makes its own.
         shape: Hashable | None = None
         if filter is None:
-            shape = ("all but", frozenset(skip_queues)) if queues is None else ("in", tuple(queues))
+            shape = ("all but", skip_queues) if queues is None else ("in", tuple(queues))
         # An index holds the ready jobs of all queues, or of one, in claim order.
         index_ordered = filter is None and (queues is None or len(set(queues)) == 1)
         return claiming.claim(

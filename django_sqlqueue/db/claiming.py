@@ -84,14 +84,20 @@ def claim(
     if problem := claim_problem(connection):
         raise ImproperlyConfigured(f"{problem}. {CLAIM_PROBLEM_HINTS[connection.vendor]}")
     admitted = functools.partial(_admitted, candidates, limited or {})
+    # Until this process has met a keyed job, and while no rate limit is configured,
+    # the candidates are the same for every claim of the same queues: their statement
+    # is kept. Otherwise they are built now, before any transaction: with rate limits
+    # that reads their buckets, which SQLite's write lock should not wait for.
+    plain = not limited and not keys_seen(candidates.using)
+    if not plain:
+        candidates.queryset  # noqa: B018 (built here, not inside the claim's transaction)
     # SET LOCAL would outlive the claim in a caller's transaction: there, no pin.
     pinned = index_ordered and connection.vendor == "postgresql" and not connection.in_atomic_block
     if connection.vendor == "mysql":  # no UPDATE … RETURNING
-        cached = not limited and not keys_seen(candidates.using)
         return retry_transient(
-            candidates.using, lambda: _claim_without_returning(candidates, worker_id, limit, admitted, cached=cached)
+            candidates.using, lambda: _claim_without_returning(candidates, worker_id, limit, admitted, plain=plain)
         )
-    return _claim_returning(candidates, worker_id, limit, admitted, limits=bool(limited), pinned=pinned)
+    return _claim_returning(candidates, worker_id, limit, admitted, plain=plain, pinned=pinned)
 
 
 def _walk_the_index(using: str) -> None:
@@ -121,15 +127,15 @@ def _claim_returning(
     limit: int,
     admitted: Callable[[list[Any]], list[Any]],
     *,
-    limits: bool,
+    plain: bool,
     pinned: bool,
 ) -> ClaimedJobs:
     """SQLite and PostgreSQL: the claim is an ``UPDATE … RETURNING`` (see
     :class:`_ClaimUpdate`), and the jobs are built after it commits
     (:mod:`~django_sqlqueue.db.instances`).
 
-    Until this process has met a keyed job and while no rate limit is configured, the
-    claim is ``UPDATE … WHERE id IN (first ready ids) AND concurrency_key IS NULL``:
+    Until this process has met a keyed job and while no rate limit is configured
+    (``plain``), the claim is ``UPDATE … WHERE id IN (first ready ids) AND concurrency_key IS NULL``:
     on PostgreSQL the ids are locked with ``FOR UPDATE SKIP LOCKED`` (as an array, read
     once), and SQLite has no row locks: the statement holds the database's write lock
     (``BEGIN IMMEDIATE``), and while it lasts no other process writes. When that takes
@@ -154,7 +160,6 @@ def _claim_returning(
         ids = [row.pk for row in admitted(list(ready[:wanted]))]
         return statement.run(worker_id, *statement.by_id(ids)) if ids else []
 
-    plain = not limits and not keys_seen(using)
     # On PostgreSQL one statement outside a transaction is atomic by itself, and only
     # the pin needs one. SQLite's BEGIN IMMEDIATE takes the write lock before the
     # statement reads: on its own, the statement would read first, and could then fail
@@ -173,7 +178,7 @@ def _keyless(candidates: Candidates, limit: int, connection: BaseDatabaseWrapper
 
     Made before the claim's transaction begins: on SQLite that holds the write lock
     of the whole database, which the other claimers wait for."""
-    made = candidate_statements(candidates.model, connection).of(candidates, cached=True)
+    made = candidate_statements(candidates.model, connection).of(candidates, kept=True)
     if made is None:
         return None
     if connection.vendor == "postgresql":
@@ -208,12 +213,11 @@ class _CandidateStatements:
         self._connection = connection
         self._made: dict[Hashable, CandidateSQL | None] = {}
 
-    def of(self, candidates: Candidates, *, cached: bool) -> CandidateSQL | None:
-        """``candidates`` as SQL, None when nothing can match (``queues=[]``); kept
-        for their shape when ``cached`` says that only the shape went in (no limits
-        in play)."""
+    def of(self, candidates: Candidates, *, kept: bool) -> CandidateSQL | None:
+        """``candidates`` as SQL, None when nothing can match (``queues=[]``); ``kept``
+        for their shape when only the shape went in (no limits in play)."""
         shape = candidates.shape
-        if not cached or shape is None:
+        if not kept or shape is None:
             return self._make(candidates.queryset)
         if shape not in self._made:
             if len(self._made) >= self.KEPT:
@@ -242,7 +246,7 @@ def _claim_without_returning(
     limit: int,
     admitted: Callable[[list[Any]], list[Any]],
     *,
-    cached: bool,
+    plain: bool,
 ) -> ClaimedJobs:
     """MySQL/MariaDB, which have no ``UPDATE … RETURNING``: read the candidates' ids
     without locks, then lock just those rows by primary key, checking again that they
@@ -252,7 +256,7 @@ def _claim_without_returning(
     Each locked row also brings the database's time, which becomes the attempt's
     start; the rows are read raw and made into jobs as the other databases' are."""
     connection = connections[candidates.using]
-    made = candidate_statements(candidates.model, connection).of(candidates, cached=cached)
+    made = candidate_statements(candidates.model, connection).of(candidates, kept=plain)
     if made is None:
         return ClaimedJobs([], 0)
     statement = claim_updates(candidates.model, connection)
@@ -295,14 +299,18 @@ class _ClaimUpdate:
         self._compiler = query.get_compiler(connection=connection)
         now_sql, now_params = self._compiler.compile(DatabaseNow().resolve_expression(query))
         self._table = connection.ops.quote_name(model._meta.db_table)
-        self._setting = (
-            f"UPDATE {self._table} SET status = %s, worker = %s, started_at = {now_sql}, attempts = attempts + 1"
-        )
+        self._setting = self._claiming(started_at=now_sql)
+        self._marking = self._claiming(started_at="%s")
         self._now_sql = now_sql
         self._now_params = tuple(now_params)
         #: Where a row of :attr:`rows` holds what a claim changes.
         self._claimed = [self.rows.attnames.index(name) for name in ("status", "worker", "started_at", "attempts")]
         self._ids_only = connection.vendor == "sqlite"
+
+    def _claiming(self, *, started_at: str) -> str:
+        """The ``UPDATE`` that claims jobs for a worker (``status, worker``), started at
+        ``started_at`` (SQL), the attempt counted, without its condition."""
+        return f"UPDATE {self._table} SET status = %s, worker = %s, started_at = {started_at}, attempts = attempts + 1"
 
     def run(self, worker_id: str, where: str, params: Iterable[Any]) -> list[tuple[Any, ...]]:
         """What the statement returns of the jobs matching ``where`` (SQL with ``params``),
@@ -343,11 +351,7 @@ class _ClaimUpdate:
         :meth:`lock` read it)."""
         where, params = self.by_id(ids)
         with self._connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {self._table} SET status = %s, worker = %s, started_at = %s, attempts = attempts + 1"
-                f" WHERE {where}",
-                (JobStatus.RUNNING.value, worker_id, started_at, *params),
-            )
+            cursor.execute(f"{self._marking} WHERE {where}", (JobStatus.RUNNING.value, worker_id, started_at, *params))
 
     def by_id(self, ids: Iterable[int]) -> tuple[str, tuple[Any, ...]]:
         """The condition on the jobs ``ids`` (not empty), as SQL and its parameters."""

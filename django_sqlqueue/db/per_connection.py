@@ -7,14 +7,20 @@ inside it, so what a connection's backend compiles stays true for as long as it 
 What is made is kept on the connection object itself: it holds its connection (its
 compiler, its converters' argument), and anything that outlived the connection, such
 as a module's dict of them, would keep every thread's connection alive after its thread
-ended (a web server's, say)."""
+ended (a web server's, say).
+
+What is made holds the database's clock as ``USE_TZ`` and ``TIME_ZONE`` have it, so a
+change of either (a test's ``override_settings``) makes everything again, as Django
+then resets its connections' time zones."""
 
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from django.core.signals import setting_changed
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 if TYPE_CHECKING:
@@ -30,10 +36,12 @@ class PerConnection(Generic[Made]):
     """``make(model, connection)``, made once for each connection and model."""
 
     _generations = itertools.count()
+    _every: weakref.WeakSet[PerConnection[Any]] = weakref.WeakSet()
 
     def __init__(self, make: Callable[[type[Job], BaseDatabaseWrapper], Made]) -> None:
         self._make = make
         self._generation = next(self._generations)
+        self._every.add(self)
 
     def __call__(self, model: type[Job], connection: BaseDatabaseWrapper) -> Made:
         if not isinstance(connection, BaseDatabaseWrapper):
@@ -48,3 +56,16 @@ class PerConnection(Generic[Made]):
     def forget(self) -> None:
         """Make everything again on next use (tests that count what is made)."""
         self._generation = next(self._generations)
+
+
+#: The settings that what is made depends on: the SQL of the database's clock.
+_CLOCK_SETTINGS = frozenset({"USE_TZ", "TIME_ZONE"})
+
+
+def _forget_on_clock_settings(*, setting: str, **kwargs: Any) -> None:
+    if setting in _CLOCK_SETTINGS:
+        for made in list(PerConnection._every):
+            made.forget()
+
+
+setting_changed.connect(_forget_on_clock_settings, dispatch_uid="django_sqlqueue.db.per_connection")

@@ -29,6 +29,18 @@ from tests.testapp.tasks import noop, report
 UTC = datetime.timezone.utc
 PAST = datetime.datetime(2001, 1, 1, tzinfo=UTC)
 
+
+@pytest.fixture(autouse=True, params=["rate limits configured", "plain"])
+def claims(request: pytest.FixtureRequest, settings: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs twice: with the tests' rate limits, whose claims build their
+    candidates each time, and with none and no keyed job met yet (the default), whose
+    claims keep their statements for their queues. A test may set its own after this."""
+    if request.param == "plain":
+        settings.SQLQUEUE_RATE_LIMITS = {}
+        monkeypatch.setattr(concurrency, "_KEYS_SEEN", set())
+    return str(request.param)
+
+
 requires_row_locks = pytest.mark.skipif(
     connection.vendor == "sqlite",
     reason="SQLite has no row locks: select_for_update is a no-op and a claim takes the whole database's write lock",
@@ -659,3 +671,33 @@ def test_past_the_shapes_kept_the_candidates_are_made_again(monkeypatch: pytest.
             [job] = Job.objects.claim(worker_id="w", queues=[queue], limit=1)
             assert (job.queue, job.args) == (queue, [round])
     assert not Job.objects.filter(status=JobStatus.READY).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rate_buckets_are_read_before_the_claims_transaction(settings: Any) -> None:
+    """With rate limits, the candidates leave out the tasks whose bucket is empty, read
+    from the buckets: on SQLite inside the claim's transaction, every other claimer
+    would wait for that read."""
+    from django_sqlqueue.models import RateBucket
+
+    settings.SQLQUEUE_RATE_LIMITS = {"test-rate": "20/s"}
+    Job.objects.enqueue(noop)
+    in_a_transaction: list[bool] = []
+
+    def watch(execute: Any, sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
+        if RateBucket._meta.db_table in sql:
+            in_a_transaction.append(context["connection"].in_atomic_block)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(watch):
+        [job] = Job.objects.claim(worker_id="w")
+    assert job.task == "tests.testapp.tasks.noop"
+    assert in_a_transaction[0] is False
+
+
+@pytest.mark.django_db
+def test_paused_queues_may_be_any_iterable() -> None:
+    Job.objects.enqueue(noop, queue="paused")
+    ready = Job.objects.enqueue(noop, queue="open")
+    paused = (queue for queue in ["paused"])
+    assert ids(Job.objects.claim(worker_id="w", skip_queues=paused)) == [ready.pk]  # type: ignore[arg-type]

@@ -8,7 +8,9 @@ import weakref
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.db import connection, connections
+from django.test import override_settings
 
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.models import Job, Worker
@@ -48,3 +50,25 @@ def test_refuses_the_proxy_that_stands_for_every_threads_connection() -> None:
     cached = PerConnection(lambda model, connection: object())
     with pytest.raises(TypeError, match="a connection object is needed"):
         cached(Job, connection)
+
+
+@pytest.mark.parametrize("setting", ["USE_TZ", "TIME_ZONE"])
+def test_made_again_when_the_clock_settings_change(setting: str) -> None:
+    """What is made holds the database's clock as those settings compile it (a
+    claim's ``started_at``, its candidates' ``run_at``): a test that overrides them
+    must not meet what was made before."""
+    cached = PerConnection(lambda model, connection: object())
+    default = connections["default"]
+    before = cached(Job, default)
+    assert cached(Job, default) is before
+    with override_settings(**{setting: not settings.USE_TZ if setting == "USE_TZ" else "America/Chicago"}):
+        during = cached(Job, default)
+        assert during is not before
+    assert cached(Job, default) not in (before, during)
+
+
+def test_kept_when_another_setting_changes() -> None:
+    cached = PerConnection(lambda model, connection: object())
+    before = cached(Job, connections["default"])
+    with override_settings(SQLQUEUE_BATCH_SIZE=7):
+        assert cached(Job, connections["default"]) is before
