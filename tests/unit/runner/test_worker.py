@@ -234,11 +234,9 @@ def test_the_jobs_of_a_claim_whose_answer_was_lost_are_given_back_and_run(
     assert list(rows) == [(JobStatus.SUCCESSFUL, 1, 2 * n) for n in range(3)]
 
 
-def test_a_worker_stopped_after_a_claim_whose_answer_was_lost_gives_its_jobs_back(
-    process: WorkerProcess, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Stopped (SIGTERM) before its next claim: the jobs do not wait for a lease to run out."""
-    job = Job.objects.enqueue(add, (1, 2))
+def lose_the_answer_and_stop(process: WorkerProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's next claim commits, then the answer is lost and the worker is asked
+    to stop: it gives the jobs back as it exits rather than before a next claim."""
     claim = JobManager.claim
 
     def committed_then_lost(manager: JobManager, **options: Any) -> list[Job]:
@@ -247,6 +245,14 @@ def test_a_worker_stopped_after_a_claim_whose_answer_was_lost_gives_its_jobs_bac
         raise InterfaceError("connection already closed")
 
     monkeypatch.setattr(JobManager, "claim", committed_then_lost)
+
+
+def test_a_worker_stopped_after_a_claim_whose_answer_was_lost_gives_its_jobs_back(
+    process: WorkerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopped (SIGTERM) before its next claim: the jobs do not wait for a lease to run out."""
+    job = Job.objects.enqueue(add, (1, 2))
+    lose_the_answer_and_stop(process, monkeypatch)
     process.run()
     job.refresh_from_db()
     assert (job.status, job.attempts) == (JobStatus.READY, 0)
@@ -258,17 +264,11 @@ def test_a_worker_that_cannot_give_back_a_lost_claims_jobs_as_it_stops_says_so_a
     """The database is still away as it stops: the jobs are left to the rescue of workers
     gone without a row, and the process exits rather than wait or raise."""
     job = Job.objects.enqueue(add, (1, 2))
-    claim = JobManager.claim
-
-    def committed_then_lost(manager: JobManager, **options: Any) -> list[Job]:
-        claim(manager, **options)
-        process.stop.set()
-        raise InterfaceError("connection already closed")
+    lose_the_answer_and_stop(process, monkeypatch)
 
     def still_away(*args: Any, **options: Any) -> int:
         raise InterfaceError("connection already closed")
 
-    monkeypatch.setattr(JobManager, "claim", committed_then_lost)
     monkeypatch.setattr("django_sqlqueue.runner.worker.rescue_worker", still_away)
     caplog.set_level(logging.WARNING, logger="django_sqlqueue")  # whatever an earlier command set
     process.run()
