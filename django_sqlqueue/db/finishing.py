@@ -15,12 +15,14 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from django.db import DatabaseError, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Case, F, Field, Value, When
 from django.db.models.expressions import Combinable
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import HeldBy, PrimaryKeyIn
+from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import is_away, is_unwritable
 from django_sqlqueue.exceptions import InvalidJobError, JobCancelled
@@ -209,14 +211,56 @@ def _delete_successes(jobs: JobQuerySet, worker_id: str, outcomes: dict[Job, dic
 def _write(jobs: JobQuerySet, worker_id: str, outcomes: Mapping[Job, Mapping[str, Any]]) -> int:
     """One UPDATE of the held jobs among ``outcomes``; in a savepoint inside a caller's
     transaction, which a refused statement would otherwise break (PostgreSQL)."""
-    changes = _Changes(outcomes)
-    model = jobs.model
-    updates = {
-        column: changes.expression(column, cast("Field[Any, Any]", model._meta.get_field(column)), len(outcomes))
-        for column in changes.by_column
-    }
-    held = still_held(jobs, worker_id, outcomes)
-    return retry_transient(jobs.db, lambda: held.update(**updates), atomic=connections[jobs.db].in_atomic_block)
+    statement = outcome_updates(jobs.model, connections[jobs.db])
+    sql, params = statement.sql(worker_id, outcomes)
+    return retry_transient(jobs.db, lambda: statement.run(sql, params), atomic=connections[jobs.db].in_atomic_block)
+
+
+class _OutcomeUpdate:
+    """The ``UPDATE`` that writes a batch's outcomes to the jobs a worker still holds,
+    compiled against a query and compiler made once for each connection
+    (:data:`outcome_updates`).
+
+    Each batch compiles only its values (one ``CASE`` per column that differs between
+    jobs) and the fence. Through a queryset, ``filter()`` and ``update()`` cloned it,
+    resolved every column by name and set up a compiler for every batch: a quarter of
+    the finish's Python (about 1.5 µs a job in batches of 100)."""
+
+    def __init__(self, model: type[Job], connection: BaseDatabaseWrapper) -> None:
+        self._connection = connection
+        self._query = model._base_manager.all().query
+        self._compiler = self._query.get_compiler(connection=connection)
+        self._table = connection.ops.quote_name(model._meta.db_table)
+        #: Each field by name, with its column's quoted name.
+        self._fields = {
+            field.name: (field, connection.ops.quote_name(cast(str, field.column)))
+            for field in model._meta.concrete_fields
+        }
+
+    def sql(self, worker_id: str, outcomes: Mapping[Job, Mapping[str, Any]]) -> tuple[str, tuple[Any, ...]]:
+        """The statement writing ``outcomes`` (not empty) to the jobs ``worker_id`` holds,
+        and its parameters."""
+        changes = _Changes(outcomes)
+        compile_, query = self._compiler.compile, self._query
+        setting, params = [], []
+        for name in changes.by_column:
+            field, column = self._fields[name]
+            value = changes.expression(name, field, len(outcomes))
+            sql, bound = compile_(value.resolve_expression(query, allow_joins=False, for_save=True))
+            setting.append(f"{column} = {sql}")
+            params.extend(bound)
+        held, bound = compile_(HeldBy(worker_id, outcomes).resolve_expression(query))
+        return f"UPDATE {self._table} SET {', '.join(setting)} WHERE {held}", (*params, *bound)
+
+    def run(self, sql: str, params: tuple[Any, ...]) -> int:
+        """Run what :meth:`sql` made: how many jobs it wrote."""
+        with self._connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return int(cursor.rowcount)
+
+
+#: Each connection's :class:`_OutcomeUpdate`.
+outcome_updates = PerConnection(_OutcomeUpdate)
 
 
 def _write_alone(jobs: JobQuerySet, worker_id: str, job: Job, outcome: Mapping[str, Any], now: Any) -> int:

@@ -9,12 +9,15 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.db.models.sql import Query
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
+from django_sqlqueue.db import finishing
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.finishing import MESSAGE_LIMIT, TRACEBACK_LIMIT, retry_delay
 from django_sqlqueue.models import Job, JobStatus
+from tests.support.spies import counting
 from tests.support.unstorable import max_allowed_packet, refused_json
 from tests.testapp.tasks import noop
 
@@ -90,6 +93,36 @@ def test_successes_are_written_in_one_update() -> None:
         assert job.finished_at is not None
         assert job.started_at is not None
         assert job.finished_at >= job.started_at
+
+
+def test_finishes_on_one_connection_compile_against_what_it_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each batch compiles its values and its fence against the query and compiler its
+    connection made once: no queryset is cloned and no compiler set up for a batch,
+    whatever its outcomes (the same for all, results that differ, a retry's backoff)."""
+    jobs = claim(6)
+    made: list[Any] = []
+    monkeypatch.setattr(finishing._OutcomeUpdate, "__init__", counting(finishing._OutcomeUpdate.__init__, made))
+    finishing.outcome_updates.forget()
+    compilers: list[Query] = []
+    get_compiler = Query.get_compiler
+
+    def watched(self: Query, *args: Any, **kwargs: Any) -> Any:
+        compilers.append(self)
+        return get_compiler(self, *args, **kwargs)
+
+    monkeypatch.setattr(Query, "get_compiler", watched)
+    written = [
+        Job.objects.finish(worker_id="w", succeeded={jobs[0]: None, jobs[1]: None}),
+        Job.objects.finish(worker_id="w", succeeded={jobs[2]: {"r": [1]}, jobs[3]: 2}),
+        Job.objects.finish(worker_id="w", succeeded={jobs[4]: None}, failed={jobs[5]: raised("again")}),
+    ]
+    monkeypatch.undo()
+    assert written == [2, 2, 2]
+    assert len(made) == len(compilers) == 1
+    stored = dict(Job.objects.values_list("pk", "status"))
+    assert [stored[job.pk] for job in jobs] == [JobStatus.SUCCESSFUL] * 5 + [JobStatus.READY]
+    assert Job.objects.get(pk=jobs[2].pk).result == {"r": [1]}
+    assert Job.objects.get(pk=jobs[5].pk).errors[0]["message"] == "again"
 
 
 def test_finished_at_comes_from_the_database_clock() -> None:
