@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Hashable, Iterable
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
 from django.db import connections
@@ -251,7 +251,9 @@ def _claim_without_returning(
     """MySQL/MariaDB, which have no ``UPDATE … RETURNING``: read the candidates' ids
     without locks, then lock just those rows by primary key, checking again that they
     are still candidates (InnoDB would otherwise lock every index record the ordered
-    scan passes over), and set the admitted ones ``RUNNING`` by id.
+    scan passes over), and set the admitted ones ``RUNNING`` by id. After a claim lost
+    candidates to another worker, the next ones read more than they want
+    (:class:`_CandidateWindow`).
 
     Each locked row also brings the database's time, which becomes the attempt's
     start; the rows are read raw and made into jobs as the other databases' are."""
@@ -260,17 +262,18 @@ def _claim_without_returning(
     if made is None:
         return ClaimedJobs([], 0)
     statement = claim_updates(candidates.model, connection)
+    window = candidate_windows(candidates.model, connection)
     with connection.cursor() as cursor:
-        cursor.execute(f"{made.ready} LIMIT %s", (*made.ready_params, limit))
+        cursor.execute(f"{made.ready} LIMIT %s", (*made.ready_params, limit * window.per_job))
         ids = [pk for (pk,) in cursor.fetchall()]
     if not ids:
         return ClaimedJobs([], 0)
-    locked = statement.lock(made, ids)
+    locked = statement.lock(made, ids, limit)
     position = {pk: index for index, pk in enumerate(ids)}
     started_at = locked[0][-1] if locked else None
     jobs = statement.rows.jobs(statement.as_claimed(locked, worker_id))
+    lost = window.lost(ids, [job.pk for job in jobs], limit)
     jobs.sort(key=lambda job: position[job.pk])
-    lost = len(ids) - len(jobs)
     # Jobs over their limits stay READY; their locks go with the commit.
     jobs = admitted(jobs)
     if jobs:
@@ -299,6 +302,7 @@ class _ClaimUpdate:
         self._compiler = query.get_compiler(connection=connection)
         now_sql, now_params = self._compiler.compile(DatabaseNow().resolve_expression(query))
         self._table = connection.ops.quote_name(model._meta.db_table)
+        self._id = connection.ops.quote_name(cast(str, model._meta.pk.column))
         self._setting = self._claiming(started_at=now_sql)
         self._marking = self._claiming(started_at="%s")
         self._now_sql = now_sql
@@ -321,16 +325,17 @@ class _ClaimUpdate:
             cursor.execute(f"{self._setting} WHERE {where} RETURNING {returning}", (*setting, *params))
             return list(cursor.fetchall())
 
-    def lock(self, candidates: CandidateSQL, ids: Iterable[int]) -> list[tuple[Any, ...]]:
-        """The rows (all of :attr:`rows`' columns, then the database's time) of the jobs
-        ``ids`` that are still ``candidates``, locked, skipping those another claimer
-        locked first."""
+    def lock(self, candidates: CandidateSQL, ids: Iterable[int], limit: int) -> list[tuple[Any, ...]]:
+        """The rows (all of :attr:`rows`' columns, then the database's time) of the first
+        ``limit`` jobs by id among ``ids`` that are still ``candidates``, locked, skipping
+        those another claimer locked first. By id, the order of the primary key the rows
+        are locked through: the scan stops at ``limit`` rows, and locks no more."""
         where, params = self.by_id(ids)
         with self._connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT {self.rows.columns}, {self._now_sql} FROM {self._table}"
-                f" WHERE ({candidates.where}) AND {where} FOR UPDATE SKIP LOCKED",
-                (*self._now_params, *candidates.where_params, *params),
+                f" WHERE ({candidates.where}) AND {where} ORDER BY {self._id} LIMIT %s FOR UPDATE SKIP LOCKED",
+                (*self._now_params, *candidates.where_params, *params, limit),
             )
             return list(cursor.fetchall())
 
@@ -368,6 +373,45 @@ class _ClaimUpdate:
         with self._connection.cursor() as cursor:
             cursor.execute(f"SELECT {self.rows.columns} FROM {self._table} WHERE {where}", params)
             return self.rows.jobs(cursor.fetchall())
+
+
+class _CandidateWindow:
+    """How many candidates a MySQL/MariaDB claim reads for each job it wants.
+
+    Its candidates are read before they are locked, so claimers that read at once read
+    the same first ones: one locks them, and the others found nothing to lock and read
+    again, while the winner waited for a CPU they spun on (eight worker processes on two
+    cores drained a third of what two did). After a claim lost candidates to another
+    worker, the next reads twice as many, up to :attr:`MOST` times, and locks the first
+    it can of them by id: claimers at once take different jobs among the first ones in
+    claim order. Each claim that lost none reads half as many, down to what it wants,
+    which it then takes in claim order."""
+
+    #: The most candidates read for each job wanted.
+    MOST = 8
+
+    def __init__(self, model: type[Job], connection: BaseDatabaseWrapper) -> None:
+        self.per_job = 1
+
+    def lost(self, ids: list[int], taken: list[int], limit: int) -> int:
+        """How many of the candidates ``ids`` another worker took first, when this claim
+        locked ``taken`` of them (``limit`` at most, the lowest ids it could): all it did
+        not lock when it got fewer than ``limit``, else those below the highest it got.
+        The window follows: wider after a loss, narrower after none."""
+        if len(taken) < limit:
+            lost = len(ids) - len(taken)
+        else:
+            highest = max(taken)
+            lost = sum(1 for pk in ids if pk <= highest) - len(taken)
+        if not lost:
+            self.per_job = max(self.per_job // 2, 1)
+        elif len(taken) < limit:
+            self.per_job = min(self.per_job * 2, self.MOST)
+        return lost
+
+
+#: Each connection's :class:`_CandidateWindow`: the claimer's own, as the claims are.
+candidate_windows = PerConnection(_CandidateWindow)
 
 
 #: Each connection's :class:`_ClaimUpdate`, compiled once.

@@ -518,6 +518,54 @@ def test_limit_counts_the_rows_a_claim_could_lock(other_connection: Any) -> None
 
 @requires_row_locks
 @pytest.mark.django_db(transaction=True)
+def test_a_claimer_that_lost_its_candidates_reads_further_next_time(other_connection: Any) -> None:
+    """MySQL/MariaDB read the candidates before locking them, so claimers at once read
+    the same first ones: one that lost them all reads twice as many next time and takes
+    those nobody holds, lowest id first; once it loses none, back to what it wants, in
+    claim order. Elsewhere SKIP LOCKED ... LIMIT takes the free ones the first time."""
+    jobs = enqueue(8)
+    lock_rows(other_connection, jobs[:2])
+    first = Job.objects.claim(worker_id="w", limit=2)
+    second = Job.objects.claim(worker_id="w", limit=2)
+    if connection.vendor == "mysql":
+        assert (ids(first), first.lost) == ([], 2)
+        # Four candidates read; the two below the highest it took were held by another.
+        assert (ids(second), second.lost) == (ids(jobs[2:4]), 2)
+    else:
+        assert (ids(first), first.lost, ids(second), second.lost) == (ids(jobs[2:4]), 0, ids(jobs[4:6]), 0)
+    other_connection.rollback()
+    # The window is still twice the limit (nothing was lost and it halves after): the
+    # lowest ids of the four first candidates. Then one at a time, in claim order.
+    Job.objects.filter(pk=jobs[7].pk).update(priority=5)
+    third = Job.objects.claim(worker_id="w", limit=1)
+    fourth = Job.objects.claim(worker_id="w", limit=1)
+    if connection.vendor == "mysql":
+        assert (ids(third), third.lost, ids(fourth), fourth.lost) == (ids(jobs[:1]), 0, ids(jobs[7:8]), 0)
+    else:
+        assert (ids(third), ids(fourth)) == (ids(jobs[7:8]), ids(jobs[:1]))
+
+
+def test_a_claimers_window_widens_only_when_it_came_back_short() -> None:
+    window = claiming._CandidateWindow(Job, connection)
+    assert window.lost([1, 2, 3], [1, 2, 3], 3) == 0
+    assert window.per_job == 1
+    assert window.lost([1, 2, 3], [3], 3) == 2  # short: all it did not lock were lost
+    assert window.per_job == 2
+    assert window.lost([1, 2, 3, 4, 5, 6], [3, 5, 6], 3) == 3  # full, but 1, 2 and 4 held by others
+    assert window.per_job == 2
+    assert window.lost([], [], 3) == 0  # nothing ready: nothing lost
+    assert window.per_job == 1
+    assert window.lost([1, 2, 3], [], 3) == 3
+    assert window.per_job == 2
+    window.per_job = window.MOST
+    assert window.lost([1, 2], [], 3) == 2
+    assert window.per_job == window.MOST
+    assert window.lost([1, 2], [1, 2], 3) == 0
+    assert window.per_job == window.MOST // 2
+
+
+@requires_row_locks
+@pytest.mark.django_db(transaction=True)
 def test_locked_row_claimed_meanwhile_is_not_claimed_again(other_connection: Any) -> None:
     # Another claimer locked the row and marks it RUNNING, then commits: a claim that read it
     # as a candidate must check again that it is still ready once it gets the lock.
