@@ -167,7 +167,7 @@ def _claim_returning(
     atomic = pinned or connection.vendor == "sqlite"
     keyless = _keyless(candidates, limit, connection) if plain else None
     rows = retry_transient(using, lambda: claim_keyless(*keyless), atomic=atomic) if keyless else []
-    if len(rows) < limit and (not plain or look_for_keys(candidates.queryset)):
+    if len(rows) < limit and (not plain or look_for_keys(using, lambda: _keyed_among(candidates, connection))):
         rows += retry_transient(using, lambda: claim_admitted(limit - len(rows)))
     return ClaimedJobs(_in_claim_order(candidates.model, statement.jobs(rows)), lost=0)
 
@@ -188,13 +188,31 @@ def _keyless(candidates: Candidates, limit: int, connection: BaseDatabaseWrapper
     return f"id {ready} AND concurrency_key IS NULL", (*made.ready_params, limit)
 
 
+def _keyed_among(candidates: Candidates, connection: BaseDatabaseWrapper) -> bool:
+    """Whether jobs with a concurrency key are among ``candidates``, which a plain
+    claim left out: asked through the condition made once for their shape, as every
+    claim that comes back short asks it (building and compiling the candidates for it
+    cost such a claim, one of a worker taking jobs as they come, more than its own
+    statement)."""
+    made = candidate_statements(candidates.model, connection).of(candidates, kept=True)
+    if made is None:
+        return False
+    table = connection.ops.quote_name(candidates.model._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT 1 FROM {table} WHERE ({made.where}) AND concurrency_key IS NOT NULL LIMIT 1", made.where_params
+        )
+        return cursor.fetchone() is not None
+
+
 class CandidateSQL(NamedTuple):
     """The candidates of a claim as SQL."""
 
     #: ``SELECT`` of their ids in claim order, for a ``LIMIT`` to follow.
     ready: str
     ready_params: tuple[Any, ...]
-    #: Their condition alone, on the jobs table.
+    #: Their condition alone, on the jobs table (MySQL/MariaDB's lock, the look for
+    #: keyed jobs).
     where: str
     where_params: tuple[Any, ...]
 

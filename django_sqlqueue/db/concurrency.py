@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from django.apps import apps
 from django.db import connections, models
@@ -70,13 +70,14 @@ def keys_seen(using: str) -> bool:
     return using in _KEYS_SEEN
 
 
-def look_for_keys(candidates: models.QuerySet[Any]) -> bool:
-    """Whether keyed jobs are among ``candidates``: asked by a claim that took only
-    keyless ones and fewer than it wanted. From then on this process's claims admit
-    keyed candidates under their limits (:func:`admit`)."""
-    if candidates.filter(concurrency_key__isnull=False).exists():
-        _KEYS_SEEN.add(candidates.db)
-    return keys_seen(candidates.db)
+def look_for_keys(using: str, keyed_among_candidates: Callable[[], bool]) -> bool:
+    """Whether keyed jobs are among a claim's candidates on ``using`` (as
+    ``keyed_among_candidates()`` finds): asked by a claim that took only keyless ones and
+    fewer than it wanted. From then on this process's claims admit keyed candidates
+    under their limits (:func:`admit`)."""
+    if keyed_among_candidates():
+        _KEYS_SEEN.add(using)
+    return keys_seen(using)
 
 
 def admit(using: str, model: type[Job], candidates: Sequence[C]) -> list[C]:

@@ -15,7 +15,7 @@ from django.db import connection, connections, transaction
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
-from django_sqlqueue.db import concurrency
+from django_sqlqueue.db import claiming, concurrency
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.models import ConcurrencyKey, Job, JobStatus
 from django_sqlqueue.registry import job
@@ -228,6 +228,41 @@ def test_a_keyless_claim_is_one_update_returning_until_keys_are_met(monkeypatch:
     assert running() == 2
     assert later.pk in {job.pk for job in claimed}
     assert len(claimed) == 3
+    assert concurrency.keys_seen(connection.alias)
+
+
+@pytest.mark.django_db
+@override_settings(SQLQUEUE_RATE_LIMITS={})  # the test settings rate-limit a task
+def test_a_short_plain_claim_looks_for_keyed_jobs_without_building_its_candidates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker taking jobs as they come claims fewer than it wants every time, and each
+    such claim asks whether keyed jobs wait among its candidates (which its statement
+    left out): through the condition its connection made once for those queues, not by
+    building and compiling them again. Keyed jobs are still found and admitted."""
+    monkeypatch.setattr(concurrency, "_KEYS_SEEN", set())
+    built: list[Any] = []
+    init = claiming.Candidates.__init__
+
+    def counted(self: claiming.Candidates, model: Any, using: str, build: Any, shape: Any) -> None:
+        def counted_build() -> Any:
+            built.append(shape)
+            return build()
+
+        init(self, model, using, counted_build, shape)
+
+    monkeypatch.setattr(claiming.Candidates, "__init__", counted)
+    claiming.candidate_statements.forget()
+    Job.objects.enqueue(noop)
+    assert len(Job.objects.claim(worker_id="w", limit=10)) == 1  # makes what its queues need
+    made = len(built)
+    for index in range(3):
+        Job.objects.enqueue(noop, (index,))
+        assert len(Job.objects.claim(worker_id="w", limit=10)) == 1
+    assert len(built) == made
+    assert not concurrency.keys_seen(connection.alias)
+    keyed(1)
+    assert [job.concurrency_key for job in Job.objects.claim(worker_id="w", limit=10)] == ["tenant-7"]
     assert concurrency.keys_seen(connection.alias)
 
 
