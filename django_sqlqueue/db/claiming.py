@@ -13,7 +13,7 @@ from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.concurrency import admit, keys_seen, look_for_keys
+from django_sqlqueue.db.concurrency import admit, keys_seen, note_keys
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.instances import job_rows
 from django_sqlqueue.db.per_connection import PerConnection
@@ -167,7 +167,7 @@ def _claim_returning(
     atomic = pinned or connection.vendor == "sqlite"
     keyless = _keyless(candidates, limit, connection) if plain else None
     rows = retry_transient(using, lambda: claim_keyless(*keyless), atomic=atomic) if keyless else []
-    if len(rows) < limit and (not plain or look_for_keys(using, lambda: _keyed_among(candidates, connection))):
+    if len(rows) < limit and (not plain or note_keys(using, _keyed_among(candidates, connection))):
         rows += retry_transient(using, lambda: claim_admitted(limit - len(rows)))
     return ClaimedJobs(_in_claim_order(candidates.model, statement.jobs(rows)), lost=0)
 
@@ -194,13 +194,14 @@ def _keyed_among(candidates: Candidates, connection: BaseDatabaseWrapper) -> boo
     claim that comes back short asks it (building and compiling the candidates for it
     cost such a claim, one of a worker taking jobs as they come, more than its own
     statement)."""
-    made = candidate_statements(candidates.model, connection).of(candidates, kept=True)
+    statements = candidate_statements(candidates.model, connection)
+    made = statements.of(candidates, kept=True)
     if made is None:
         return False
-    table = connection.ops.quote_name(candidates.model._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT 1 FROM {table} WHERE ({made.where}) AND concurrency_key IS NOT NULL LIMIT 1", made.where_params
+            f"SELECT 1 FROM {statements.table} WHERE ({made.where}) AND concurrency_key IS NOT NULL LIMIT 1",
+            made.where_params,
         )
         return cursor.fetchone() is not None
 
@@ -230,6 +231,8 @@ class _CandidateStatements:
     def __init__(self, model: type[Job], connection: BaseDatabaseWrapper) -> None:
         self._connection = connection
         self._made: dict[Hashable, CandidateSQL | None] = {}
+        #: The jobs table, quoted, for a statement on :attr:`CandidateSQL.where`.
+        self.table = connection.ops.quote_name(model._meta.db_table)
 
     def of(self, candidates: Candidates, *, kept: bool) -> CandidateSQL | None:
         """``candidates`` as SQL, None when nothing can match (``queues=[]``); ``kept``

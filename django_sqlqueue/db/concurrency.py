@@ -70,12 +70,12 @@ def keys_seen(using: str) -> bool:
     return using in _KEYS_SEEN
 
 
-def look_for_keys(using: str, keyed_among_candidates: Callable[[], bool]) -> bool:
-    """Whether keyed jobs are among a claim's candidates on ``using`` (as
-    ``keyed_among_candidates()`` finds): asked by a claim that took only keyless ones and
-    fewer than it wanted. From then on this process's claims admit keyed candidates
-    under their limits (:func:`admit`)."""
-    if keyed_among_candidates():
+def note_keys(using: str, found: bool) -> bool:
+    """Whether this process has met keyed candidates on ``using``, now that a claim
+    that took only keyless ones, fewer than it wanted, ``found`` (or not) keyed jobs
+    among its candidates. From then on its claims admit keyed candidates under their
+    limits (:func:`admit`)."""
+    if found:
         _KEYS_SEEN.add(using)
     return keys_seen(using)
 
