@@ -9,8 +9,8 @@ from __future__ import annotations
 import datetime
 import math
 import sys
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, cast
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -38,32 +38,53 @@ MAX_RETENTION = datetime.timedelta(days=36_525)
 
 
 class _Memo:
-    """The settings read so far, by name (a missing one as :data:`_MISSING`), from one
-    settings holder: ``override_settings`` (and pytest-django's ``settings``, which
-    deletes through it without a ``setting_changed``) puts another holder in place and
-    restores the first after, and either way the memo starts again."""
+    """The settings read so far, by name (a missing one as :data:`_MISSING`), and what
+    :func:`remembered` made from them, by its key, from one settings holder:
+    ``override_settings`` (and pytest-django's ``settings``, which deletes through it
+    without a ``setting_changed``) puts another holder in place and restores the first
+    after, and either way the memo starts again."""
 
     def __init__(self) -> None:
         self.holder: object = None
-        self.values: dict[str, Any] = {}
+        self.values: dict[str | tuple[str, str], Any] = {}
 
 
 _memo = _Memo()
 _MISSING = object()
+T = TypeVar("T")
+
+
+def _values() -> dict[str | tuple[str, str], Any]:
+    """The memo's values, emptied first when another settings holder is in place."""
+    holder = settings._wrapped  # type: ignore[misc]  # the stubs know the holder, not LazySettings
+    if holder is not _memo.holder:
+        _memo.holder, _memo.values = holder, {}
+    return _memo.values
 
 
 def _read(name: str, default: Any) -> Any:
     """``getattr(settings, name, default)``, remembered: a setting a project leaves out
     (most of ours) costs Django's settings an exception on every read, and a build of
     a job reads three of them."""
-    holder = settings._wrapped  # type: ignore[misc]  # the stubs know the holder, not LazySettings
-    if holder is not _memo.holder:
-        _memo.holder, _memo.values = holder, {}
+    values = _values()
     try:
-        value = _memo.values[name]
+        value = values[name]
     except KeyError:
-        value = _memo.values[name] = getattr(settings, name, _MISSING)
+        value = values[name] = getattr(settings, name, _MISSING)
     return default if value is _MISSING else value
+
+
+def remembered(key: tuple[str, str], make: Callable[[], T]) -> T:
+    """``make()``, remembered beside the settings read so far, so made again once
+    another settings holder is in place: for what is worked out from settings on
+    every call (a task's defaults, on every job built). ``make`` raising is not
+    remembered."""
+    values = _values()
+    try:
+        return cast("T", values[key])
+    except KeyError:
+        value = values[key] = make()
+        return value
 
 
 def _positive_number(name: str, default: float) -> float:

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import models, transaction
 
 from django_sqlqueue import keys
-from django_sqlqueue.conf import conf
+from django_sqlqueue.conf import conf, remembered
 from django_sqlqueue.db import claiming, finishing, inserting, instances, ratelimits, uniqueness
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_sqlqueue.db.concurrency import with_free_slot
@@ -161,10 +161,7 @@ class JobManager(models.Manager["Job"]):
             task=registered.name,
             args=args,
             kwargs=kwargs,
-            queue=_first(options.get("queue"), registered.queue, conf.SQLQUEUE_DEFAULT_QUEUE),
-            priority=_first(options.get("priority"), registered.priority, 0),
-            max_attempts=_first(options.get("max_attempts"), registered.max_attempts, conf.SQLQUEUE_MAX_ATTEMPTS),
-            timeout=_seconds(_first(options.get("timeout"), registered.timeout, conf.SQLQUEUE_TIMEOUT)),
+            **_TaskDefaults.of(registered).under(options),
         )
         if run_at is not None:
             job.run_at = _checked_run_at(run_at)
@@ -390,6 +387,45 @@ class JobManager(models.Manager["Job"]):
         """Put claimed jobs that never started back to ``READY``, their attempt not counted
         (a worker stopping before it got to them). Fenced like :meth:`finish`."""
         return finishing.release(self.on_queue_db(), worker_id=worker_id, unstarted=unstarted)
+
+
+class _TaskDefaults(NamedTuple):
+    """The options a job of ``task`` gets when its enqueue names none: the task's own
+    ``@job(...)`` options, else the settings'. Worked out once per settings in force
+    (:func:`remembered`), not for every job built."""
+
+    task: RegisteredTask
+    queue: str
+    priority: int
+    max_attempts: int
+    timeout: float | None
+
+    @classmethod
+    def of(cls, task: RegisteredTask) -> _TaskDefaults:
+        defaults = remembered(("task defaults", task.name), lambda: cls.made(task))
+        # A task registered again (a module reload) has other options under its name.
+        return defaults if defaults.task is task else cls.made(task)
+
+    @classmethod
+    def made(cls, task: RegisteredTask) -> _TaskDefaults:
+        return cls(
+            task,
+            queue=_first(task.queue, conf.SQLQUEUE_DEFAULT_QUEUE),
+            priority=_first(task.priority, 0),
+            max_attempts=_first(task.max_attempts, conf.SQLQUEUE_MAX_ATTEMPTS),
+            timeout=_seconds(_first(task.timeout, conf.SQLQUEUE_TIMEOUT)),
+        )
+
+    def under(self, options: PlainOptions) -> dict[str, Any]:
+        """The job's options: those ``options`` gives (not None), else these."""
+        queue, priority = options.get("queue"), options.get("priority")
+        max_attempts, timeout = options.get("max_attempts"), options.get("timeout")
+        return {
+            "queue": self.queue if queue is None else queue,
+            "priority": self.priority if priority is None else priority,
+            "max_attempts": self.max_attempts if max_attempts is None else max_attempts,
+            "timeout": self.timeout if timeout is None else _seconds(timeout),
+        }
 
 
 def _first(*values: Any) -> Any:

@@ -9,6 +9,7 @@ The instances are the same ``Job`` objects, and where a receiver of ``pre_init``
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -103,13 +104,35 @@ def unsaved(model: type[Job], **values: Any) -> Job:
     its default (a ``db_default`` one the database's, as ``Model.__init__`` leaves it)."""
     if _init_heard(model):
         return model(**values)
-    attributes = {
-        field.attname: values.pop(field.name) if field.name in values else field.get_default()
-        for field in model._meta.concrete_fields
-    }
-    if values:
-        raise TypeError(f"{model.__qualname__}() got unexpected keyword arguments: {', '.join(values)}")
+    defaults = _defaults(model)
+    attributes = dict(defaults.fixed)
+    for name, attname, make in defaults.made:
+        attributes[attname] = values.pop(name) if name in values else make()
+    if unknown := [name for name in values if name not in defaults.attnames]:
+        raise TypeError(f"{model.__qualname__}() got unexpected keyword arguments: {', '.join(unknown)}")
+    for name, value in values.items():
+        attributes[defaults.attnames[name]] = value
     return _made(model, attributes.items(), saved_on=None)
+
+
+class _Defaults:
+    """What a new ``model`` holds before its caller's values: each field's default,
+    worked out once (the database's default is one expression for every job, as
+    Django's own ``get_default()`` gives it), except a callable default, called for
+    every job (a new list or dict). ``get_default()`` field by field cost
+    ``enqueue_many`` about a sixth of its time."""
+
+    def __init__(self, model: type[Job]) -> None:
+        fields = model._meta.concrete_fields
+        self.attnames = {field.name: field.attname for field in fields}
+        made = [field for field in fields if field.has_default() and callable(field.default)]
+        self.made = [(field.name, field.attname, field.default) for field in made]
+        self.fixed = {field.attname: field.get_default() for field in fields if field not in made}
+
+
+@functools.cache
+def _defaults(model: type[Job]) -> _Defaults:
+    return _Defaults(model)
 
 
 def _made(model: type[Job], attributes: Iterable[tuple[str, Any]], *, saved_on: str | None) -> Job:

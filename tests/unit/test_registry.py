@@ -11,6 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from django_sqlqueue import job, registry
 from django_sqlqueue.exceptions import UnknownTaskError
+from django_sqlqueue.models import Job
 from django_sqlqueue.registry import RegisteredTask, get_task
 from tests.testapp.tasks import noop, report
 
@@ -94,6 +95,14 @@ def test_registering_the_same_function_again_is_harmless() -> None:
     job(first)
     job(priority=3)(first)
     assert get_task(first).priority == 3
+
+
+def test_jobs_built_after_a_task_registers_again_take_its_new_options() -> None:
+    job(queue="mail", max_attempts=2)(first)
+    assert Job.objects.build(first, (1,)).queue == "mail"
+    job(queue="reports", max_attempts=5)(first)
+    built = Job.objects.build(first, (1,))
+    assert (built.queue, built.max_attempts) == ("reports", 5)
 
 
 def test_a_reloaded_module_replaces_its_function() -> None:

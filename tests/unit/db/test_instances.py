@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 from django.db import connection, connections
+from django.db.models import Field
 from django.db.models.signals import post_init, pre_init
 
+from django_sqlqueue import conf as conf_module
 from django_sqlqueue.db.claiming import claim_updates
 from django_sqlqueue.db.instances import JobRows, job_rows, unsaved
 from django_sqlqueue.models import Job, JobStatus
@@ -219,6 +221,36 @@ def test_built_jobs_have_defaults_of_their_own() -> None:
     first.errors.append("changed")
     assert second.errors == []
     assert first.args is not second.args
+
+
+def test_builds_work_out_the_defaults_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each field's default and each setting a task leaves to the settings, for every
+    job built, cost ``enqueue_many`` about two fifths of its time."""
+    Job.objects.build(noop)
+    reads: list[Any] = []
+    defaults: list[Any] = []
+    read = conf_module._read
+
+    def counted(name: str, default: Any) -> Any:
+        reads.append(name)
+        return read(name, default)
+
+    monkeypatch.setattr(conf_module, "_read", counted)
+    monkeypatch.setattr(Field, "get_default", counting(Field.get_default, defaults))
+    built = [Job.objects.build(noop, (n,)) for n in range(3)]
+    assert (reads, defaults) == ([], [])
+    assert [(job.queue, job.max_attempts, job.timeout, job.args) for job in built] == [
+        ("default", 3, None, [n]) for n in range(3)
+    ]
+
+
+def test_a_build_takes_the_settings_in_force(settings: Any) -> None:
+    assert Job.objects.build(noop).queue == "default"
+    settings.SQLQUEUE_DEFAULT_QUEUE = "elsewhere"
+    settings.SQLQUEUE_MAX_ATTEMPTS = 7
+    settings.SQLQUEUE_TIMEOUT = 30
+    built = Job.objects.build(noop)
+    assert (built.queue, built.max_attempts, built.timeout) == ("elsewhere", 7, 30.0)
 
 
 def test_jobs_are_built_without_init_unless_a_receiver_listens(inits: list[Job]) -> None:
