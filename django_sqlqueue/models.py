@@ -8,6 +8,7 @@ from django.db import models
 from django_sqlqueue.conf import QUEUE_NAME_MAX_LENGTH, conf
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.concurrency import CONCURRENCY_KEY_MAX_LENGTH
+from django_sqlqueue.db.failures import FailureIndex
 from django_sqlqueue.db.indexes import ActiveKeyConstraint, KeyedIndex, StatusIndex
 from django_sqlqueue.managers import JobManager
 from django_sqlqueue.rates import NAME_MAX_LENGTH as RATE_LIMIT_NAME_MAX_LENGTH
@@ -112,15 +113,9 @@ class Job(models.Model):
             models.Index(fields=["queue", "status"], name="sqlqueue_job_queue_status"),
             models.Index(fields=["finished_at", "status"], name="sqlqueue_job_finished"),
             models.Index(fields=["enqueued_at"], name="sqlqueue_job_enqueued"),
-            # The admin's failures page: jobs by task and exception class with their
-            # count, first and last failure and newest id, read from the index alone:
-            # failed ones everywhere; on MySQL/MariaDB, where the index holds every row
-            # led by status, the ready ones that failed an attempt too.
-            StatusIndex(
-                status=JobStatus.FAILED,
-                fields=["task", "last_error_class", "finished_at", "started_at", "attempts", "id"],
-                name="sqlqueue_job_failed",
-            ),
+            # The admin's failures page: failed jobs (and on MySQL/MariaDB retrying ones)
+            # by task and exception class, with when they failed, read from the index alone.
+            FailureIndex(name="sqlqueue_job_failed"),
         ]
         permissions = [
             ("retry_job", "Can retry failed or cancelled jobs"),

@@ -7,8 +7,8 @@ next attempt (a group cancels them). A ready job an admin Retry put back (its at
 start again from 0) has not failed since, and is in no group.
 
 The class is ``Job.last_error_class``, written with each failed attempt's error, so
-the groups are counted from the ``sqlqueue_job_failed`` index (the retrying jobs, on
-PostgreSQL and SQLite, from the ready jobs: few in a queue that keeps up), never by
+the groups are counted from the failures index (``db/failures.py``; the retrying jobs,
+on PostgreSQL and SQLite, from the ready jobs: few in a queue that keeps up), never by
 reading the JSON of every failed row, which took seconds at a million rows."""
 
 from __future__ import annotations
@@ -18,21 +18,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Max, Min, Q, QuerySet
+from django.db.models import Count, Max, Min, QuerySet
 from django.utils.safestring import SafeString
 
 from django_sqlqueue.admin import display
 from django_sqlqueue.admin.changes import CANCEL, RETRY, Change
+from django_sqlqueue.db.failures import FailureSeenAt, InFailureGroup
 from django_sqlqueue.db.routing import read_db
 from django_sqlqueue.models import Job, JobStatus
 
 #: The most groups the page lists, the most recently seen first.
 MAX_GROUPS = 200
 
-#: Per change a group can make: the jobs of the group it applies to.
-GROUP_CHANGES: dict[str, tuple[Change, Q]] = {
-    RETRY.name: (RETRY, Q(status=JobStatus.FAILED)),
-    CANCEL.name: (CANCEL, Q(status=JobStatus.READY, attempts__gt=0)),
+#: Per change a group can make: the status of the jobs of the group it applies to.
+GROUP_CHANGES: dict[str, tuple[Change, str]] = {
+    RETRY.name: (RETRY, JobStatus.FAILED),
+    CANCEL.name: (CANCEL, JobStatus.READY),
 }
 
 
@@ -68,12 +69,18 @@ def groups() -> tuple[list[Group], int]:
     waiting for its retry does not finish, so the start of the attempt that failed."""
     alias = read_db(Job)
     found: dict[tuple[str, str], Group] = {}
-    for change, seen in ((RETRY, "finished_at"), (CANCEL, "started_at")):
+    for change in (RETRY, CANCEL):
+        status = GROUP_CHANGES[change.name][1]
         rows = (
             Job.objects.using(alias)
-            .filter(GROUP_CHANGES[change.name][1])
+            .filter(InFailureGroup(status))
             .values("task", "last_error_class")
-            .annotate(count=Count("pk"), first_seen=Min(seen), last_seen=Max(seen), newest=Max("pk"))
+            .annotate(
+                count=Count("pk"),
+                first_seen=Min(FailureSeenAt(status)),
+                last_seen=Max(FailureSeenAt(status)),
+                newest=Max("pk"),
+            )
             .order_by()
         )
         for row in rows:
@@ -89,4 +96,4 @@ def groups() -> tuple[list[Group], int]:
 
 def group_jobs(change: Change, task: str, error_class: str) -> QuerySet[Job]:
     """The jobs of a group that ``change`` applies to: all of them, not one page."""
-    return Job.objects.filter(GROUP_CHANGES[change.name][1], task=task, last_error_class=error_class)
+    return Job.objects.filter(InFailureGroup(GROUP_CHANGES[change.name][1]), task=task, last_error_class=error_class)
