@@ -49,6 +49,13 @@ if os.environ.get("DB_PGBOUNCER"):
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 if "CONN_MAX_AGE" in os.environ:
     DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ["CONN_MAX_AGE"])
+# More of the database's OPTIONS, as a JSON object: {"pool": true}, say, for Django's
+# connection pool on PostgreSQL, as a project that pools its web processes' connections.
+if "DB_OPTIONS" in os.environ:
+    DATABASES["default"]["OPTIONS"] = {
+        **DATABASES["default"].get("OPTIONS", {}),
+        **json.loads(os.environ["DB_OPTIONS"]),
+    }
 
 # The rate limit of tests.testapp.tasks.paced; the rate limit tests' workers pass their own.
 # The CI machine's PostgreSQL runs with autovacuum off, which sqlqueue.W002 rightly warns

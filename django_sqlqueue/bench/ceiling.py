@@ -21,6 +21,13 @@ from django_sqlqueue.db.transient import retried
 from django_sqlqueue.runner.spawning import main_module_hidden
 
 INSERT_BATCH = 1000
+#: The connection parameters Django adds for its own use of the driver: its adapters and
+#: cursor class, and prepared statements turned off, on PostgreSQL; its converters and
+#: affected-rows flag on MySQL/MariaDB.
+DJANGO_DRIVER_PARAMS = {
+    "postgresql": frozenset({"context", "cursor_factory", "prepare_threshold"}),
+    "mysql": frozenset({"conv", "client_flag"}),
+}
 
 
 @dataclass(frozen=True)
@@ -79,31 +86,23 @@ class RawDatabase:
 
     @classmethod
     def of(cls, connection: BaseDatabaseWrapper, table: QueueTable) -> RawDatabase:
+        """How the raw side reaches ``connection``'s database: as the project connects,
+        with the parameters Django works out from its settings, ``OPTIONS`` included (a
+        MySQL option file, a PostgreSQL service, SSL), less what Django adds for its own
+        use of the driver, so the driver's defaults stand."""
         config = connection.settings_dict
-        if connection.vendor == "postgresql":
-            params: dict[str, Any] = {
-                "dbname": config["NAME"],
-                "host": config["HOST"] or None,
-                "port": config["PORT"] or None,
-                "user": config["USER"] or None,
-                "password": config["PASSWORD"] or None,
-            }
-        elif connection.vendor == "mysql":
-            params = {
-                "db": config["NAME"],
-                "host": config["HOST"] or "localhost",
-                "port": int(config["PORT"] or 3306),
-                "user": config["USER"],
-                "passwd": config["PASSWORD"],
-                "charset": "utf8mb4",
-            }
-        else:
+        if connection.vendor == "sqlite":
             # The project's own pragmas (journal mode, synchronous), as Django runs them, so
             # that the raw side commits as durably as the app does.
             init = config["OPTIONS"].get("init_command", "")
-            params = {
+            params: dict[str, Any] = {
                 "database": str(config["NAME"]),
                 "init": [part.strip() for part in init.split(";") if part.strip()],
+            }
+        else:
+            django_own = DJANGO_DRIVER_PARAMS[connection.vendor]
+            params = {
+                name: value for name, value in connection.get_connection_params().items() if name not in django_own
             }
         return cls(connection.vendor, params, table, settings.USE_TZ)
 

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
 from django.db.migrations.executor import MigrationExecutor
 
+from django_sqlqueue.db.pooling import without_pool
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import Job
 
@@ -48,7 +49,8 @@ class QueueCommand(BaseCommand):
     database (a JSONField's support of JSON, for one), so run first they would answer a
     database that is down with a traceback. As ``runserver`` does, the checks run once
     from the command line and are skipped by ``call_command``; they include the checks
-    that ask the database, which Django runs only for ``migrate`` and ``check --database``."""
+    that ask the database, which Django runs only for ``migrate`` and ``check --database``.
+    Run from the command line, it connects without Django's connection pool (``db.pooling``)."""
 
     requires_system_checks: list[str] = []
 
@@ -56,6 +58,11 @@ class QueueCommand(BaseCommand):
         parser = super().create_parser(prog_name, subcommand, **kwargs)
         parser.add_argument("--skip-checks", action="store_true", help="Skip system checks.")
         return parser
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        # From the command line the process is the command's own.
+        without_pool()
+        super().run_from_argv(argv)
 
     def execute(self, *args: Any, **options: Any) -> str | None:
         if problem := tables_problem():

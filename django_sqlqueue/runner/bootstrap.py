@@ -19,6 +19,7 @@ from typing import Any
 import django
 from django.db import connections
 
+from django_sqlqueue.db.pooling import without_pool
 from django_sqlqueue.logs import configure_logging
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.started import StartedJobs
@@ -71,6 +72,8 @@ def own_connections() -> None:
     that errors left unusable, and the health check (a ping before the first query of
     the next round) replaces a connection the server dropped while the worker was idle.
     Set here, before any connection exists, for this process only: every thread's
-    connection reads these settings when it connects."""
+    connection reads these settings when it connects; without Django's connection pool,
+    which Django refuses beside connections kept open."""
+    without_pool()
     for alias in connections:
         connections.settings[alias].update(CONN_MAX_AGE=None, CONN_HEALTH_CHECKS=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connections
 
 #: The repository's root: the working directory of ``manage.py`` and of ``python -m tests...``.
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,6 +32,13 @@ FAST_CLOCKS = {
 #: needs (a day in March, say), which the supervisor's pruning would otherwise delete
 #: under them. The pruning tests pass a retention of their own.
 KEEP_FINISHED = {"SQLQUEUE_RETENTION": '{"SUCCESSFUL": null, "CANCELLED": null, "FAILED": null}'}
+
+#: A project that pools its connections with Django's pool, which only PostgreSQL has:
+#: the settings of a child process, and the mark of a test case that needs them.
+POOLED = {"DB_OPTIONS": '{"pool": true}', "CONN_MAX_AGE": "0"}
+needs_django_pool = pytest.mark.skipif(
+    connections["default"].vendor != "postgresql", reason="Django pools PostgreSQL's connections only"
+)
 
 
 class Workers:

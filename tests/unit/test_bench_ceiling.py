@@ -1,5 +1,5 @@
-"""The raw side of ``sqlqueue_bench``: a process that dies is an error at once, not a wait;
-a deadlock is run again, as the app runs its own again."""
+"""The raw side of ``sqlqueue_bench``: it connects as the project does; a process that
+dies is an error at once, not a wait; a deadlock is run again, as the app runs its own again."""
 
 from __future__ import annotations
 
@@ -12,8 +12,33 @@ from typing import Any
 from unittest.mock import patch
 
 import pytest
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from django_sqlqueue.bench import ceiling
+
+
+@pytest.mark.skipif(connection.vendor == "sqlite", reason="a SQLite database is its file's name")
+@pytest.mark.django_db
+def test_the_raw_side_connects_as_the_project_does(tmp_path: Path) -> None:
+    # Reached through the settings' OPTIONS alone: a MySQL option file naming the database
+    # (as Django's docs suggest), a PostgreSQL session setting. The raw side read NAME,
+    # HOST, PORT, USER and PASSWORD only: 'No database selected' on MySQL.
+    config = {**connection.settings_dict, "OPTIONS": {**connection.settings_dict["OPTIONS"]}}
+    if connection.vendor == "mysql":
+        option_file = tmp_path / "my.cnf"
+        option_file.write_text(f"[client]\ndatabase = {config['NAME']}\n")
+        config["NAME"] = ""
+        config["OPTIONS"]["read_default_file"] = str(option_file)
+        question, expected = "SELECT DATABASE()", connection.settings_dict["NAME"]
+    else:
+        config["OPTIONS"]["options"] = "-c application_name=sqlqueue-bench-raw"
+        question, expected = "SELECT current_setting('application_name')", "sqlqueue-bench-raw"
+    project_connection = type(connections[DEFAULT_DB_ALIAS])(config, alias="bench-raw")
+    raw = ceiling.RawDatabase.of(project_connection, ceiling.jobs_table("jobs"))
+    with raw.connect() as driver_connection:
+        cursor = driver_connection.cursor()
+        cursor.execute(question)
+        assert cursor.fetchone()[0] == expected
 
 
 def test_a_raw_drain_process_that_dies_is_reported_at_once(tmp_path: Path) -> None:

@@ -8,22 +8,24 @@ import subprocess
 import pytest
 from django.db import connection
 
-from tests.support.workers import ROOT
+from tests.support.workers import POOLED, ROOT, needs_django_pool
 
 
 @pytest.mark.parametrize(
-    "command",
+    ("command", "settings"),
     [
-        ["runworkers", "--burst"],
-        ["sqlqueue_health"],
-        ["sqlqueue_stats"],
-        ["sqlqueue_stats", "--json"],
-        ["sqlqueue_stats", "--watch", "1"],
+        pytest.param(["runworkers", "--burst"], {}, id="runworkers --burst"),
+        pytest.param(["sqlqueue_health"], {}, id="sqlqueue_health"),
+        pytest.param(["sqlqueue_stats"], {}, id="sqlqueue_stats"),
+        pytest.param(["sqlqueue_stats", "--json"], {}, id="sqlqueue_stats --json"),
+        pytest.param(["sqlqueue_stats", "--watch", "1"], {}, id="sqlqueue_stats --watch 1"),
+        # Through the pool, each waited out its 30 s timeout, the pool logging every attempt.
+        pytest.param(["runworkers", "--burst"], POOLED, marks=needs_django_pool, id="runworkers --burst, pooled"),
+        pytest.param(["sqlqueue_health"], POOLED, marks=needs_django_pool, id="sqlqueue_health, pooled"),
     ],
-    ids=" ".join,
 )
 def test_a_database_that_is_down_is_one_line_and_status_1(
-    command: list[str], child_env: dict[str, str], python: str
+    command: list[str], settings: dict[str, str], child_env: dict[str, str], python: str
 ) -> None:
     if connection.vendor == "sqlite":
         down = {"DB_NAME": str(ROOT / "no-such-folder" / "db.sqlite3")}
@@ -32,7 +34,7 @@ def test_a_database_that_is_down_is_one_line_and_status_1(
     result = subprocess.run(
         [python, "manage.py", *command],
         cwd=ROOT,
-        env={**child_env, **down},
+        env={**child_env, **settings, **down},
         capture_output=True,
         text=True,
         timeout=60,

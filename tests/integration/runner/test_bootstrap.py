@@ -4,19 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from django_sqlqueue.models import Job, JobStatus
-from tests.support.workers import Workers
+from tests.support.workers import POOLED, Workers, needs_django_pool
 from tests.testapp.tasks import add, connections_opened
 
 BATCHES = 40
 
 
-def test_a_worker_keeps_its_connections_whatever_conn_max_age_says(start_workers: Callable[..., Workers]) -> None:
+@pytest.mark.parametrize(
+    "settings",
+    [
+        pytest.param({"CONN_MAX_AGE": "0"}, id="unpooled"),
+        # Django refuses its pool beside connections kept open: a worker that kept the
+        # project's pool died at start-up, five in a row, and runworkers gave up.
+        pytest.param(POOLED, id="django-pool", marks=needs_django_pool),
+    ],
+)
+def test_a_worker_keeps_its_connections_whatever_conn_max_age_says(
+    start_workers: Callable[..., Workers], settings: dict[str, str]
+) -> None:
     # Batches of 5 with CONN_MAX_AGE=0: a worker that let Django close its connection
     # after each round would open one per claim, per finish and per heartbeat.
     Job.objects.enqueue_many(Job.objects.build(add, (n, 0)) for n in range(BATCHES * 5))
     last = Job.objects.enqueue(connections_opened, priority=-100)
-    workers = start_workers("--burst", "--processes", "1", "--threads", "1", "--batch-size", "5", CONN_MAX_AGE="0")
+    workers = start_workers("--burst", "--processes", "1", "--threads", "1", "--batch-size", "5", **settings)
     assert workers.wait(120) == 0, workers.text
     last.refresh_from_db()
     assert last.status == JobStatus.SUCCESSFUL, workers.text
