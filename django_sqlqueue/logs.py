@@ -15,10 +15,13 @@ Imports the standard library only: a spawned worker process sets its logging up 
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import logging
 import sys
+from collections.abc import Iterator
+from typing import TextIO
 
 #: ``--log-format``'s choices.
 TEXT, JSON = "text", "json"
@@ -63,13 +66,42 @@ def configure_logging(log_format: str, level: int) -> None:
     ours = logging.getLogger("django_sqlqueue")
     ours.setLevel(level)
     if log_format == JSON:
-        loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
-        for logger in loggers:
-            for handler in getattr(logger, "handlers", []):
-                if isinstance(handler, logging.StreamHandler) and handler.stream in (sys.stderr, sys.stdout):
-                    handler.setFormatter(JsonFormatter())
+        for handler in _console_handlers():
+            handler.setFormatter(JsonFormatter())
     if not ours.hasHandlers():
         handler = logging.StreamHandler(sys.stderr)
         # As the last resort writes them: the message alone.
         handler.setFormatter(JsonFormatter() if log_format == JSON else logging.Formatter("%(message)s"))
         ours.addHandler(handler)
+
+
+@contextlib.contextmanager
+def logging_restored() -> Iterator[None]:
+    """Logging as it was before the block, after it: the app's logger's level and
+    handlers, and every console handler's formatter (what :func:`configure_logging`
+    changes).
+
+    ``runworkers`` run in a process that goes on after it (``call_command`` from a test
+    or a script) must not leave its ``-v`` level, its stderr handler or its JSON
+    formatters behind on the project's loggers."""
+    ours = logging.getLogger("django_sqlqueue")
+    level, handlers = ours.level, list(ours.handlers)
+    formatters = {handler: handler.formatter for handler in _console_handlers()}
+    try:
+        yield
+    finally:
+        ours.setLevel(level)
+        ours.handlers = handlers
+        for handler, formatter in formatters.items():
+            handler.setFormatter(formatter)
+
+
+def _console_handlers() -> list[logging.StreamHandler[TextIO]]:
+    """The handlers of every logger that write to the console (stderr or stdout)."""
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    return [
+        handler
+        for logger in loggers
+        for handler in getattr(logger, "handlers", [])
+        if isinstance(handler, logging.StreamHandler) and handler.stream in (sys.stderr, sys.stdout)
+    ]

@@ -10,7 +10,7 @@ from typing import TextIO
 
 import pytest
 
-from django_sqlqueue.logs import JsonFormatter, configure_logging
+from django_sqlqueue.logs import JsonFormatter, configure_logging, logging_restored
 
 
 def record(message: str, *args: object, **extra: object) -> logging.LogRecord:
@@ -47,28 +47,17 @@ def test_an_exception_s_traceback_is_a_field() -> None:
     assert entry["exception"].endswith("ValueError: boom\non two lines")
 
 
-def every_handler() -> list[logging.Handler]:
-    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
-    return [handler for logger in loggers for handler in getattr(logger, "handlers", [])]
-
-
 @pytest.fixture
 def console() -> Iterator[logging.StreamHandler[TextIO]]:
-    """A handler on the root logger that writes to stderr; every handler's formatter,
-    the app's logger's handlers and its level are put back after."""
+    """A handler on the root logger that writes to stderr; logging is put back after."""
     handler = logging.StreamHandler(sys.stderr)
-    root, ours = logging.getLogger(), logging.getLogger("django_sqlqueue")
-    level, handlers = ours.level, list(ours.handlers)
-    formatters = {handler: handler.formatter for handler in every_handler()}
-    root.addHandler(handler)
-    try:
-        yield handler
-    finally:
-        root.removeHandler(handler)
-        ours.setLevel(level)
-        ours.handlers = handlers
-        for each, formatter in formatters.items():
-            each.setFormatter(formatter)
+    root = logging.getLogger()
+    with logging_restored():
+        root.addHandler(handler)
+        try:
+            yield handler
+        finally:
+            root.removeHandler(handler)
 
 
 def test_json_puts_the_formatter_on_console_handlers_only(
@@ -110,3 +99,20 @@ def test_a_stderr_handler_is_added_when_none_would_show_the_app_s_records(
     assert isinstance(added, logging.StreamHandler)
     assert added.stream is sys.stderr
     assert type(added.formatter) is formatter
+
+
+def test_logging_is_put_back_after_the_block(console: logging.StreamHandler[TextIO]) -> None:
+    ours = logging.getLogger("django_sqlqueue")
+    ours.setLevel(logging.WARNING)
+    ours.handlers, ours.propagate = [], False  # so that configure_logging adds a handler
+    try:
+        with logging_restored():
+            configure_logging("json", logging.DEBUG)
+            assert isinstance(console.formatter, JsonFormatter)
+            assert ours.level == logging.DEBUG
+            assert len(ours.handlers) == 1
+    finally:
+        ours.propagate = True
+    assert console.formatter is None
+    assert ours.level == logging.WARNING
+    assert ours.handlers == []

@@ -13,7 +13,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.exceptions import TaskModuleError
-from django_sqlqueue.logs import LOG_FORMATS, TEXT, configure_logging
+from django_sqlqueue.logs import LOG_FORMATS, TEXT, configure_logging, logging_restored
 from django_sqlqueue.management.arguments import claim_limit, positive_int, queue_list, tcp_port
 from django_sqlqueue.management.migrated import QueueCommand
 from django_sqlqueue.metrics import INSTALL_HINT, client_installed
@@ -108,7 +108,6 @@ class Command(QueueCommand):
         if metrics_port is not None and not client_installed():
             raise CommandError(f"--metrics-port needs prometheus-client: {INSTALL_HINT}.")
         level = _LOG_LEVELS.get(verbosity, logging.DEBUG)
-        configure_logging(log_format, level)
         supervisor = Supervisor(
             Options(
                 queues=queues,
@@ -127,8 +126,10 @@ class Command(QueueCommand):
             write=self._write,
             progress_bar=burst and self.stdout.isatty(),
         )
-        with _metrics_served(metrics_address, metrics_port):
-            code = supervisor.run()
+        with logging_restored():
+            configure_logging(log_format, level)
+            with _metrics_served(metrics_address, metrics_port):
+                code = supervisor.run()
         if code:
             raise CommandError(
                 supervisor.failure or "Exited at once on a second signal; the jobs it held will be rescued.",

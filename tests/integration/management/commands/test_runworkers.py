@@ -4,6 +4,7 @@ completion (what it refuses before starting is in ``tests/unit/management/comman
 from __future__ import annotations
 
 import datetime
+import logging
 import os
 import pty
 import re
@@ -134,3 +135,21 @@ def test_long_runs_print_a_status_line(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(statuses) >= 3, out.getvalue()
     assert statuses[-1] == ("8", "0")
     assert Job.objects.filter(status=JobStatus.SUCCESSFUL).count() == 8
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_in_process_it_leaves_the_project_s_logging_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``call_command("runworkers", ...)`` from a test or a script: its ``-v 3`` and JSON
+    logs are its own, not the caller's afterwards."""
+    monkeypatch.setenv("DB_NAME", str(connection.settings_dict["NAME"]))  # for the worker processes
+    ours, root = logging.getLogger("django_sqlqueue"), logging.getLogger()
+    console = logging.StreamHandler()  # stderr
+    root.addHandler(console)
+    level, handlers = ours.level, list(ours.handlers)
+    try:
+        Job.objects.enqueue(add, args=(1, 2))
+        call_command("runworkers", burst=True, processes=1, verbosity=3, log_format="json", stdout=StringIO())
+    finally:
+        root.removeHandler(console)
+    assert Job.objects.get().status == JobStatus.SUCCESSFUL
+    assert (ours.level, ours.handlers, console.formatter) == (level, handlers, None)
