@@ -111,7 +111,7 @@ class RawDatabase:
         if self.vendor == "postgresql":
             import psycopg
 
-            connection: Any = psycopg.connect(**{k: v for k, v in self.params.items() if v is not None})
+            connection: Any = psycopg.connect(**self.params)
         elif self.vendor == "mysql":
             import MySQLdb
 
