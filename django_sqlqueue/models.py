@@ -10,6 +10,7 @@ from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.concurrency import CONCURRENCY_KEY_MAX_LENGTH
 from django_sqlqueue.db.failures import FailureIndex
 from django_sqlqueue.db.indexes import ActiveKeyConstraint, KeyedIndex, StatusIndex
+from django_sqlqueue.db.names import NameField
 from django_sqlqueue.managers import JobManager
 from django_sqlqueue.rates import NAME_MAX_LENGTH as RATE_LIMIT_NAME_MAX_LENGTH
 from django_sqlqueue.recurrence import KEY_MAX_LENGTH, MISSED
@@ -38,7 +39,7 @@ class Job(models.Model):
     clock, never a worker's."""
 
     id = models.BigAutoField(primary_key=True)
-    queue = models.CharField(max_length=QUEUE_NAME_MAX_LENGTH)
+    queue = NameField(max_length=QUEUE_NAME_MAX_LENGTH)
     task = models.CharField(max_length=TASK_NAME_MAX_LENGTH, help_text="The registered name of the task.")
     args = models.JSONField(default=list, blank=True)
     kwargs = models.JSONField(default=dict, blank=True)
@@ -55,7 +56,7 @@ class Job(models.Model):
     enqueued_at = models.DateTimeField(db_default=DatabaseNow())
     started_at = models.DateTimeField(null=True, blank=True, help_text="When the latest attempt was claimed.")
     finished_at = models.DateTimeField(null=True, blank=True)
-    worker = models.CharField(max_length=255, blank=True, help_text="The worker that holds or last held the job.")
+    worker = NameField(max_length=255, blank=True, help_text="The worker that holds or last held the job.")
     errors = models.JSONField(default=list, blank=True, help_text="Every failed attempt's exception and traceback.")
     # A copy of errors[-1]["exception_class_path"], written with it, so that the admin
     # groups failures by an index rather than by reading the JSON of every failed row.
@@ -75,9 +76,9 @@ class Job(models.Model):
     )
     # Never more than concurrency_limit jobs with this key RUNNING at once (db/concurrency.py).
     # NULL, not "", when unset: the claim's partial index holds only keyed jobs.
-    concurrency_key = models.CharField(max_length=CONCURRENCY_KEY_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
+    concurrency_key = NameField(max_length=CONCURRENCY_KEY_MAX_LENGTH, null=True, blank=True)
     concurrency_limit = models.PositiveIntegerField(null=True, blank=True)
-    unique_key = models.CharField(  # noqa: DJ001 (NULL is no key: the unique index leaves those out)
+    unique_key = NameField(  # NULL is no key: the unique index leaves those out
         max_length=UNIQUE_KEY_MAX_LENGTH,
         null=True,
         blank=True,
@@ -165,7 +166,7 @@ class Worker(models.Model):
     Its heartbeat (the database's time) keeps its jobs its own: when it stops beating
     for longer than the lease, any supervisor gives its jobs back to the queue."""
 
-    name = models.CharField(max_length=255, unique=True)
+    name = NameField(max_length=255, unique=True)
     host = models.CharField(max_length=255)
     pid = models.PositiveIntegerField()
     queues = models.JSONField(null=True, blank=True, help_text="The queues it claims from; empty for all.")
@@ -191,7 +192,7 @@ class Schedule(models.Model):
     moves it from the value it read to the tick it enqueues, in the transaction that
     inserts the job, and only one supervisor can move it from any one value."""
 
-    key = models.CharField(max_length=KEY_MAX_LENGTH, unique=True, help_text="The entry's name in SQLQUEUE_SCHEDULE.")
+    key = NameField(max_length=KEY_MAX_LENGTH, unique=True, help_text="The entry's name in SQLQUEUE_SCHEDULE.")
     task = models.CharField(max_length=TASK_NAME_MAX_LENGTH)
     expression = models.CharField(max_length=255, help_text="A cron expression, or every N seconds.")
     cron = models.CharField(max_length=255, blank=True, default="")
@@ -199,7 +200,7 @@ class Schedule(models.Model):
     tz = models.CharField("time zone", max_length=64)
     args = models.JSONField(default=list, blank=True)
     kwargs = models.JSONField(default=dict, blank=True)
-    queue = models.CharField(
+    queue = NameField(
         max_length=QUEUE_NAME_MAX_LENGTH, blank=True, default="", help_text="Empty for the task's own queue."
     )
     priority = models.SmallIntegerField(null=True, blank=True)
@@ -227,8 +228,8 @@ class Leader(models.Model):
     ``runworkers`` supervisor holds at a time, until ``expires_at`` by the database's
     clock; its holder renews it, and any other takes it over once it has expired."""
 
-    role = models.CharField(max_length=50, unique=True)
-    holder = models.CharField(max_length=255, help_text="The supervisor: host:pid, after --name-prefix.")
+    role = NameField(max_length=50, unique=True)
+    holder = NameField(max_length=255, help_text="The supervisor: host:pid, after --name-prefix.")
     acquired_at = models.DateTimeField(db_default=DatabaseNow(), help_text="When this holder took it.")
     expires_at = models.DateTimeField()
 
@@ -242,7 +243,7 @@ class PausedQueue(models.Model):
     Its jobs stay ``READY`` and can still be enqueued; the jobs already running finish.
     One row per paused queue, so pausing twice is pausing once."""
 
-    queue = models.CharField(max_length=QUEUE_NAME_MAX_LENGTH, primary_key=True)
+    queue = NameField(max_length=QUEUE_NAME_MAX_LENGTH, primary_key=True)
     reason = models.CharField(max_length=255, blank=True, default="")
     paused_at = models.DateTimeField(db_default=DatabaseNow())
 
@@ -269,7 +270,7 @@ class FinishedHour(models.Model):
     and the unique index on hour and queue makes counting an hour twice impossible."""
 
     hour = models.DateTimeField()
-    queue = models.CharField(max_length=QUEUE_NAME_MAX_LENGTH, blank=True)
+    queue = NameField(max_length=QUEUE_NAME_MAX_LENGTH, blank=True)
     succeeded = models.PositiveBigIntegerField()
     failed = models.PositiveBigIntegerField()
 
@@ -286,7 +287,7 @@ class ConcurrencyKey(models.Model):
     order) before it counts the key's ``RUNNING`` jobs, so that two claimers never
     both take its last slot. It holds no count: the jobs table is the only truth."""
 
-    key = models.CharField(max_length=CONCURRENCY_KEY_MAX_LENGTH, primary_key=True)
+    key = NameField(max_length=CONCURRENCY_KEY_MAX_LENGTH, primary_key=True)
 
     class Meta:
         default_permissions = ()
@@ -300,7 +301,7 @@ class RateBucket(models.Model):
     claim locks it, adds the tokens flowed in since ``updated_at`` (the database's
     clock), takes one per job it starts and writes back what is left."""
 
-    name = models.CharField(max_length=RATE_LIMIT_NAME_MAX_LENGTH, primary_key=True)
+    name = NameField(max_length=RATE_LIMIT_NAME_MAX_LENGTH, primary_key=True)
     tokens = models.FloatField()
     updated_at = models.DateTimeField(db_default=DatabaseNow())
 
