@@ -9,12 +9,14 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from django.apps import apps
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.conf import conf
+from django_sqlqueue.db import charsets
 from django_sqlqueue.db.vendors import (
     CLAIM_PROBLEM_HINTS,
     DRIVER_PROBLEM_HINTS,
@@ -60,6 +62,7 @@ def register() -> None:
     checks.register(check_database_version, checks.Tags.database)
     checks.register(check_database_journal, checks.Tags.database)
     checks.register(check_database_vacuum, checks.Tags.database)
+    checks.register(check_database_charsets, checks.Tags.database)
     checks.register(check_schedule)
     checks.register(check_metrics_directory)
     checks.register(check_rate_limit_names)
@@ -132,6 +135,24 @@ def check_database_vacuum(databases: Sequence[str] | None = None, **kwargs: Any)
         checks.Warning(f"{problem}.", hint=VACUUM_HINT, id="sqlqueue.W002")
         for connection in _queue_connections(databases or ())
         if (problem := vacuum_problem(connection, Job._meta.db_table))
+    ]
+
+
+def check_database_charsets(databases: Sequence[str] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The MySQL/MariaDB databases that hold the jobs table store every queue name and
+    key as given: the queue's tables (W003) and the connection (W004) are in utf8mb4,
+    and strict mode refuses what they cannot store rather than change it (W005).
+    Warnings: ``enqueue`` refuses what would not be stored, so nothing is lost."""
+    tables = [model._meta.db_table for model in apps.get_app_config("django_sqlqueue").get_models()]
+    return [
+        checks.Warning(f"{problem}.", hint=hint, id=check_id)
+        for connection in _queue_connections(databases or ())
+        for check_id, hint, problem in (
+            ("sqlqueue.W003", charsets.TABLES_HINT, charsets.tables_charset_problem(connection, tables)),
+            ("sqlqueue.W004", charsets.CONNECTION_HINT, charsets.connection_charset_problem(connection)),
+            ("sqlqueue.W005", charsets.STRICT_HINT, charsets.strict_mode_problem(connection)),
+        )
+        if problem
     ]
 
 

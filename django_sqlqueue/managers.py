@@ -12,7 +12,7 @@ from django.db import models, transaction
 
 from django_sqlqueue import keys
 from django_sqlqueue.conf import conf, remembered
-from django_sqlqueue.db import claiming, finishing, inserting, instances, ratelimits, uniqueness
+from django_sqlqueue.db import charsets, claiming, finishing, inserting, instances, ratelimits, uniqueness
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_sqlqueue.db.concurrency import with_free_slot
 from django_sqlqueue.db.routing import queue_db
@@ -245,12 +245,15 @@ class JobManager(models.Manager["Job"]):
             if made is None:
                 made = templates[task] = self._plain_template(task, options)
                 run_at = made[0].run_at
+                self._storable(using, made[1].name, {"queue": made[0].queue, "task": made[0].task})
             template, registered = made
             args = list(args) if isinstance(args, (list, tuple)) else args
             kwargs = {} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs
             if problem := arguments_problem(args, kwargs):
                 raise InvalidJobError(f"Cannot enqueue {registered.name} (row {number}): {problem}.")
             key, limit = keys.concurrency_slot(registered, args, kwargs, key=None, limit=None)
+            if key is not None and not key.isascii():
+                self._storable(using, f"{registered.name} (row {number})", {"concurrency_key": key})
             return inserting.plain_row(template, args, kwargs, key, limit)
 
         values = itertools.starmap(plain, enumerate(rows))
@@ -274,10 +277,21 @@ class JobManager(models.Manager["Job"]):
         _validate(template)
         return template, registered
 
+    def _storable(self, using: str, task: str, texts: Mapping[str, str | None]) -> None:
+        """Refuse text ``using``'s database would not store as itself (a character
+        outside a MySQL table's or connection's character set), before anything is written."""
+        if problem := charsets.unstorable(self.model, using, texts):
+            raise InvalidJobError(f"Cannot enqueue {task}: {problem}.")
+
     def _write(self, jobs: list[Job], *, batch_size: int, on_conflict: str) -> list[Job]:
         if on_conflict not in ON_CONFLICT:
             raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}.")
         using = queue_db(self.model, self._db)
+        for job in jobs:
+            # Names are ASCII as a rule, which every character set holds: then no call at all.
+            if not (job.queue + job.task + (job.concurrency_key or "") + (job.unique_key or "")).isascii():
+                texts = {"queue": job.queue, "task": job.task, "concurrency_key": job.concurrency_key}
+                self._storable(using, job.task, {**texts, "unique_key": job.unique_key})
         if any(job.unique_key is not None for job in jobs):
             return uniqueness.write(jobs, using, batch_size, on_conflict)
         if len(jobs) == 1:

@@ -270,3 +270,39 @@ def concurrency_problem(key: Any, limit: Any) -> str | None:
     if not _int_in(limit, 1, MAX_CONCURRENCY_LIMIT):
         return f"concurrency_limit must be an integer from 1 to {MAX_CONCURRENCY_LIMIT}, not {_shown(limit)}"
     return None
+
+
+#: MySQL/MariaDB character sets, by their names there, that hold every character.
+_EVERY_CHARACTER = frozenset({"utf8mb4", "utf16", "utf16le", "utf32", "binary"})
+#: Those that hold the Basic Multilingual Plane only (no emoji, no rarer CJK).
+_BMP_ONLY = frozenset({"utf8mb3", "utf8", "ucs2"})
+#: MySQL's ``latin1`` is Windows-1252 with its five undefined bytes read as the C1
+#: controls of the same numbers, not ISO 8859-1 (Python's ``latin-1``).
+_LATIN1_CONTROLS = frozenset("\x81\x8d\x8f\x90\x9d")
+
+
+def charset_problem(text: str, charset: str) -> str | None:
+    """Why a MySQL/MariaDB column or connection in the character set ``charset`` would
+    not store ``text`` as itself (it refuses it in strict mode and writes ``?`` for it
+    otherwise), or None. A character set Python has no codec of the same name for is
+    taken to hold ASCII alone."""
+    if text.isascii() or charset in _EVERY_CHARACTER:
+        return None
+    for char in text:
+        if not _holds(charset, char):
+            return f"holds {char!r} (U+{ord(char):04X}), which the character set {charset} cannot store"
+    return None
+
+
+def _holds(charset: str, char: str) -> bool:
+    if char.isascii():
+        return True
+    if charset in _BMP_ONLY:
+        return ord(char) <= 0xFFFF
+    if charset == "latin1" and char in _LATIN1_CONTROLS:
+        return True
+    try:
+        char.encode("cp1252" if charset == "latin1" else charset)
+    except (LookupError, UnicodeEncodeError):
+        return False
+    return True

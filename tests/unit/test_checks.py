@@ -16,6 +16,7 @@ from django.test import override_settings
 
 from django_sqlqueue import checks as sqlqueue_checks
 from django_sqlqueue.checks import (
+    check_database_charsets,
     check_database_drivers,
     check_database_journal,
     check_database_settings,
@@ -26,8 +27,10 @@ from django_sqlqueue.checks import (
     check_schedule,
     check_settings,
 )
+from django_sqlqueue.db import charsets
 from django_sqlqueue.db.vendors import JOURNAL_HINT, VACUUM_HINT, version_problem
 from django_sqlqueue.models import Job
+from tests.support.charsets import column_in, session_variable
 from tests.support.messages import SQLITE_DEFERRED, mysql_isolation_problem
 
 SETTINGS_HINT = "See the settings table in django-sqlqueue's README."
@@ -366,6 +369,45 @@ def test_a_postgresql_server_or_jobs_table_without_autovacuum_is_warned_about() 
         checks.Warning(f"PostgreSQL database 'default' {problem}.", hint=VACUUM_HINT, id="sqlqueue.W002")
     ]
     assert check_database_vacuum(databases=None) == []
+
+
+@pytest.mark.django_db
+def test_the_test_databases_store_every_name() -> None:
+    """utf8mb4 tables and connection, and strict mode, on the suite's MariaDB; nothing to
+    say elsewhere."""
+    assert check_database_charsets(databases=["default"]) == []
+
+
+@pytest.mark.skipif(connection.vendor != "mysql", reason="only MySQL/MariaDB have character sets and sql_mode")
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("charset", ["latin1", "utf8mb3"])
+def test_mysql_tables_connections_and_modes_that_change_names_are_warned_about(charset: str) -> None:
+    table = Job._meta.db_table
+    with column_in(charset, table, "task"):
+        [warning] = check_database_charsets(databases=["default"])
+    assert warning == checks.Warning(
+        "MySQL database 'default' has text columns of the queue's tables in a character set other than utf8mb4, "
+        f"which cannot store every queue name and key: {table}.task ({charset}).",
+        hint=charsets.TABLES_HINT,
+        id="sqlqueue.W003",
+    )
+    with session_variable("character_set_client", charset), session_variable("character_set_connection", charset):
+        [warning] = check_database_charsets(databases=["default"])
+    assert warning == checks.Warning(
+        f"MySQL database 'default' is connected with character_set_client {charset}, "
+        f"character_set_connection {charset}, not utf8mb4.",
+        hint=charsets.CONNECTION_HINT,
+        id="sqlqueue.W004",
+    )
+    with session_variable("sql_mode", "NO_ENGINE_SUBSTITUTION"):
+        [warning] = check_database_charsets(databases=["default"])
+    assert warning == checks.Warning(
+        "MySQL database 'default' runs without strict mode (sql_mode 'NO_ENGINE_SUBSTITUTION'): text and values "
+        "it cannot store are changed (? for a character, a name cut short) rather than refused.",
+        hint=charsets.STRICT_HINT,
+        id="sqlqueue.W005",
+    )
+    assert check_database_charsets(databases=None) == []
 
 
 @pytest.mark.django_db

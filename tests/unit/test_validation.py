@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.models import Job, JobStatus
-from django_sqlqueue.validation import arguments_problem, job_options_problem, json_problem
+from django_sqlqueue.validation import arguments_problem, charset_problem, job_options_problem, json_problem
 from tests.support.hostile import HOLDS_NUL, HOLDS_SURROGATE, PAST_64_BITS, TOO_DEEP, holding_itself, nested
 from tests.testapp.tasks import noop
 
@@ -280,3 +280,32 @@ def test_a_value_is_refused_with_nothing_written_or_comes_back_the_same(value: A
         finished = Job.objects.get()
         assert (finished.status, as_stored(finished.result)) == (JobStatus.SUCCESSFUL, as_stored(value))
         transaction.set_rollback(True)
+
+
+@pytest.mark.parametrize(
+    ("text", "charset", "refused"),
+    [
+        ("reports", "ascii", None),
+        ("répörts", "ascii", "é"),
+        # MySQL's latin1 is Windows-1252 (the euro sign), with its five undefined bytes as C1 controls.
+        ("répörts €\x81\x9d", "latin1", None),
+        ("rapport ∑", "latin1", "∑"),
+        ("レポート", "latin1", "レ"),
+        ("レポート", "utf8mb3", None),
+        ("reports 📈", "utf8mb3", "📈"),
+        ("reports 📈", "utf8mb4", None),
+        ("ελληνικά", "greek", None),
+        ("ελληνικά ü", "greek", "ü"),
+        # No Python codec of the name: ASCII alone.
+        ("é", "dec8", "é"),
+    ],
+)
+def test_charset_problem_names_the_first_character_a_mysql_charset_cannot_store(
+    text: str, charset: str, refused: str | None
+) -> None:
+    expected = (
+        None
+        if refused is None
+        else f"holds {refused!r} (U+{ord(refused):04X}), which the character set {charset} cannot store"
+    )
+    assert charset_problem(text, charset) == expected
