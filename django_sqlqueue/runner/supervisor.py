@@ -10,9 +10,7 @@ import datetime
 import logging
 import multiprocessing
 import os
-import secrets
 import signal
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +31,7 @@ from django_sqlqueue.models import Job, Leader, Schedule, Worker
 from django_sqlqueue.pausing import paused_queues
 from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.config import WorkerConfig
+from django_sqlqueue.runner.naming import holder_name, worker_name
 from django_sqlqueue.runner.rescue import rescue_expired, rescue_worker
 from django_sqlqueue.runner.spawning import main_module_hidden
 from django_sqlqueue.runner.started import StartedJobs
@@ -138,7 +137,7 @@ class Supervisor:
         #: Why the run failed, when it did not end as asked (the command's error).
         self.failure: str | None = None
         #: Its name on the maintenance lease; its worker processes' names start with it.
-        self.holder = f"{options.name_prefix}{socket.gethostname()}:{os.getpid()}"
+        self.holder = holder_name(options.name_prefix, os.getpid())
         #: Whether it holds the maintenance lease (rescue, recurring jobs, pruning).
         self.leading = False
         #: The recurring jobs' problems it has logged (each once, not every second).
@@ -205,7 +204,7 @@ class Supervisor:
     def _spawn(self) -> None:
         self.spawned += 1
         config = WorkerConfig(
-            name=f"{self.options.name_prefix}{socket.gethostname()}:{os.getpid()}:{self.spawned}:{secrets.token_hex(2)}",
+            name=worker_name(self.holder, self.spawned),
             queues=self.options.queues,
             threads=self.options.threads,
             batch_size=self.options.batch_size,

@@ -14,7 +14,7 @@ from django.core.management.base import CommandError, CommandParser
 from django_sqlqueue.conf import conf
 from django_sqlqueue.exceptions import TaskModuleError
 from django_sqlqueue.logs import LOG_FORMATS, TEXT, configure_logging, logging_restored
-from django_sqlqueue.management.arguments import claim_limit, positive_int, queue_list, tcp_port
+from django_sqlqueue.management.arguments import claim_limit, name_prefix, positive_int, queue_list, tcp_port
 from django_sqlqueue.management.migrated import QueueCommand
 from django_sqlqueue.metrics import INSTALL_HINT, client_installed
 from django_sqlqueue.registry import autodiscover
@@ -58,7 +58,13 @@ class Command(QueueCommand):
             metavar="MIB",
             help="Replace a worker process once its resident memory passes this many MiB (default: never).",
         )
-        parser.add_argument("--name", default="", help="A prefix for the worker names, e.g. the deployment.")
+        parser.add_argument(
+            "--name",
+            type=name_prefix,
+            default="",
+            help="A prefix for the worker names, e.g. the deployment (at most about 200 characters, "
+            "by the host's name).",
+        )
         parser.add_argument(
             "--metrics-port",
             type=tcp_port,
