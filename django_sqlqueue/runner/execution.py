@@ -1,6 +1,6 @@
 """Running one claimed job in a worker: a ``@job`` function is called with the job's
-arguments; a Django task also gets its context, runs if it is a coroutine function,
-and has Django's ``task_started`` and ``task_finished`` sent around it. Our own
+arguments; a Django task also gets its context; either runs to its end if it is a
+coroutine function; a Django task has Django's ``task_started`` and ``task_finished`` sent around it. Our own
 ``job_started`` and ``job_finished`` are sent around every job."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from asgiref.sync import async_to_sync, iscoroutinefunction
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -105,6 +106,11 @@ def run(job: Job, worker_id: str) -> Any:
     raised. Raises ``UnknownTaskError`` for a job naming no registered task."""
     registered = get_task(job.task)
     if registered.django_task is None:
+        if iscoroutinefunction(registered.func):
+            # As Django's Task.call runs one: in an event loop of its own, in this thread's
+            # context (current_job()), its sync_to_async calls back on this thread and its
+            # connections.
+            return async_to_sync(registered.func)(*job.args, **job.kwargs)
         return registered.func(*job.args, **job.kwargs)
     return _run_django_task(registered.django_task, job, worker_id)
 

@@ -16,11 +16,12 @@ from django.utils import timezone
 from django_sqlqueue import signals
 from django_sqlqueue.backends import SQLQueueBackend
 from django_sqlqueue.exceptions import UnknownTaskError
-from django_sqlqueue.models import Job
+from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.runner import execution
 from django_sqlqueue.tasks_compat import TaskResult, TaskResultStatus, task_finished, task_started
 from tests.djtasks.tasks import add, async_double, fail, whoami
-from tests.testapp.tasks import raise_unprintable, report
+from tests.testapp.models import Receipt
+from tests.testapp.tasks import async_receipt, raise_unprintable, report
 
 pytestmark = pytest.mark.django_db
 
@@ -88,6 +89,18 @@ def test_the_context_has_the_attempt_number() -> None:
 def test_a_coroutine_function_runs_and_its_value_is_made_json() -> None:
     async_double.enqueue(4)
     assert execution.run(claim_one(), "worker-1") == [4, 8]
+
+
+def test_an_async_job_function_runs_and_its_result_is_stored() -> None:
+    # Before: "return value is a coroutine", retried until FAILED.
+    Job.objects.enqueue(async_receipt, ["async"])
+    job = claim_one()
+    outcome = execution.attempt(job, "worker-1")
+    assert outcome.error is None
+    assert Job.objects.finish(worker_id="worker-1", succeeded={job: outcome.result}) == 1
+    job.refresh_from_db()
+    assert (job.status, job.result) == (JobStatus.SUCCESSFUL, {"attempt": 1, "receipts": 1})
+    assert Receipt.objects.filter(token="async").count() == 1
 
 
 def test_a_failed_attempt_is_retried_then_failed(sent: Sent, caplog: pytest.LogCaptureFixture) -> None:
