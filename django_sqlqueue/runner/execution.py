@@ -1,7 +1,7 @@
 """Running one claimed job in a worker: a ``@job`` function is called with the job's
-arguments; a Django task also gets its context; either runs to its end if it is a
-coroutine function; a Django task has Django's ``task_started`` and ``task_finished`` sent around it. Our own
-``job_started`` and ``job_finished`` are sent around every job."""
+arguments; a Django task also gets its context, and has Django's ``task_started`` and
+``task_finished`` sent around it; either runs to its end if it is a coroutine function.
+Our own ``job_started`` and ``job_finished`` are sent around every job."""
 
 from __future__ import annotations
 
