@@ -41,6 +41,16 @@ async def async_receipt(token: str) -> dict[str, Any]:
     return {"attempt": handle.attempt, "receipts": await Receipt.objects.filter(token=token).acount()}
 
 
+@job
+def autocommit_left_off(token: str, error: str = "") -> None:
+    """Turns autocommit off, writes the token's receipt and returns (or raises ``error``)
+    without committing."""
+    transaction.set_autocommit(False)
+    Receipt.objects.create(token=token)
+    if error:
+        raise ValueError(error)
+
+
 @job(unique=("order_id",))
 def sync_order(order_id: int, note: str = "") -> None:
     """A unique task: one active job per order."""
