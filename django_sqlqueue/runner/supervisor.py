@@ -30,6 +30,7 @@ from django_sqlqueue.exceptions import JobCancelled, JobTimeout, WorkerLost
 from django_sqlqueue.models import Job, Leader, Schedule, Worker
 from django_sqlqueue.pausing import paused_queues
 from django_sqlqueue.runner import bootstrap
+from django_sqlqueue.runner.capacity import connections_per_process
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.naming import holder_name, worker_name
 from django_sqlqueue.runner.rescue import rescue_expired, rescue_worker
@@ -477,6 +478,10 @@ class Supervisor:
 
     def _banner(self) -> None:
         connection = connections[queue_db(Job)]
+        # The worker processes', and this one's.
+        connections_needed = (
+            self.options.processes * connections_per_process(self.options.threads, connection.vendor) + 1
+        )
         queues = ", ".join(self.options.queues) if self.options.queues else "all queues"
         mode = " (burst: until the queue is empty)" if self.options.burst else ""
         limit = f", at most {self.options.max_jobs} jobs" if self.options.max_jobs is not None else ""
@@ -490,7 +495,7 @@ class Supervisor:
         self.write(
             f"runworkers: {self.options.processes} process(es) x {self.options.threads} thread(s) on {queues}, "
             f"batches of {self.options.batch_size}{limit}{mode}; database {connection.vendor} "
-            f"{connection.settings_dict['NAME']}"
+            f"{connection.settings_dict['NAME']}, up to {connections_needed} connections"
         )
         if settings.DEBUG:
             logger.warning(

@@ -18,6 +18,7 @@ from django_sqlqueue.management.arguments import claim_limit, name_prefix, posit
 from django_sqlqueue.management.migrated import QueueCommand
 from django_sqlqueue.metrics import INSTALL_HINT, client_installed
 from django_sqlqueue.registry import autodiscover
+from django_sqlqueue.runner.capacity import connections_problem
 from django_sqlqueue.runner.supervisor import Options, Supervisor
 
 _LOG_LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
@@ -111,6 +112,8 @@ class Command(QueueCommand):
             raise CommandError(
                 f"{error}. No worker could run its tasks: fix it, then start runworkers again."
             ) from error
+        if problem := connections_problem(processes, threads):
+            raise CommandError(problem)
         if metrics_port is not None and not client_installed():
             raise CommandError(f"--metrics-port needs prometheus-client: {INSTALL_HINT}.")
         level = _LOG_LEVELS.get(verbosity, logging.DEBUG)
