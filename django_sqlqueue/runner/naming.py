@@ -13,6 +13,8 @@ from __future__ import annotations
 import secrets
 import socket
 
+from django.db import models
+
 from django_sqlqueue.models import Job, Leader, Worker
 from django_sqlqueue.validation import text_problem
 
@@ -47,10 +49,11 @@ def longest_prefix() -> int:
     )
 
 
-def _max_length(model: type[Job | Leader | Worker], field: str) -> int:
-    length = model._meta.get_field(field).max_length
-    assert length is not None  # a CharField's
-    return length
+def _max_length(model: type[Job | Leader | Worker], name: str) -> int:
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.CharField)
+    assert field.max_length is not None
+    return field.max_length
 
 
 def name_prefix_problem(prefix: str) -> str | None:
