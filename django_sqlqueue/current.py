@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from django.db import DatabaseError, transaction
 
 from django_sqlqueue.exceptions import JobCancelled
+from django_sqlqueue.validation import json_problem
 
 if TYPE_CHECKING:
     from django_sqlqueue.models import Job
@@ -83,6 +84,10 @@ class JobHandle:
         reaches ``total`` always), and only while this worker still holds this attempt:
         the old owner of a rescued job writes nothing. Whether it was written.
 
+        Raises ``ValueError`` for what no database may store as itself, checked as a
+        job's arguments are: a negative ``done``, a ``total`` of 0 or less, an integer past
+        64 bits, a float of 1e16 or more, a NUL or a lone surrogate in ``message``.
+
         Best effort: when the database refuses the write (it is away, or a lock wait
         times out), the task carries on, the failure is logged, and nothing is written.
         The write is its own savepoint inside a transaction of the task's, which a
@@ -95,6 +100,11 @@ class JobHandle:
             raise ValueError(f"total must be a number above 0 or None, not {total!r}.")
         if not isinstance(message, str):
             raise ValueError(f"message must be a string, not {message!r}.")
+        # Checked as arguments are: a NUL or a lone surrogate, or a number past what every
+        # database's JSON keeps, would be refused by one database and not another.
+        progress = {"done": done, "total": total, "message": message[:MESSAGE_LENGTH]}
+        if problem := json_problem(progress, "progress"):
+            raise ValueError(f"{problem}.")
         now = time.monotonic()
         finished = total is not None and done >= total
         if self.reported_at is not None and now - self.reported_at < PROGRESS_SECONDS and not finished:
@@ -104,7 +114,6 @@ class JobHandle:
         from django_sqlqueue.db.finishing import still_held
         from django_sqlqueue.models import Job
 
-        progress = {"done": done, "total": total, "message": message[:MESSAGE_LENGTH]}
         held = still_held(Job.objects.on_queue_db(), self.worker_id, [self.job])
         try:
             with transaction.atomic(using=held.db):

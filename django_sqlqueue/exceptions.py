@@ -31,6 +31,13 @@ class JobCancelled(SQLQueueError):
     ``SQLQUEUE_CANCEL_GRACE`` all the same."""
 
 
+class TransactionLeftOpen(SQLQueueError):
+    """Recorded on an attempt whose task returned with autocommit off on a connection
+    (``set_autocommit(False)`` not undone): what it wrote since its last ``commit()`` was
+    rolled back, so the attempt fails and is retried, rather than the job succeeding
+    with its writes lost."""
+
+
 class WorkerLost(SQLQueueError):
     """Recorded on an attempt whose worker died or vanished before it finished."""
 

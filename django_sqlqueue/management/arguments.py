@@ -9,6 +9,7 @@ import math
 import re
 
 from django_sqlqueue.conf import DEFAULT_RETENTION, MAX_CLAIM_LIMIT, MAX_RETENTION, queue_name_problem
+from django_sqlqueue.runner.naming import name_prefix_problem
 from django_sqlqueue.status import JobStatus
 
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -73,6 +74,13 @@ def claim_limit(text: str) -> int:
 def queue_name(text: str) -> str:
     """One name a queue may have."""
     if problem := queue_name_problem(text):
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def name_prefix(text: str) -> str:
+    """A prefix for the worker names (``runworkers --name``) short enough for their columns."""
+    if problem := name_prefix_problem(text):
         raise argparse.ArgumentTypeError(problem)
     return text
 

@@ -1,20 +1,25 @@
 """Running one claimed job in a worker: a ``@job`` function is called with the job's
-arguments; a Django task also gets its context, runs if it is a coroutine function,
-and has Django's ``task_started`` and ``task_finished`` sent around it. Our own
-``job_started`` and ``job_finished`` are sent around every job."""
+arguments; a Django task also gets its context, and has Django's ``task_started`` and
+``task_finished`` sent around it; either runs to its end if it is a coroutine function.
+Our own ``job_started`` and ``job_finished`` are sent around every job."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from asgiref.sync import async_to_sync, iscoroutinefunction
+from django.db import DatabaseError, connections
 from django.dispatch import Signal
 from django.utils import timezone
 
 from django_sqlqueue import current, signals
 from django_sqlqueue.db.finishing import after_failure, error_message, was_cancelled, will_retry
+from django_sqlqueue.exceptions import TransactionLeftOpen
 from django_sqlqueue.models import Job
 from django_sqlqueue.registry import get_task
 from django_sqlqueue.status import JobStatus
@@ -105,8 +110,53 @@ def run(job: Job, worker_id: str) -> Any:
     raised. Raises ``UnknownTaskError`` for a job naming no registered task."""
     registered = get_task(job.task)
     if registered.django_task is None:
-        return registered.func(*job.args, **job.kwargs)
+        func = registered.func
+        if iscoroutinefunction(func):
+            # As Django's Task.call runs one: in an event loop of its own, in this thread's
+            # context (current_job()), its sync_to_async calls back on this thread and its
+            # connections.
+            func = async_to_sync(func)
+        return _call(func, *job.args, **job.kwargs)
     return _run_django_task(registered.django_task, job, worker_id)
+
+
+def _call(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``func(*args, **kwargs)``, then close each of this thread's connections the task
+    left with autocommit off (``set_autocommit(False)`` not undone), which rolls back
+    what it wrote since its last ``commit()``; raise ``TransactionLeftOpen`` naming them
+    if it returned (what it raised stays its error).
+
+    Left so, the connection would be closed by the worker's ``close_old_connections()``
+    all the same, its writes lost while the job succeeded. Connections inside an atomic
+    block (a test's, around ``django_sqlqueue.testing``) are not the task's to leave."""
+    try:
+        value = func(*args, **kwargs)
+    except BaseException:
+        _close_left_open()
+        raise
+    if left_open := _close_left_open():
+        raise TransactionLeftOpen(
+            f"the task returned with autocommit off on database {', '.join(map(repr, left_open))} "
+            "(set_autocommit(False) not undone): what it wrote since its last commit() was rolled back. "
+            "Use transaction.atomic(), or commit() and set_autocommit(True) before returning."
+        )
+    return value
+
+
+def _close_left_open() -> list[str]:
+    closed = []
+    for connection in connections.all(initialized_only=True):
+        # ``autocommit`` as Django keeps it: ``get_autocommit()`` would check the connection.
+        if (
+            not connection.autocommit
+            and connection.connection is not None
+            and not connection.in_atomic_block
+            and connection.settings_dict["AUTOCOMMIT"]
+        ):
+            with contextlib.suppress(DatabaseError):  # closed all the same: the server rolls back
+                connection.close()
+            closed.append(connection.alias)
+    return closed
 
 
 def _run_django_task(task: Task[..., Any], job: Job, worker_id: str) -> Any:
@@ -128,9 +178,9 @@ def _run_django_task(task: Task[..., Any], job: Job, worker_id: str) -> Any:
     _send(task_started, sender, task.module_path, task_result=running)
     try:
         if task.takes_context:
-            value = task.call(TaskContext(task_result=running), *running.args, **running.kwargs)
+            value = _call(task.call, TaskContext(task_result=running), *running.args, **running.kwargs)
         else:
-            value = task.call(*running.args, **running.kwargs)
+            value = _call(task.call, *running.args, **running.kwargs)
         # What Django's own backends store: tuples become lists, for one.
         value = normalize_json(value)
     except Exception as error:

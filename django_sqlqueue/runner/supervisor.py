@@ -10,9 +10,7 @@ import datetime
 import logging
 import multiprocessing
 import os
-import secrets
 import signal
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +30,9 @@ from django_sqlqueue.exceptions import JobCancelled, JobTimeout, WorkerLost
 from django_sqlqueue.models import Job, Leader, Schedule, Worker
 from django_sqlqueue.pausing import paused_queues
 from django_sqlqueue.runner import bootstrap
+from django_sqlqueue.runner.capacity import connections_per_process
 from django_sqlqueue.runner.config import WorkerConfig
+from django_sqlqueue.runner.naming import holder_name, worker_name
 from django_sqlqueue.runner.rescue import rescue_expired, rescue_worker
 from django_sqlqueue.runner.spawning import main_module_hidden
 from django_sqlqueue.runner.started import StartedJobs
@@ -138,7 +138,7 @@ class Supervisor:
         #: Why the run failed, when it did not end as asked (the command's error).
         self.failure: str | None = None
         #: Its name on the maintenance lease; its worker processes' names start with it.
-        self.holder = f"{options.name_prefix}{socket.gethostname()}:{os.getpid()}"
+        self.holder = holder_name(options.name_prefix, os.getpid())
         #: Whether it holds the maintenance lease (rescue, recurring jobs, pruning).
         self.leading = False
         #: The recurring jobs' problems it has logged (each once, not every second).
@@ -205,7 +205,7 @@ class Supervisor:
     def _spawn(self) -> None:
         self.spawned += 1
         config = WorkerConfig(
-            name=f"{self.options.name_prefix}{socket.gethostname()}:{os.getpid()}:{self.spawned}:{secrets.token_hex(2)}",
+            name=worker_name(self.holder, self.spawned),
             queues=self.options.queues,
             threads=self.options.threads,
             batch_size=self.options.batch_size,
@@ -478,6 +478,10 @@ class Supervisor:
 
     def _banner(self) -> None:
         connection = connections[queue_db(Job)]
+        # The worker processes', and this one's.
+        connections_needed = (
+            self.options.processes * connections_per_process(self.options.threads, connection.vendor) + 1
+        )
         queues = ", ".join(self.options.queues) if self.options.queues else "all queues"
         mode = " (burst: until the queue is empty)" if self.options.burst else ""
         limit = f", at most {self.options.max_jobs} jobs" if self.options.max_jobs is not None else ""
@@ -491,7 +495,7 @@ class Supervisor:
         self.write(
             f"runworkers: {self.options.processes} process(es) x {self.options.threads} thread(s) on {queues}, "
             f"batches of {self.options.batch_size}{limit}{mode}; database {connection.vendor} "
-            f"{connection.settings_dict['NAME']}"
+            f"{connection.settings_dict['NAME']}, up to {connections_needed} connections"
         )
         if settings.DEBUG:
             logger.warning(

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.db import connection, transaction
 from django.db.models import F
 
@@ -28,6 +29,26 @@ _leaked: list[bytes] = []
 @job
 def noop(*args: object, **kwargs: object) -> None:
     """Does nothing: for tests about the queue, not the task."""
+
+
+@job
+async def async_receipt(token: str) -> dict[str, Any]:
+    """A coroutine function: writes the token's receipt through ``sync_to_async`` (on
+    the worker thread's connection), and returns its attempt and what it counted."""
+    await sync_to_async(Receipt.objects.create)(token=token)
+    handle = current_job()
+    assert handle is not None
+    return {"attempt": handle.attempt, "receipts": await Receipt.objects.filter(token=token).acount()}
+
+
+@job
+def autocommit_left_off(token: str, error: str = "") -> None:
+    """Turns autocommit off, writes the token's receipt and returns (or raises ``error``)
+    without committing."""
+    transaction.set_autocommit(False)
+    Receipt.objects.create(token=token)
+    if error:
+        raise ValueError(error)
 
 
 @job(unique=("order_id",))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -131,6 +132,26 @@ def test_a_refused_progress_write_is_logged_and_the_task_carries_on(caplog: pyte
 def test_bad_progress_is_refused(done: object, total: object, message: object) -> None:
     with JobHandle(claimed(), "w") as handle, pytest.raises(ValueError, match="must be"):
         handle.report_progress(done, total, message)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("done", "total", "message", "problem"),
+    [
+        (1, 2, "a\x00b", "progress['message'] holds the character NUL (\\x00), which PostgreSQL cannot store."),
+        (1, 2, "a\ud800", "progress['message'] holds the surrogate '\\ud800', which is not a character"),
+        (10**30, None, "", "progress['done'] is an integer of 100 bits, past the 64-bit range"),
+        (1, 1e20, "", "progress['total'] is 1e+20, a float PostgreSQL would give back as an int"),
+    ],
+)
+def test_progress_no_database_stores_as_itself_is_refused_and_nothing_is_written(
+    done: float, total: float | None, message: str, problem: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before: a raw SQL error logged on PostgreSQL (and False), or a number stored as another.
+    job = claimed()
+    with JobHandle(job, "w") as handle, pytest.raises(ValueError, match=re.escape(problem)):
+        handle.report_progress(done, total, message)
+    assert progress_of(job) is None
+    assert "not recorded" not in caplog.text
 
 
 @pytest.mark.parametrize("task", [current_job_id, current_job_id_async])

@@ -14,10 +14,11 @@ from django.core.management.base import CommandError, CommandParser
 from django_sqlqueue.conf import conf
 from django_sqlqueue.exceptions import TaskModuleError
 from django_sqlqueue.logs import LOG_FORMATS, TEXT, configure_logging, logging_restored
-from django_sqlqueue.management.arguments import claim_limit, positive_int, queue_list, tcp_port
+from django_sqlqueue.management.arguments import claim_limit, name_prefix, positive_int, queue_list, tcp_port
 from django_sqlqueue.management.migrated import QueueCommand
 from django_sqlqueue.metrics import INSTALL_HINT, client_installed
 from django_sqlqueue.registry import autodiscover
+from django_sqlqueue.runner.capacity import connections_problem
 from django_sqlqueue.runner.supervisor import Options, Supervisor
 
 _LOG_LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
@@ -58,7 +59,13 @@ class Command(QueueCommand):
             metavar="MIB",
             help="Replace a worker process once its resident memory passes this many MiB (default: never).",
         )
-        parser.add_argument("--name", default="", help="A prefix for the worker names, e.g. the deployment.")
+        parser.add_argument(
+            "--name",
+            type=name_prefix,
+            default="",
+            help="A prefix for the worker names, e.g. the deployment (at most about 200 characters, "
+            "by the host's name).",
+        )
         parser.add_argument(
             "--metrics-port",
             type=tcp_port,
@@ -105,6 +112,8 @@ class Command(QueueCommand):
             raise CommandError(
                 f"{error}. No worker could run its tasks: fix it, then start runworkers again."
             ) from error
+        if problem := connections_problem(processes, threads):
+            raise CommandError(problem)
         if metrics_port is not None and not client_installed():
             raise CommandError(f"--metrics-port needs prometheus-client: {INSTALL_HINT}.")
         level = _LOG_LEVELS.get(verbosity, logging.DEBUG)

@@ -1,5 +1,6 @@
 """The real ``runworkers`` runs Django tasks: results, context, coroutines, failures
-with their tracebacks in Django's task log, and rows naming no registered task."""
+with their tracebacks in Django's task log, and rows naming no registered task; and
+``@job`` coroutines, and tasks that leave autocommit off."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.tasks_compat import TaskResultStatus
 from tests.djtasks.tasks import add, async_double, fail, whoami
 from tests.support.workers import Workers
+from tests.testapp.models import Receipt
+from tests.testapp.tasks import async_receipt, autocommit_left_off
 
 
 def test_runworkers_runs_django_tasks(start_workers: Callable[..., Workers]) -> None:
@@ -57,3 +60,19 @@ def test_runworkers_runs_django_tasks(start_workers: Callable[..., Workers]) -> 
             "an installed app's tasks.py is imported for you.",
         )
     ]
+
+
+def test_runworkers_runs_async_jobs_and_fails_tasks_that_leave_autocommit_off(
+    start_workers: Callable[..., Workers],
+) -> None:
+    done = Job.objects.enqueue(async_receipt, ["async"])
+    left = Job.objects.enqueue(autocommit_left_off, ["left"], max_attempts=1)
+
+    workers = start_workers("--burst", "--processes", "1")
+    assert workers.wait(120) == 0, workers.text()
+
+    done.refresh_from_db()
+    left.refresh_from_db()
+    assert (done.status, done.result) == (JobStatus.SUCCESSFUL, {"attempt": 1, "receipts": 1})
+    assert (left.status, left.last_error_class) == (JobStatus.FAILED, "django_sqlqueue.exceptions.TransactionLeftOpen")
+    assert list(Receipt.objects.values_list("token", flat=True)) == ["async"]

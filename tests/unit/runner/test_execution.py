@@ -11,16 +11,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from django_sqlqueue import signals
 from django_sqlqueue.backends import SQLQueueBackend
-from django_sqlqueue.exceptions import UnknownTaskError
-from django_sqlqueue.models import Job
+from django_sqlqueue.exceptions import TransactionLeftOpen, UnknownTaskError
+from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.runner import execution
 from django_sqlqueue.tasks_compat import TaskResult, TaskResultStatus, task_finished, task_started
 from tests.djtasks.tasks import add, async_double, fail, whoami
-from tests.testapp.tasks import raise_unprintable, report
+from tests.testapp.models import Receipt
+from tests.testapp.tasks import async_receipt, autocommit_left_off, raise_unprintable, report
 
 pytestmark = pytest.mark.django_db
 
@@ -88,6 +90,49 @@ def test_the_context_has_the_attempt_number() -> None:
 def test_a_coroutine_function_runs_and_its_value_is_made_json() -> None:
     async_double.enqueue(4)
     assert execution.run(claim_one(), "worker-1") == [4, 8]
+
+
+def test_an_async_job_function_runs_and_its_result_is_stored() -> None:
+    # Before: "return value is a coroutine", retried until FAILED.
+    Job.objects.enqueue(async_receipt, ["async"])
+    job = claim_one()
+    outcome = execution.attempt(job, "worker-1")
+    assert outcome.error is None
+    assert Job.objects.finish(worker_id="worker-1", succeeded={job: outcome.result}) == 1
+    job.refresh_from_db()
+    assert (job.status, job.result) == (JobStatus.SUCCESSFUL, {"attempt": 1, "receipts": 1})
+    assert Receipt.objects.filter(token="async").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)  # autocommit, as in a worker
+def test_a_task_that_returns_with_autocommit_off_fails_its_attempt() -> None:
+    # Before: the worker closed the connection later, the receipt was rolled back and the job SUCCESSFUL.
+    Job.objects.enqueue(autocommit_left_off, ["left"])
+    job = claim_one()
+    outcome = execution.attempt(job, "worker-1")
+    assert isinstance(outcome.error, TransactionLeftOpen)
+    assert str(outcome.error) == (
+        "the task returned with autocommit off on database 'default' (set_autocommit(False) not undone): what it "
+        "wrote since its last commit() was rolled back. Use transaction.atomic(), or commit() and "
+        "set_autocommit(True) before returning."
+    )
+    assert connection.get_autocommit()
+    assert not Receipt.objects.filter(token="left").exists()
+    assert Job.objects.finish(worker_id="worker-1", failed={job: outcome.error}) == 1
+    job.refresh_from_db()
+    assert (job.status, job.last_error_class) == (
+        JobStatus.READY,
+        "django_sqlqueue.exceptions.TransactionLeftOpen",
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_task_that_raises_with_autocommit_off_keeps_its_own_error() -> None:
+    Job.objects.enqueue(autocommit_left_off, ["raised"], {"error": "its own"})
+    outcome = execution.attempt(claim_one(), "worker-1")
+    assert repr(outcome.error) == "ValueError('its own')"
+    assert connection.get_autocommit()
+    assert not Receipt.objects.filter(token="raised").exists()
 
 
 def test_a_failed_attempt_is_retried_then_failed(sent: Sent, caplog: pytest.LogCaptureFixture) -> None:

@@ -18,6 +18,7 @@ from django.db import connection
 
 from django_sqlqueue.models import Job, JobStatus, Worker
 from django_sqlqueue.runner import supervisor
+from django_sqlqueue.runner.naming import longest_prefix
 from tests.support.workers import FAST_CLOCKS, ROOT, Workers
 from tests.testapp.tasks import add, send_welcome, sleep
 
@@ -42,6 +43,16 @@ def test_burst_drains_what_is_ready_and_exits(start_workers: StartWorkers) -> No
     )
     assert re.search(r"done 200 \(\d+/s\), failed 0, rescued 0, ready 0, processes 0$", lines[-1]), lines
     assert not Worker.objects.exists()
+
+
+def test_the_longest_name_prefix_accepted_runs_jobs(start_workers: StartWorkers) -> None:
+    job = Job.objects.enqueue(add, (2, 3))
+    prefix = "p" * longest_prefix()
+    workers = start_workers("--burst", "--processes", "2", "--name", prefix)
+    assert workers.wait(60) == 0, workers.text()
+    job.refresh_from_db()
+    assert (job.status, job.result) == (JobStatus.SUCCESSFUL, 5)
+    assert job.worker.startswith(prefix)
 
 
 def test_queues_option_runs_only_those_queues(start_workers: StartWorkers) -> None:

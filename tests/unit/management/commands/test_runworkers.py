@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import re
 import socket
+from io import StringIO
 from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import DEFAULT_DB_ALIAS, connection
 
+from django_sqlqueue.db.capacity import server_connections
 from django_sqlqueue.management.commands import runworkers
 from django_sqlqueue.models import Worker
+from django_sqlqueue.runner.naming import longest_prefix
 
 
 @pytest.mark.parametrize(
@@ -68,4 +72,25 @@ def test_a_metrics_port_in_use_is_refused_before_any_process_starts() -> None:
             CommandError, match=re.escape(f"--metrics-port cannot serve on 127.0.0.1:{port}: Address already in use.")
         ):
             call_command("runworkers", "--metrics-port", str(port))
+    assert not Worker.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_name_prefix_too_long_for_the_worker_names_is_refused_before_anything_starts() -> None:
+    # Before: the names did not fit their columns, and the run failed later or never ended.
+    too_long = "p" * (longest_prefix() + 1)
+    with pytest.raises(CommandError, match=re.escape(f"argument --name: {len(too_long)} characters is too long")):
+        call_command("runworkers", "--burst", "--processes", "1", "--name", too_long, stdout=StringIO())
+    assert not Worker.objects.exists()
+
+
+@pytest.mark.skipif(connection.vendor == "sqlite", reason="SQLite has no connection limit")
+@pytest.mark.django_db
+def test_more_processes_than_the_server_takes_are_refused_before_anything_starts() -> None:
+    # Before: each process started, and those past the server's limit failed to connect, again and again.
+    server = server_connections(DEFAULT_DB_ALIAS)
+    assert server is not None
+    processes = server.limit  # three connections each at least
+    with pytest.raises(CommandError, match=re.escape(f"--processes {processes} x --threads 1 needs up to")):
+        call_command("runworkers", "--burst", "--processes", str(processes), stdout=StringIO())
     assert not Worker.objects.exists()

@@ -1,0 +1,41 @@
+"""What ``runworkers`` costs in database connections, and whether the server can hold
+them: each worker process holds its own for its whole life (``bootstrap.own_connections``),
+so ``--processes`` and ``--threads`` multiply, and a server out of slots refuses the
+processes one by one, each start failing, rather than saying so once."""
+
+from __future__ import annotations
+
+from django.db import Error, connections
+
+from django_sqlqueue.db.capacity import server_connections
+from django_sqlqueue.db.routing import queue_db
+from django_sqlqueue.db.vendors import is_away
+from django_sqlqueue.models import Job
+
+
+def connections_per_process(threads: int, vendor: str) -> int:
+    """The most connections to the jobs' database one worker process opens: its claims
+    and finishes, its heartbeat, one per thread for the tasks, and on PostgreSQL its
+    ``LISTEN``."""
+    return 2 + threads + (vendor == "postgresql")
+
+
+def connections_problem(processes: int, threads: int) -> str | None:
+    """Why the server of the jobs' database cannot hold ``processes`` worker processes
+    of ``threads`` threads besides the connections open now, or None: also when it has
+    no limit to ask (SQLite), or is away (the supervisor waits for it, as ever)."""
+    using = queue_db(Job)
+    try:
+        server = server_connections(using)
+    except Error as error:
+        if not is_away(error):
+            raise
+        return None
+    each = connections_per_process(threads, connections[using].vendor)
+    if server is None or processes * each <= server.free:
+        return None
+    return (
+        f"--processes {processes} x --threads {threads} needs up to {processes * each} connections to database "
+        f"{using!r} ({each} per process), but its server takes {server.free} more: max_connections allows "
+        f"{server.limit} and {server.in_use} are open. Run fewer processes or threads, or raise max_connections."
+    )
