@@ -196,10 +196,15 @@ class WorkerProcess:
 
         A batch holds about ``BATCH_SECONDS`` of wall time whatever ``--threads`` is:
         ``seconds_per_job`` is the last batch's wall time per job, already shared
-        among the threads."""
+        among the threads.
+
+        Never more than ``--batch-size``, even with more threads: the process's started-jobs
+        slots (and the supervisor's timeouts, which read them) hold one batch, and a claim
+        above it crashed the process as its extra jobs started. Threads beyond the batch
+        size stay idle (``runworkers`` warns of it)."""
         fits = math.ceil(BATCH_SECONDS / self.seconds_per_job) if self.seconds_per_job else 0
         grown = min(2 * self.last_batch_size, fits) if self.last_batch_size else self.config.threads
-        self.last_batch_size = max(self.config.threads, min(self.config.batch_size, grown))
+        self.last_batch_size = min(self.config.batch_size, max(self.config.threads, grown))
         return self.last_batch_size
 
     def worn_out(self) -> str | None:
