@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import itertools
+from collections import Counter
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
@@ -374,6 +375,18 @@ class JobManager(models.Manager["Job"]):
         lost one. With ``SQLQUEUE_RETENTION["SUCCESSFUL"]`` 0 a success deletes its job
         instead (one DELETE, fenced the same way), and counts as written. Raises what the
         database raised when it is out of reach."""
+        return sum(self.finish_by_status(worker_id=worker_id, succeeded=succeeded, failed=failed).values())
+
+    def finish_by_status(
+        self,
+        *,
+        worker_id: str,
+        succeeded: Mapping[Job, Any] | None = None,
+        failed: Mapping[Job, BaseException] | None = None,
+    ) -> Counter[str]:
+        """:meth:`finish`, counting the jobs written by the status each was given
+        (``READY`` for a failed attempt that will be retried): what ``runworkers``
+        reports follows what was written, not what was meant to be."""
         return finishing.finish(self.on_queue_db(), worker_id=worker_id, succeeded=succeeded or {}, failed=failed or {})
 
     def cancel(self, jobs: models.QuerySet[Job] | Iterable[int]) -> CancelCount:

@@ -10,7 +10,7 @@ import logging
 import math
 import random
 import traceback
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -164,8 +164,8 @@ def _as_expression(value: Any, output_field: Field[Any, Any]) -> Any:
 
 def finish(
     jobs: JobQuerySet, *, worker_id: str, succeeded: Mapping[Job, Any], failed: Mapping[Job, BaseException]
-) -> int:
-    """See :meth:`JobManager.finish`."""
+) -> Counter[str]:
+    """See :meth:`JobManager.finish_by_status`."""
     if failed and (both := {job.pk for job in succeeded} & {job.pk for job in failed}):
         raise ValueError(f"Jobs {sorted(both)} cannot both succeed and fail.")
     now = DatabaseNow()
@@ -180,18 +180,41 @@ def finish(
     for job, error in failed.items():
         outcomes[job] = after_failure(job, error, worker_id, now)
     kept = conf.SQLQUEUE_RETENTION[JobStatus.SUCCESSFUL]
-    written = _delete_successes(jobs, worker_id, outcomes) if kept == datetime.timedelta(0) else 0
+    written = Counter[str]()
+    if kept == datetime.timedelta(0):
+        written[JobStatus.SUCCESSFUL] = _delete_successes(jobs, worker_id, outcomes)
     if not outcomes:
-        return written
+        return +written
     try:
-        return written + _write(jobs, worker_id, outcomes)
+        count = _write(jobs, worker_id, outcomes)
     except DatabaseError as error:
         if not _refused(jobs.db, error):
             raise
         logger.warning(
             "The database refused the outcomes of %d jobs (%s): writing them one job at a time", len(outcomes), error
         )
-    return written + sum(_write_alone(jobs, worker_id, job, outcome, now) for job, outcome in outcomes.items())
+    else:
+        return written + _statuses_written(jobs, worker_id, outcomes, count)
+    for job, outcome in outcomes.items():
+        written += _write_alone(jobs, worker_id, job, outcome, now)
+    return written
+
+
+def _statuses_written(
+    jobs: JobQuerySet, worker_id: str, outcomes: Mapping[Job, Mapping[str, Any]], count: int
+) -> Counter[str]:
+    """The statuses the UPDATE that wrote ``count`` of ``outcomes`` gave, by how many jobs
+    got each. When the fence left some out (jobs rescued or claimed again meanwhile, which
+    is rare), the rows are read back: a row is ours when it holds the status, the worker,
+    the attempt and the last error class we wrote (a rescue writes ``WorkerLost``'s)."""
+    if count == len(outcomes):
+        return Counter(outcome["status"] for outcome in outcomes.values())
+    ours = {
+        job.pk: (outcome["status"], worker_id, job.attempts, outcome.get("last_error_class", job.last_error_class))
+        for job, outcome in outcomes.items()
+    }
+    rows = jobs.filter(PrimaryKeyIn(ours)).values_list("pk", "status", "worker", "attempts", "last_error_class")
+    return Counter(status for pk, status, *rest in rows if ours[pk] == (status, *rest))
 
 
 def _delete_successes(jobs: JobQuerySet, worker_id: str, outcomes: dict[Job, dict[str, Any]]) -> int:
@@ -263,12 +286,13 @@ class _OutcomeUpdate:
 outcome_updates = PerConnection(_OutcomeUpdate)
 
 
-def _write_alone(jobs: JobQuerySet, worker_id: str, job: Job, outcome: Mapping[str, Any], now: Any) -> int:
+def _write_alone(jobs: JobQuerySet, worker_id: str, job: Job, outcome: Mapping[str, Any], now: Any) -> Counter[str]:
     """Write one job's outcome; if the database refuses it, a failed attempt saying so
     instead; if it refuses that too (the job's earlier errors are as much as a row can
-    take), the job ``FAILED`` with its errors as they were, and the refusal logged."""
+    take), the job ``FAILED`` with its errors as they were, and the refusal logged. The
+    status written (nothing when the fence left the job out)."""
     try:
-        return _write(jobs, worker_id, {job: outcome})
+        return Counter({outcome["status"]: _write(jobs, worker_id, {job: outcome})})
     except DatabaseError as error:
         if not _refused(jobs.db, error):
             raise
@@ -278,13 +302,14 @@ def _write_alone(jobs: JobQuerySet, worker_id: str, job: Job, outcome: Mapping[s
             raised = outcome["errors"][-1]["exception_class_path"]
             what = f"{job.task} raised {raised}, but the database refused to store that error"
         refusal = InvalidJobError(f"{what}: {error}")
+    instead = after_failure(job, refusal, worker_id, now)
     try:
-        return _write(jobs, worker_id, {job: after_failure(job, refusal, worker_id, now)})
+        return Counter({instead["status"]: _write(jobs, worker_id, {job: instead})})
     except DatabaseError as error:
         if not _refused(jobs.db, error):
             raise
         logger.error("Job %s: %s, and the error saying so (%s); it is FAILED", job.pk, refusal, error)
-    return _write(jobs, worker_id, {job: {"status": JobStatus.FAILED, "finished_at": now}})
+    return Counter({JobStatus.FAILED: _write(jobs, worker_id, {job: {"status": JobStatus.FAILED, "finished_at": now}})})
 
 
 def _refused(using: str, error: DatabaseError) -> bool:

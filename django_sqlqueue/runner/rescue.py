@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime
 import logging
+from collections import Counter
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 
 from django.db import transaction
 
@@ -16,17 +18,36 @@ from django_sqlqueue.models import Job, JobStatus, Worker
 logger = logging.getLogger(__name__)
 
 
+@dataclass
+class Rescued:
+    """What a rescue wrote to the jobs it gave back."""
+
+    #: The started jobs, each charged a failed attempt, by the status it got (``READY``
+    #: to be retried, ``FAILED``, or ``CANCELLED`` when someone asked).
+    charged: Counter[str] = field(default_factory=Counter)
+    #: The jobs that had not started, back to ``READY`` (or ``CANCELLED``) with their
+    #: attempt not counted: ``--max-jobs`` counts them no more.
+    released: int = 0
+
+    @property
+    def count(self) -> int:
+        return sum(self.charged.values()) + self.released
+
+    def __add__(self, other: Rescued) -> Rescued:
+        return Rescued(self.charged + other.charged, self.released + other.released)
+
+
 def rescue_worker(
     name: str,
     error: BaseException,
     *,
     started: Collection[int] | None = None,
     errors: Mapping[int, BaseException] | None = None,
-) -> int:
+) -> Rescued:
     """Give back every job ``name`` holds: a failed attempt is recorded on the jobs that
     had started (all of them when ``started`` is None, as nobody knows) — ``errors[id]``
     or else ``error`` — and the others go back to ``READY`` with their attempt not
-    counted. Returns the count.
+    counted. Returns what it wrote.
 
     Only for a worker known to be dead (its process exited, or its lease expired), or
     for a live one that runs none of its jobs, with ``started`` empty: a worker whose
@@ -36,20 +57,22 @@ def rescue_worker(
         started = {job.pk for job in held}
     errors = errors or {}
     failed = {job: errors.get(job.pk, error) for job in held if job.pk in started}
-    count = Job.objects.finish(worker_id=name, failed=failed)
-    count += Job.objects.release(worker_id=name, unstarted=[job for job in held if job.pk not in started])
-    if count:
-        logger.warning("Rescued %d job(s) from worker %s: %s", count, name, error)
-    return count
+    rescued = Rescued(
+        Job.objects.finish_by_status(worker_id=name, failed=failed),
+        Job.objects.release(worker_id=name, unstarted=[job for job in held if job.pk not in started]),
+    )
+    if rescued.count:
+        logger.warning("Rescued %d job(s) from worker %s: %s", rescued.count, name, error)
+    return rescued
 
 
-def rescue_expired() -> int:
+def rescue_expired() -> Rescued:
     """Rescue the jobs of every worker whose lease expired, on any machine, and of any
     worker that holds jobs but has no row at all; forget the expired workers."""
     lease = datetime.timedelta(seconds=conf.SQLQUEUE_LEASE)
-    count = 0
+    rescued = Rescued()
     for name in Worker.objects.expired().values_list("name", flat=True):
-        count += rescue_worker(name, WorkerLost(f"worker {name} sent no heartbeat for {lease} (SQLQUEUE_LEASE)"))
+        rescued += rescue_worker(name, WorkerLost(f"worker {name} sent no heartbeat for {lease} (SQLQUEUE_LEASE)"))
         with transaction.atomic():
             # Not if it came back to life meanwhile.
             Worker.objects.expired().filter(name=name).delete()
@@ -61,5 +84,5 @@ def rescue_expired() -> int:
         .distinct()
     )
     for name in list(orphans):
-        count += rescue_worker(name, WorkerLost(f"worker {name} is not registered as running"))
-    return count
+        rescued += rescue_worker(name, WorkerLost(f"worker {name} is not registered as running"))
+    return rescued

@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -33,9 +34,11 @@ from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.capacity import connections_per_process
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.naming import holder_name, worker_name
-from django_sqlqueue.runner.rescue import rescue_expired, rescue_worker
+from django_sqlqueue.runner.rescue import Rescued, rescue_expired, rescue_worker
 from django_sqlqueue.runner.spawning import main_module_hidden
 from django_sqlqueue.runner.started import StartedJobs
+from django_sqlqueue.runner.worker import Budget
+from django_sqlqueue.status import JobStatus
 
 logger = logging.getLogger(__name__)
 
@@ -128,8 +131,10 @@ class Supervisor:
         self.spawned = 0
         self.stop_deadline: float | None = None
         self.exit_now = False
-        self.succeeded = 0
-        self.failed = 0
+        #: The jobs its processes and its rescues wrote, by the status each got (``READY``:
+        #: a failed attempt to retry), as the database took them: the status line's counts.
+        self.written: Counter[str] = Counter()
+        #: The jobs its rescues gave back (charged an attempt or not).
         self.rescued = 0
         self.total: int | None = None
         #: Start-up failures in a row, and when each process waiting to replace one is due.
@@ -248,11 +253,10 @@ class Supervisor:
                 elif kind == "recycle":
                     (child.recycled,) = details
                 else:
-                    job_ids, succeeded, failed = details
+                    job_ids, statuses = details
                     for job_id in job_ids:
                         child.cancelling.pop(job_id, None)
-                    self.succeeded += succeeded
-                    self.failed += failed
+                    self.written.update(statuses)
         except (EOFError, OSError):
             pass
 
@@ -304,11 +308,19 @@ class Supervisor:
                     overran,
                     error,
                 )
-        self.rescued += self._database(
-            lambda: rescue_worker(child.config.name, lost, started=started, errors=timeouts), 0
+        rescued = self._count(
+            self._database(lambda: rescue_worker(child.config.name, lost, started=started, errors=timeouts), Rescued())
         )
+        # They will run after all: --max-jobs counts the attempts written, and theirs were not.
+        Budget(self.budget).give_back(rescued.released)
         self._database(lambda: Worker.objects.filter(name=child.config.name).delete(), None)
         logger.warning("Worker %s %s", child.config.name, how)
+
+    def _count(self, rescued: Rescued) -> Rescued:
+        """Add what a rescue wrote to the status line's counts."""
+        self.rescued += rescued.count
+        self.written.update(rescued.charged)
+        return rescued
 
     def _startup_failed(self, child: Child, how: str) -> None:
         """A process died before it was ready: it held no job. Start another after a
@@ -416,7 +428,7 @@ class Supervisor:
         if not self.leading:
             return
         if now >= self.next_rescue:
-            self.rescued += self._database(rescue_expired, 0)
+            self._count(self._database(rescue_expired, Rescued()))
             self.next_rescue = now + min(conf.SQLQUEUE_LEASE / 2, 10.0)
         if now >= self.next_schedule:
             self._database(lambda: scheduling.tick(queue_db(Schedule), self.schedule_problems), 0)
@@ -503,18 +515,26 @@ class Supervisor:
                 "Run workers with DEBUG = False."
             )
 
+    def _finished(self) -> int:
+        """The jobs its processes and rescues ended (``SUCCESSFUL``, ``FAILED``, ``CANCELLED``)."""
+        return sum(count for status, count in self.written.items() if status != JobStatus.READY)
+
     def _status(self, elapsed: float) -> None:
+        """Counts in jobs, by the status written, as ``sqlqueue_stats`` counts them; and
+        the failed attempts that went back to ``READY`` to be retried."""
         ready = self._database(lambda: Job.objects.ready().in_queues(self.options.queues).count(), "?")
         paused = self._database(lambda: sorted(paused_queues()), [])
-        rate = (self.succeeded + self.failed) / elapsed if elapsed else 0.0
+        rate = self._finished() / elapsed if elapsed else 0.0
+        written = self.written
         self.write(
-            f"{datetime.datetime.now():%H:%M:%S} done {self.succeeded + self.failed} ({rate:.0f}/s), "
-            f"failed {self.failed}, rescued {self.rescued}, ready {ready}, processes {len(self.children)}"
-            + (f", paused {', '.join(paused)}" if paused else "")
+            f"{datetime.datetime.now():%H:%M:%S} jobs succeeded {written[JobStatus.SUCCESSFUL]}, "
+            f"failed {written[JobStatus.FAILED]}, cancelled {written[JobStatus.CANCELLED]} ({rate:.0f}/s); "
+            f"failed attempts to retry {written[JobStatus.READY]}; jobs rescued {self.rescued}, ready {ready}; "
+            f"processes {len(self.children)}" + (f"; paused {', '.join(paused)}" if paused else "")
         )
 
     def _draw_progress(self, elapsed: float) -> None:
-        done = self.succeeded + self.failed
+        done = self._finished()
         total = max(self.total or 0, done) or 1
         width = 30
         filled = width * done // total

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor, wait
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import Error, close_old_connections
 
@@ -33,6 +33,8 @@ from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.wakeup import Waiter
 
 logger = logging.getLogger(__name__)
+#: What a write reports: a count, or counts by status.
+Written = TypeVar("Written")
 #: How long a stopping worker waits for its heartbeat's last beat before it unregisters.
 HEARTBEAT_JOIN_SECONDS = 10.0
 
@@ -196,10 +198,15 @@ class WorkerProcess:
 
         A batch holds about ``BATCH_SECONDS`` of wall time whatever ``--threads`` is:
         ``seconds_per_job`` is the last batch's wall time per job, already shared
-        among the threads."""
+        among the threads.
+
+        Never more than ``--batch-size``, even with more threads: the process's started-jobs
+        slots (and the supervisor's timeouts, which read them) hold one batch, and a claim
+        above it crashed the process as its extra jobs started. Threads beyond the batch
+        size stay idle (``runworkers`` warns of it)."""
         fits = math.ceil(BATCH_SECONDS / self.seconds_per_job) if self.seconds_per_job else 0
         grown = min(2 * self.last_batch_size, fits) if self.last_batch_size else self.config.threads
-        self.last_batch_size = max(self.config.threads, min(self.config.batch_size, grown))
+        self.last_batch_size = min(self.config.batch_size, max(self.config.threads, grown))
         return self.last_batch_size
 
     def worn_out(self) -> str | None:
@@ -272,11 +279,11 @@ class WorkerProcess:
         failed = {out.job: out.error for out in outcomes if out.started and out.error is not None}
         unstarted = [out.job for out in outcomes if not out.started]
         self.budget.give_back(len(unstarted))
-        written = self._persist(
-            lambda: Job.objects.finish(worker_id=self.config.name, succeeded=succeeded, failed=failed)
+        statuses = self._persist(
+            lambda: Job.objects.finish_by_status(worker_id=self.config.name, succeeded=succeeded, failed=failed)
         )
         self._persist(lambda: Job.objects.release(worker_id=self.config.name, unstarted=unstarted))
-        if written < len(succeeded) + len(failed):
+        if (written := sum(statuses.values())) < len(succeeded) + len(failed):
             logger.warning(
                 "%s: %d of %d jobs had been taken away (rescued?) before their outcome was written",
                 self.config.name,
@@ -286,9 +293,10 @@ class WorkerProcess:
         self.succeeded += len(succeeded)
         self.failed += len(failed)
         self.started.recorded([job.pk for job in (*succeeded, *failed)])
-        self._tell("done", [job.pk for job in (*succeeded, *failed, *unstarted)], len(succeeded), len(failed))
+        # What was written, not what was meant: the supervisor's counts follow the rows.
+        self._tell("done", [job.pk for job in (*succeeded, *failed, *unstarted)], dict(statuses))
 
-    def _persist(self, write: Callable[[], int]) -> int:
+    def _persist(self, write: Callable[[], Written]) -> Written:
         """``write()``, tried until the database takes it: outcomes are all the proof
         that the jobs ran, and a rescue would run them again. (``finish`` itself turns
         an outcome the database refuses into that job's failed attempt.)"""

@@ -123,6 +123,17 @@ def crash() -> None:
     os._exit(3)
 
 
+@job
+def crash_once(token: str) -> None:
+    """Kills its worker process the first time it runs, after writing the token's
+    receipt; a run after that counts itself on the receipt, as ``record`` does."""
+    if Receipt.objects.filter(token=token).exists():
+        record(token)
+        return
+    Receipt.objects.create(token=token)
+    os._exit(3)
+
+
 @job(max_attempts=2)
 def exit_cleanly() -> None:
     """Ends its worker process with status 0, as a task calling sys.exit() would."""

@@ -98,7 +98,7 @@ def test_report_progress_writes_at_most_once_a_second(monkeypatch: pytest.Monkey
 def test_the_old_owner_of_a_rescued_job_writes_no_progress() -> None:
     job = claimed("old")
     with JobHandle(job, "old") as handle:
-        assert rescue_worker("old", WorkerLost("gone")) == 1
+        assert rescue_worker("old", WorkerLost("gone")).count == 1
         assert handle.report_progress(1, 2) is False
         Job.objects.filter(pk=job.pk).update(run_at=DatabaseNow())  # its retry is due now
         [again] = Job.objects.claim(worker_id="new")  # the same job, claimed again (attempt 2)

@@ -117,12 +117,20 @@ class Command(QueueCommand):
         if metrics_port is not None and not client_installed():
             raise CommandError(f"--metrics-port needs prometheus-client: {INSTALL_HINT}.")
         level = _LOG_LEVELS.get(verbosity, logging.DEBUG)
+        batch_size = batch_size or conf.SQLQUEUE_BATCH_SIZE
+        if threads > batch_size:
+            # A process runs one batch at a time, and its started-jobs slots hold one batch.
+            self.stderr.write(
+                f"--threads {threads} is more than the batch size ({batch_size}): a process runs one batch "
+                f"at a time, so each runs {batch_size} thread(s)."
+            )
+            threads = batch_size
         supervisor = Supervisor(
             Options(
                 queues=queues,
                 processes=processes,
                 threads=threads,
-                batch_size=batch_size or conf.SQLQUEUE_BATCH_SIZE,
+                batch_size=batch_size,
                 burst=burst,
                 max_jobs=max_jobs,
                 name_prefix=name,

@@ -4,14 +4,19 @@ signals, timeouts, poison jobs and a database that drops its connections."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
+import re
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.db.models import Count
 
@@ -21,6 +26,8 @@ from tests.testapp.models import Receipt
 from tests.testapp.tasks import (
     add,
     crash,
+    crash_once,
+    fail,
     hang_once_exists,
     record,
     sleep,
@@ -97,6 +104,55 @@ def test_chaos_kill_9_a_worker_every_second_loses_nothing(start_workers: StartWo
     assert kills >= 3
     assert rescued, "no kill ever hit a job: the chaos test tested nothing"
     assert not Worker.objects.exists()
+
+
+def test_max_jobs_counts_the_attempts_written_not_the_jobs_a_crash_gave_back(start_workers: StartWorkers) -> None:
+    """Issue 36: the claimed jobs a crashed process had not started went back to
+    ``READY`` uncounted, but stayed charged to ``--max-jobs``, which ended the run early."""
+    # Batches grow 1, 2, 4, 8: the crash comes first in the third, with three jobs behind it.
+    Job.objects.enqueue_many(
+        Job.objects.build(crash_once, (f"token-{n}",)) if n == 3 else Job.objects.build(record, (f"token-{n}",))
+        for n in range(40)
+    )
+    workers = start_workers("--processes", "1", "--threads", "1", "--batch-size", "8", "--max-jobs", "20")
+    assert workers.wait(60) == 0, workers.text()
+    rescued = re.search(r"Rescued (\d+) job\(s\) from worker", workers.text())
+    assert rescued, workers.text()
+    assert int(rescued[1]) > 1, "the crash gave no unstarted job back: the test tested nothing"
+    # The crashed attempt and 19 others, whether or not the crashed job's retry came among them.
+    assert sum(Job.objects.values_list("attempts", flat=True)) == 20, statuses()
+    assert sum(Receipt.objects.values_list("runs", flat=True)) == 20
+
+
+def test_the_status_line_counts_the_jobs_by_the_status_written_as_sqlqueue_stats_does(
+    start_workers: StartWorkers,
+) -> None:
+    """Issue 36: the status line said ``done`` for attempts and ``failed`` for the failed
+    attempts its processes recorded: a job retried counted twice, and a job a rescue
+    ended FAILED not at all."""
+    Job.objects.enqueue_many(Job.objects.build(add, (n, n)) for n in range(3))
+    Job.objects.enqueue(fail, ("always",), max_attempts=3)
+    Job.objects.enqueue(crash, max_attempts=1)
+    # 3 + 3 + 1 attempts: the run ends once the last one is written.
+    workers = start_workers("--processes", "1", "--max-jobs", "7")
+    assert workers.wait(60) == 0, workers.text()
+    line = re.search(
+        r"jobs succeeded (\d+), failed (\d+), cancelled (\d+) \(\d+/s\); failed attempts to retry (\d+); "
+        r"jobs rescued (\d+), ready 0; processes 0$",
+        workers.text(),
+        re.M,
+    )
+    assert line, workers.text()
+    succeeded, failed, cancelled, retried, rescued = (int(figure) for figure in line.groups())
+    assert (succeeded, failed, cancelled, retried) == (3, 2, 0, 2)
+    assert rescued >= 1  # the crashed job, and any claimed with it that had not started
+    out = StringIO()
+    call_command("sqlqueue_stats", "--json", stdout=out)
+    counts = Counter[str]()
+    for queue in json.loads(out.getvalue())["queues"]:
+        counts.update(queue["counts"])
+    figures = [counts[JobStatus.SUCCESSFUL], counts[JobStatus.FAILED], counts[JobStatus.CANCELLED]]
+    assert [succeeded, failed, cancelled] == figures
 
 
 def test_sigterm_lets_a_running_job_finish(start_workers: StartWorkers) -> None:

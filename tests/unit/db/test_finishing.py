@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from django_sqlqueue.db import finishing
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.finishing import MESSAGE_LIMIT, TRACEBACK_LIMIT, retry_delay
+from django_sqlqueue.exceptions import WorkerLost
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.spies import counting
 from tests.support.unstorable import max_allowed_packet, refused_json
@@ -473,6 +475,30 @@ def test_mixed_batch_in_one_update() -> None:
     assert row.finished_at is not None
 
 
+def test_a_batch_is_counted_by_the_status_each_job_got() -> None:
+    winners = claim(2, max_attempts=3)
+    (retried,) = claim(max_attempts=3)
+    (spent,) = claim(max_attempts=1)
+    written = Job.objects.finish_by_status(
+        worker_id="w",
+        succeeded=dict.fromkeys(winners, 1),
+        failed={retried: raised("retry me"), spent: raised("give up")},
+    )
+    assert written == Counter({JobStatus.SUCCESSFUL: 2, JobStatus.READY: 1, JobStatus.FAILED: 1})
+
+
+def test_a_job_taken_away_is_not_counted_even_when_its_rescue_wrote_the_same_status() -> None:
+    """The fence left it out; its rescuer wrote ``READY`` too, with ``WorkerLost``."""
+    kept, taken = claim(2, max_attempts=3)
+    assert Job.objects.finish(worker_id="w", failed={taken: WorkerLost("its lease ran out")}) == 1
+    written = Job.objects.finish_by_status(worker_id="w", failed={kept: raised("retry me"), taken: raised("retry me")})
+    assert written == Counter({JobStatus.READY: 1})
+    assert dict(Job.objects.values_list("pk", "last_error_class")) == {
+        kept.pk: "builtins.ValueError",
+        taken.pk: "django_sqlqueue.exceptions.WorkerLost",
+    }
+
+
 def test_a_job_cannot_both_succeed_and_fail() -> None:
     jobs = claim(2)
     with pytest.raises(ValueError, match=rf"^Jobs \[{jobs[1].pk}\] cannot both succeed and fail\.$"):
@@ -598,12 +624,12 @@ def test_a_result_the_database_refuses_fails_that_job_alone(in_transaction: bool
     good, bad = claim(2, max_attempts=3)
     (spent,) = claim(max_attempts=1)
     (failure,) = claim(max_attempts=3)
-    written = Job.objects.finish(
+    written = Job.objects.finish_by_status(
         worker_id="w",
         succeeded={good: "fine", bad: refused_json(), spent: refused_json()},
         failed={failure: raised("its own error")},
     )
-    assert written == 4
+    assert written == Counter({JobStatus.SUCCESSFUL: 1, JobStatus.READY: 2, JobStatus.FAILED: 1})
     stored = {job.pk: job for job in Job.objects.all()}
     assert (stored[good.pk].status, stored[good.pk].result, stored[good.pk].errors) == (
         JobStatus.SUCCESSFUL,

@@ -77,7 +77,7 @@ def test_rescue_gives_back_the_jobs_of_an_expired_worker() -> None:
     Worker.objects.filter(name="dead").update(heartbeat_at=datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc))
     Job.objects.enqueue(noop)
     [held] = Job.objects.claim(worker_id="dead")
-    assert rescue_expired() == 1
+    assert rescue_expired().count == 1
     assert on_primary() == {held.pk: JobStatus.READY}
 
 

@@ -163,6 +163,17 @@ def test_a_batch_holds_about_a_second_of_wall_time_whatever_the_threads(threads:
     assert sizes[-1] * process.seconds_per_job == pytest.approx(BATCH_SECONDS)
 
 
+def test_a_batch_never_exceeds_the_batch_size_even_with_more_threads() -> None:
+    """The started-jobs slots hold one batch: a claim of a job per thread above
+    ``--batch-size`` crashed the process as its extra job started (with
+    ``--max-jobs-per-process``, which no longer capped the claim at the batch size)."""
+    with worker_process(threads=4, batch_size=2, max_jobs_per_process=500) as process:
+        sizes = [process.next_batch_size()]
+        process.seconds_per_job = 0.001
+        sizes += [process.next_batch_size() for _ in range(3)]
+    assert sizes == [2, 2, 2, 2]
+
+
 def test_a_process_is_worn_out_after_its_jobs_or_past_its_memory() -> None:
     with worker_process(max_jobs_per_process=3) as process:
         process.succeeded, process.failed = 1, 1

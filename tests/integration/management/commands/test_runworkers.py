@@ -41,7 +41,11 @@ def test_burst_drains_what_is_ready_and_exits(start_workers: StartWorkers) -> No
         "runworkers: 2 process(es) x 1 thread(s) on all queues, batches of 100 (burst: until the queue is empty); "
         f"database {vendor} "
     )
-    assert re.search(r"done 200 \(\d+/s\), failed 0, rescued 0, ready 0, processes 0$", lines[-1]), lines
+    assert re.search(
+        r"jobs succeeded 200, failed 0, cancelled 0 \(\d+/s\); failed attempts to retry 0; jobs rescued 0, ready 0; "
+        r"processes 0$",
+        lines[-1],
+    ), lines
     assert not Worker.objects.exists()
 
 
@@ -141,7 +145,10 @@ def test_long_runs_print_a_status_line(monkeypatch: pytest.MonkeyPatch) -> None:
     out = StringIO()
     call_command("runworkers", max_jobs=8, processes=1, stdout=out)
     statuses = re.findall(
-        r"^\d\d:\d\d:\d\d done (\d+) \(\d+/s\), failed 0, rescued 0, ready (\d+)", out.getvalue(), re.M
+        r"^\d\d:\d\d:\d\d jobs succeeded (\d+), failed 0, cancelled 0 \(\d+/s\); failed attempts to retry 0; "
+        r"jobs rescued 0, ready (\d+)",
+        out.getvalue(),
+        re.M,
     )
     assert len(statuses) >= 3, out.getvalue()
     assert statuses[-1] == ("8", "0")
