@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import logging
 import multiprocessing
 import os
@@ -33,6 +34,7 @@ from django_sqlqueue.pausing import paused_queues
 from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.capacity import connections_per_process
 from django_sqlqueue.runner.config import WorkerConfig
+from django_sqlqueue.runner.leases import keep_lease, stopped
 from django_sqlqueue.runner.naming import holder_name, worker_name
 from django_sqlqueue.runner.rescue import Rescued, rescue_expired, rescue_worker
 from django_sqlqueue.runner.spawning import main_module_hidden
@@ -172,7 +174,7 @@ class Supervisor:
         began = time.monotonic()
         next_status = began + STATUS_SECONDS
         next_progress = began
-        self.next_lead = self.next_rescue = self.next_prune = self.next_schedule = began
+        self.next_lead = self.next_rescue = self.next_prune = self.next_schedule = self.next_keep = began
         while (self.children or self.respawns) and not self.exit_now:
             self._listen(TICK_SECONDS)
             for child in [child for child in self.children if not child.process.is_alive()]:
@@ -185,6 +187,9 @@ class Supervisor:
                 for _ in due:
                     self._spawn()
             self._enforce_timeouts(now)
+            if now >= self.next_keep:
+                self._keep_leases(now)
+                self.next_keep = now + conf.SQLQUEUE_HEARTBEAT_INTERVAL
             if self.stop_deadline is not None and now > self.stop_deadline:
                 self._kill_all("the shutdown grace period (SQLQUEUE_SHUTDOWN_GRACE) ran out")
             if self.stop_deadline is None:
@@ -381,6 +386,23 @@ class Supervisor:
                 child.killed_for = (job_id, error)
                 _kill_group(child.process)
                 break
+
+    def _keep_leases(self, now: float) -> None:
+        """Beat for each live process whose own heartbeat is late while it runs jobs
+        within their timeouts (a task holding the GIL starves its heartbeat thread; see
+        ``leases``). Not for a stopped process, nor for a job past its timeout, which
+        :meth:`_enforce_timeouts` handles."""
+        for child in self.children:
+            pid = child.process.pid
+            if child.killed_for is not None or pid is None or not child.process.is_alive() or stopped(pid):
+                continue
+            running = [
+                job_id
+                for job_id, started in child.started.held().items()
+                if started.running and (started.timeout is None or now - started.began <= started.timeout)
+            ]
+            if running:
+                self._database(functools.partial(keep_lease, child.config.name, running), False)
 
     def _kill_all(self, why: str) -> None:
         for child in self.children:

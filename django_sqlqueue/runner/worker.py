@@ -21,6 +21,7 @@ from django.db import Error, close_old_connections
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import PrimaryKeyIn
+from django_sqlqueue.db.finishing import still_held
 from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.models import Job, JobStatus, Worker
 from django_sqlqueue.pausing import REFRESH_SECONDS, PausedQueues
@@ -97,6 +98,14 @@ class WorkerProcess:
         #: may have reached the database while the answer was lost with the connection
         #: (see :meth:`_give_back_unanswered`).
         self.claim_unanswered: Error | None = None
+        #: Set when it learns that jobs of its batch were taken from it (its heartbeat
+        #: found its row gone, or a finish was fenced off): it starts no other job of
+        #: that batch. Cleared by the next claim.
+        self.lost = False
+        #: When its last heartbeat that found its row was sent (``time.monotonic()``):
+        #: within half a lease of it, nobody can have rescued its jobs.
+        self.beat_at = time.monotonic()
+        self.lease_half = conf.SQLQUEUE_LEASE / 2
 
     def run(self) -> None:
         autodiscover()
@@ -234,6 +243,7 @@ class WorkerProcess:
         per thread and batch rather than a future per job, which on a quick job would
         cost more than the job."""
         started = time.monotonic()
+        self.lost = False
         waiting = deque(batch)
         outcomes: list[JobOutcome] = []  # appended by the threads, read here
 
@@ -260,7 +270,7 @@ class WorkerProcess:
         """Run one claimed job (in a pool thread), or give it back unstarted when the
         worker is stopping; its slot in ``started`` tells the supervisor when it started,
         for its timeout."""
-        if self.stop.is_set():
+        if self.stop.is_set() or not self._still_holds(job):
             return JobOutcome(job, started=False)
         pk = job.pk
         self.started.start(pk, job.timeout)
@@ -273,6 +283,29 @@ class WorkerProcess:
             # A task may leave its thread's connection broken or past its age: not the next job's problem.
             close_old_connections()
 
+    def _still_holds(self, job: Job) -> bool:
+        """Whether ``job`` may start: not once the worker learnt that its batch was taken
+        from it, and, when its heartbeat is late by half a lease (the process was frozen,
+        or a task held the GIL), only if one fenced query finds the job still its own.
+        A frozen worker's jobs are rescued and run elsewhere; it must not run them again."""
+        if not self.lost and time.monotonic() - self.beat_at <= self.lease_half:
+            return True
+        if not self.lost:
+            try:
+                self.lost = not still_held(Job.objects.on_queue_db(), self.config.name, [job]).exists()
+            except Error as error:  # given back unstarted (fenced), to run later
+                logger.warning("%s: could not check that job %s is still held (%s)", self.config.name, job.pk, error)
+                return False
+            finally:
+                close_old_connections()
+            if self.lost:
+                logger.warning(
+                    "%s: its lease was lost and job %s taken from it: it starts no other job of its batch",
+                    self.config.name,
+                    job.pk,
+                )
+        return not self.lost
+
     def record(self, outcomes: list[JobOutcome]) -> None:
         """Write a batch of outcomes, keeping at it while the database is away."""
         succeeded = {out.job: out.result for out in outcomes if out.started and out.error is None}
@@ -284,6 +317,7 @@ class WorkerProcess:
         )
         self._persist(lambda: Job.objects.release(worker_id=self.config.name, unstarted=unstarted))
         if (written := sum(statuses.values())) < len(succeeded) + len(failed):
+            self.lost = True
             logger.warning(
                 "%s: %d of %d jobs had been taken away (rescued?) before their outcome was written",
                 self.config.name,
@@ -370,6 +404,7 @@ class WorkerProcess:
                 logger.warning("%s: the supervisor is gone; stopping", self.config.name)
                 self.stop.set()
                 break
+            sent = time.monotonic()
             try:
                 beat = Worker.objects.filter(name=self.config.name).update(
                     heartbeat_at=DatabaseNow(),
@@ -377,7 +412,15 @@ class WorkerProcess:
                     jobs_failed=self.failed,
                     candidates_lost=self.candidates_lost,
                 )
-                if not beat and not self.stop.is_set():
+                if beat:
+                    self.beat_at = sent
+                elif not self.stop.is_set():
+                    logger.warning(
+                        "%s: its row was gone (its lease ran out and its jobs were rescued): "
+                        "it starts no other job of its batch",
+                        self.config.name,
+                    )
+                    self.lost = True
                     self._register()
                 self._learn_cancels()
             except Error as error:

@@ -4,6 +4,7 @@ processes the tests start, like any project's tasks."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
 import sys
@@ -94,6 +95,29 @@ def record(token: str, pause: float = 0.0) -> None:
     """Insert the token's receipt; a second run counts itself instead of failing.
     ``pause`` stands in for the work, so that a test has time to kill workers mid-run."""
     time.sleep(pause)
+    _count_run(token)
+
+
+@job
+def record_then_sleep(token: str, pause: float) -> None:
+    """``record``'s side effect first, then ``pause``: a test can freeze its worker once
+    the receipt is written, between the side effect and the outcome."""
+    _count_run(token)
+    time.sleep(pause)
+
+
+@job
+def hold_gil(token: str, seconds: int) -> None:
+    """Holds the GIL for ``seconds`` in one C call (libc's ``sleep`` through
+    ``ctypes.PyDLL``, which keeps the GIL, unlike ``time.sleep``), as a long ``sum`` or a
+    catastrophic regex does, and then writes the token's receipt: every other thread of
+    its process, the heartbeat's too, waits meanwhile."""
+    ctypes.PyDLL(None).sleep(seconds)
+    _count_run(token)
+
+
+def _count_run(token: str) -> None:
+    """Insert the token's receipt, or count one more run in it."""
     with transaction.atomic():
         _, created = Receipt.objects.get_or_create(token=token)
         if not created:

@@ -338,3 +338,21 @@ def test_a_beat_while_stopping_does_not_register_the_unregistered_worker_again(p
     process.stop = StoppingAfterOneBeat()
     process._beat()
     assert not Worker.objects.exists()
+
+
+def test_a_worker_whose_row_was_gone_starts_no_other_job_of_its_batch(process: WorkerProcess) -> None:
+    """Its jobs were rescued while it was frozen: they run elsewhere, not here again."""
+    first, second = (claim_one(add, n, 1) for n in range(2))
+    process.lost = True  # what its heartbeat learnt
+    assert process.run_job(first) == JobOutcome(first, started=False)
+    assert process.run_job(second) == JobOutcome(second, started=False)
+
+
+def test_a_late_heartbeat_makes_it_check_each_job_before_starting_it(process: WorkerProcess) -> None:
+    kept, taken = (claim_one(add, n, 1) for n in range(2))
+    Job.objects.filter(pk=taken.pk).update(status=JobStatus.READY, worker="")  # rescued while it was frozen
+    process.beat_at -= process.lease_half + 1
+    assert process.run_job(kept) == JobOutcome(kept, result=1)
+    assert process.lost is False
+    assert process.run_job(taken) == JobOutcome(taken, started=False)
+    assert process.lost is True
