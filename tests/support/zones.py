@@ -15,7 +15,7 @@ PROJECT_ZONES = ["UTC", "Asia/Tokyo", "America/New_York"]
 
 #: The server's time zone as each database sets it: MariaDB without time zone tables
 #: takes offsets only. SQLite has no server: its ``'now'`` is UTC.
-SERVER_ZONES = {
+SERVER_ZONES: dict[str, list[str | None]] = {
     "mysql": ["+00:00", "-07:00", "+05:30"],
     "postgresql": ["UTC", "America/Los_Angeles", "Asia/Kolkata"],
     "sqlite": [None],

@@ -465,4 +465,5 @@ def test_jobs_routed_away_from_default_are_a_warning_that_atomic_does_not_cover_
                 id="sqlqueue.W006",
             )
         ]
-    assert check_jobs_database in checks.registry.registry.get_checks()
+    registered: list[Any] = checks.registry.registry.get_checks()
+    assert check_jobs_database in registered

@@ -182,9 +182,11 @@ def test_ticks_fire_at_their_instant_in_every_time_zone(use_tz: bool, time_zone:
     and the next, less than a minute ahead, does not; a tick in an activated zone of
     another offset (a request's) is stored as the project's local time."""
     with zones(use_tz, time_zone, server), timezone.override("Pacific/Kiritimati"):
-        daily = {"task": NOOP, "cron": "0 3 * * *", "tz": "Asia/Tokyo"}
+        daily: dict[str, object] = {"task": NOOP, "cron": "0 3 * * *", "tz": "Asia/Tokyo"}
         scheduling.sync(entries(minutely={"task": NOOP, "cron": "* * * * *", "tz": "Asia/Tokyo"}, daily=daily), DB)
-        next_daily = instant(Schedule.objects.get(key="daily").next_tick_at)
+        next_tick_at = Schedule.objects.get(key="daily").next_tick_at
+        assert next_tick_at is not None
+        next_daily = instant(next_tick_at)
         tokyo = next_daily.astimezone(zoneinfo.ZoneInfo("Asia/Tokyo"))
         assert (tokyo.hour, tokyo.minute) == (3, 0)
         assert datetime.timedelta(0) < next_daily - instant(timezone.now()) <= datetime.timedelta(days=1)
