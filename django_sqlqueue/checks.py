@@ -12,11 +12,12 @@ from typing import Any
 from django.apps import apps
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connections, router
+from django.db import DEFAULT_DB_ALIAS, connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import charsets
+from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.vendors import (
     CLAIM_PROBLEM_HINTS,
     DRIVER_PROBLEM_HINTS,
@@ -66,6 +67,7 @@ def register() -> None:
     checks.register(check_schedule)
     checks.register(check_metrics_directory)
     checks.register(check_rate_limit_names)
+    checks.register(check_jobs_database)
 
 
 def check_settings(**kwargs: Any) -> list[checks.CheckMessage]:
@@ -228,4 +230,24 @@ def check_rate_limit_names(**kwargs: Any) -> list[checks.CheckMessage]:
         )
         for task in tasks
         if task.rate_limit is not None and task.rate_limit not in limits
+    ]
+
+
+def check_jobs_database(**kwargs: Any) -> list[checks.CheckMessage]:
+    """The jobs table is written on ``default``: a transaction is one database's, so
+    ``transaction.atomic()``, which is ``default``'s, does not cover an ``enqueue`` that
+    a router sends elsewhere, and the job commits even when the rest rolls back."""
+    alias = queue_db(Job)
+    if alias == DEFAULT_DB_ALIAS:
+        return []
+    return [
+        checks.Warning(
+            f"DATABASE_ROUTERS send the jobs table's writes to the database {alias!r}, not {DEFAULT_DB_ALIAS!r}: "
+            "transaction.atomic() does not cover enqueue(), so a job stays enqueued when the rest of "
+            "that transaction rolls back.",
+            hint=f"Enqueue inside transaction.atomic(using={alias!r}), which commits apart from "
+            f"{DEFAULT_DB_ALIAS!r} (no transaction spans two databases), or route the jobs table to "
+            f"{DEFAULT_DB_ALIAS!r}. Silence sqlqueue.W006 if that is what you want.",
+            id="sqlqueue.W006",
+        )
     ]

@@ -13,6 +13,7 @@ import time
 from django.db import transaction
 
 from django_sqlqueue.conf import conf, queue_name_problem
+from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.notifying import QUEUES_CHANGED, notify
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import PausedQueue
@@ -27,7 +28,9 @@ def pause_queue(name: str, reason: str = "") -> bool:
     _check(name)
     alias = queue_db(PausedQueue)
     with transaction.atomic(using=alias):
-        _, created = PausedQueue.objects.using(alias).get_or_create(queue=name, defaults={"reason": reason[:255]})
+        _, created = PausedQueue.objects.using(alias).get_or_create(
+            queue=name, defaults={"reason": reason[:255], "paused_at": DatabaseNow()}
+        )
         if created:
             notify(alias, QUEUES_CHANGED)
     return created

@@ -35,6 +35,9 @@ LATEST_WITHIN = datetime.timedelta(days=1)
 ALL_AT_ONCE = 100
 #: The shortest ``every``: the supervisor checks about once a second.
 MIN_EVERY = datetime.timedelta(seconds=1)
+#: The longest ``every`` (the longest job delay too): its ticks, multiples of it since
+#: the epoch, stay times a database can store for several periods to come.
+MAX_EVERY = datetime.timedelta(days=1000 * 365)
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
@@ -211,15 +214,19 @@ def _cron(where: str, expression: Any) -> str:
 
 
 def _every(where: str, value: Any) -> datetime.timedelta:
+    # Compared before any conversion: a timedelta of 1e15 s would overflow first.
     if isinstance(value, datetime.timedelta):
-        every = value
+        in_range = MIN_EVERY <= value <= MAX_EVERY
     elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        every = datetime.timedelta(seconds=max(0.0, min(float(value), 1e9)))
+        in_range = MIN_EVERY.total_seconds() <= value <= MAX_EVERY.total_seconds()
     else:
         raise ImproperlyConfigured(f"{where}: every must be seconds or a timedelta, not {value!r}.")
-    if not MIN_EVERY <= every <= datetime.timedelta(days=365_000):
-        raise ImproperlyConfigured(f"{where}: every must be at least {MIN_EVERY.total_seconds():g} s, not {value!r}.")
-    return every
+    if not in_range:
+        raise ImproperlyConfigured(
+            f"{where}: every must be from {MIN_EVERY.total_seconds():g} s to {MAX_EVERY.days} days "
+            f"({MAX_EVERY.total_seconds():.0f} s), not {value!r}."
+        )
+    return value if isinstance(value, datetime.timedelta) else datetime.timedelta(seconds=value)
 
 
 def _microseconds(delta: datetime.timedelta) -> int:

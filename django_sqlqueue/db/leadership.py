@@ -33,7 +33,7 @@ def acquire(holder: str, lease: datetime.timedelta, using: str, role: str = MAIN
         return True
     try:
         with transaction.atomic(using=using):
-            rows.create(role=role, holder=holder, expires_at=DatabaseNowPlus(lease))
+            rows.create(role=role, holder=holder, acquired_at=DatabaseNow(), expires_at=DatabaseNowPlus(lease))
     except IntegrityError:
         return False  # someone else holds it
     return True

@@ -63,7 +63,11 @@ def draw(using: str, candidates: Sequence[C], limited: Limited) -> list[C]:
     if not rates:
         return list(candidates)
     buckets = _buckets(using)
-    rows = lock_rows(buckets, sorted(rates), lambda name: buckets.model(name=name, tokens=rates[name].burst))
+    rows = lock_rows(
+        buckets,
+        sorted(rates),
+        lambda name: buckets.model(name=name, tokens=rates[name].burst, updated_at=DatabaseNow()),
+    )
     now = database_now(using)
     tokens = {row.pk: _level(row, rates[row.pk], now) for row in rows}
     admitted = []

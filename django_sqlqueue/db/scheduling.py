@@ -175,10 +175,11 @@ def enable(rows: list[Schedule], using: str) -> None:
 
 def aware(moment: datetime.datetime) -> datetime.datetime:
     """A stored time as the arithmetic takes it: with ``USE_TZ = False`` Django stores
-    naive local times (``TIME_ZONE``)."""
-    return moment if timezone.is_aware(moment) else timezone.make_aware(moment)
+    naive local times of ``TIME_ZONE``, whatever zone a request has activated (the
+    admin's enable action runs in one)."""
+    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, timezone.get_default_timezone())
 
 
 def _stored(moment: datetime.datetime) -> datetime.datetime:
     """A computed (aware) time as Django stores it."""
-    return moment if settings.USE_TZ else timezone.make_naive(moment)
+    return moment if settings.USE_TZ else timezone.make_naive(moment, timezone.get_default_timezone())

@@ -367,9 +367,11 @@ class WorkerProcess:
     def _register(self) -> None:
         while True:
             try:
+                identity = {"host": socket.gethostname(), "pid": os.getpid(), "queues": self.config.queues}
                 Worker.objects.update_or_create(
                     name=self.config.name,
-                    defaults={"host": socket.gethostname(), "pid": os.getpid(), "queues": self.config.queues},
+                    defaults=identity,
+                    create_defaults={**identity, "started_at": DatabaseNow(), "heartbeat_at": DatabaseNow()},
                 )
                 return
             except Error as error:

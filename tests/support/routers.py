@@ -30,3 +30,13 @@ class ReplicaNeverMigrated:
 
     def allow_migrate(self, db: str, app_label: str, **hints: Any) -> bool | None:
         return False if db == "replica" else None
+
+
+class QueueElsewhere:
+    """Sends the queue's tables to the ``replica`` alias (as a project with a database of
+    its own for the queue would), everything else to the default."""
+
+    def db_for_write(self, model: type[models.Model], **hints: Any) -> str | None:
+        return "replica" if model._meta.app_label == "django_sqlqueue" else None
+
+    db_for_read = db_for_write

@@ -22,6 +22,7 @@ from django_sqlqueue.checks import (
     check_database_settings,
     check_database_vacuum,
     check_database_version,
+    check_jobs_database,
     check_metrics_directory,
     check_rate_limit_names,
     check_schedule,
@@ -488,3 +489,23 @@ def test_a_task_naming_an_undefined_rate_limit_is_an_error() -> None:
     ]
     with override_settings(SQLQUEUE_RATE_LIMITS="25/s"):
         assert check_rate_limit_names() == []  # E035's to report
+
+
+def test_jobs_routed_away_from_default_are_a_warning_that_atomic_does_not_cover_them() -> None:
+    """Issue 36: with the jobs table on another alias, ``transaction.atomic()`` on
+    ``default`` does not cover ``enqueue``; nothing said so."""
+    assert check_jobs_database() == []
+    with override_settings(DATABASE_ROUTERS=["tests.support.routers.QueueElsewhere"]):
+        assert check_jobs_database() == [
+            checks.Warning(
+                "DATABASE_ROUTERS send the jobs table's writes to the database 'replica', not 'default': "
+                "transaction.atomic() does not cover enqueue(), so a job stays enqueued when the rest of "
+                "that transaction rolls back.",
+                hint="Enqueue inside transaction.atomic(using='replica'), which commits apart from 'default' "
+                "(no transaction spans two databases), or route the jobs table to 'default'. "
+                "Silence sqlqueue.W006 if that is what you want.",
+                id="sqlqueue.W006",
+            )
+        ]
+    registered: list[Any] = checks.registry.registry.get_checks()
+    assert check_jobs_database in registered

@@ -134,7 +134,7 @@ def test_all_enqueues_every_missed_tick_at_most_a_bounded_number_per_check() -> 
         ({"cron": "* * * * *"}, "must name its task"),
         ({"task": "t", "cron": "61 * * * *"}, "is not valid"),
         ({"task": "t", "cron": "* * * *"}, "five-field expression"),
-        ({"task": "t", "every": 0.5}, "at least 1 s"),
+        ({"task": "t", "every": 0.5}, "every must be from 1 s to 365000 days (31536000000 s), not 0.5."),
         ({"task": "t", "every": "5"}, "seconds or a timedelta"),
         ({"task": "t", "every": 5, "tz": "Mars/Olympus"}, "'Mars/Olympus' is not a time zone"),
         ({"task": "t", "every": 5, "missed": "some"}, "missed must be one of"),
@@ -147,6 +147,43 @@ def test_bad_entries_are_refused_naming_the_entry(raw: dict[str, Any], message: 
     with pytest.raises(ImproperlyConfigured, match="SQLQUEUE_SCHEDULE\\['report'\\]") as error:
         parse_schedule({"report": raw}, "UTC")
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "every",
+    [
+        1e10,
+        datetime.timedelta(days=365_000),
+        31_536_000_000,
+    ],
+)
+def test_every_up_to_its_limit_is_kept_as_given_and_ticks(every: Any) -> None:
+    """Issue 36: every above about 1e9 s was silently cut to 1e9 s."""
+    entry = parse_entry("rare", {"task": "t", "every": every}, "UTC")
+    seconds = every.total_seconds() if isinstance(every, datetime.timedelta) else every
+    assert entry.every == datetime.timedelta(seconds=seconds)
+    first, second = entry.next_ticks(at(2026, 1, 1, 0, 0), 2)
+    assert second - first == entry.every
+
+
+@pytest.mark.parametrize(
+    "every",
+    [
+        datetime.timedelta(days=3_000_000),
+        datetime.timedelta(days=365_000, microseconds=1),
+        31_536_000_001,
+        1e300,
+        datetime.timedelta(seconds=-5),
+        -5,
+    ],
+)
+def test_every_past_its_limits_is_refused_saying_the_limits(every: Any) -> None:
+    """Issue 36: timedelta(days=3_000_000) was refused as "at least 1 s"."""
+    with pytest.raises(ImproperlyConfigured) as error:
+        parse_entry("rare", {"task": "t", "every": every}, "UTC")
+    assert str(error.value) == (
+        f"SQLQUEUE_SCHEDULE['rare']: every must be from 1 s to 365000 days (31536000000 s), not {every!r}."
+    )
 
 
 def test_tz_defaults_to_the_one_given() -> None:

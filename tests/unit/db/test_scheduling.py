@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import itertools
+import zoneinfo
 from typing import Any
 
 import pytest
@@ -14,11 +15,13 @@ from django.utils import timezone
 from django_sqlqueue.db import scheduling
 from django_sqlqueue.models import Job, Schedule
 from django_sqlqueue.recurrence import Entry, parse_schedule
+from tests.support.zones import COMBINATIONS, zones
 
 pytestmark = pytest.mark.django_db
 
 DB = DEFAULT_DB_ALIAS
 NOOP = "tests.testapp.tasks.noop"
+MINUTE = datetime.timedelta(minutes=1)
 
 
 def entries(**raw: dict[str, object]) -> dict[str, Entry]:
@@ -170,3 +173,31 @@ def test_without_use_tz_ticks_are_stored_as_naive_local_times(settings: Any) -> 
     assert timezone.is_naive(job.run_at)
     assert job.run_at == row.last_tick_at
     assert row.next_tick_at == row.last_tick_at + datetime.timedelta(seconds=60)
+
+
+@pytest.mark.parametrize(("use_tz", "time_zone", "server"), COMBINATIONS)
+def test_ticks_fire_at_their_instant_in_every_time_zone(use_tz: bool, time_zone: str, server: str | None) -> None:
+    """Issue 36, case 4: on MariaDB with ``USE_TZ = False`` and ``TIME_ZONE`` Asia/Tokyo,
+    ``0 3 * * *`` in Asia/Tokyo fired at 12:00 JST. A tick of the last minute fires, once,
+    and the next, less than a minute ahead, does not; a tick in an activated zone of
+    another offset (a request's) is stored as the project's local time."""
+    with zones(use_tz, time_zone, server), timezone.override("Pacific/Kiritimati"):
+        daily: dict[str, object] = {"task": NOOP, "cron": "0 3 * * *", "tz": "Asia/Tokyo"}
+        scheduling.sync(entries(minutely={"task": NOOP, "cron": "* * * * *", "tz": "Asia/Tokyo"}, daily=daily), DB)
+        next_tick_at = Schedule.objects.get(key="daily").next_tick_at
+        assert next_tick_at is not None
+        next_daily = instant(next_tick_at)
+        tokyo = next_daily.astimezone(zoneinfo.ZoneInfo("Asia/Tokyo"))
+        assert (tokyo.hour, tokyo.minute) == (3, 0)
+        assert datetime.timedelta(0) < next_daily - instant(timezone.now()) <= datetime.timedelta(days=1)
+        rewind("minutely", 61)
+        assert scheduling.tick(DB) == 1
+        run_at = Job.objects.get().run_at
+        assert run_at.second == 0
+        assert datetime.timedelta(0) <= timezone.now() - run_at <= MINUTE
+        assert scheduling.tick(DB) == 0
+
+
+def instant(stored: datetime.datetime) -> datetime.datetime:
+    """A stored time as an instant: naive ones are ``TIME_ZONE``'s local time."""
+    return stored if timezone.is_aware(stored) else timezone.make_aware(stored, timezone.get_default_timezone())

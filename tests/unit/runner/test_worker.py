@@ -4,6 +4,7 @@ the recording of outcomes, and how big a batch it claims."""
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
 import multiprocessing
 import threading
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 from django.db import DatabaseError, InterfaceError, connection, connections
+from django.utils import timezone
 
 from django_sqlqueue import signals
 from django_sqlqueue.db.vendors import is_away
@@ -22,9 +24,13 @@ from django_sqlqueue.runner.execution import JobOutcome
 from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.worker import BATCH_SECONDS, Budget, WorkerProcess
 from tests.support.workers import wait_until
+from tests.support.zones import SERVER_ZONES, zones
 from tests.testapp.tasks import add, fail
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+#: How far apart two reads of "now" may be: the test's own statements in between.
+CLOSE = datetime.timedelta(seconds=5)
 
 
 @contextlib.contextmanager
@@ -356,3 +362,28 @@ def test_a_late_heartbeat_makes_it_check_each_job_before_starting_it(process: Wo
     assert process.lost is False
     assert process.run_job(taken) == JobOutcome(taken, started=False)
     assert process.lost is True
+
+
+class OneBeat(threading.Event):
+    """Not stopping for one beat, then stopping."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.beats = 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.beats += 1
+        return self.beats > 1
+
+
+def test_a_worker_registered_by_its_beat_holds_the_projects_now(process: WorkerProcess) -> None:
+    """Issue 36, case 4: MySQL filled a new worker's ``started_at`` and ``heartbeat_at``
+    from the table's ``DEFAULT``, compiled when it was migrated (UTC here): with
+    ``USE_TZ = False`` in New York its heartbeat was 5 hours ahead of the clock."""
+    process.stop = OneBeat()
+    with zones(False, "America/New_York", SERVER_ZONES[connection.vendor][0]):
+        process._beat()
+        worker = Worker.objects.get()
+        now = timezone.now()
+        assert abs(worker.started_at - now) < CLOSE
+        assert abs(worker.heartbeat_at - now) < CLOSE
