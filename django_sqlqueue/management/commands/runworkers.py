@@ -112,11 +112,6 @@ class Command(QueueCommand):
             raise CommandError(
                 f"{error}. No worker could run its tasks: fix it, then start runworkers again."
             ) from error
-        if problem := connections_problem(processes, threads):
-            raise CommandError(problem)
-        if metrics_port is not None and not client_installed():
-            raise CommandError(f"--metrics-port needs prometheus-client: {INSTALL_HINT}.")
-        level = _LOG_LEVELS.get(verbosity, logging.DEBUG)
         batch_size = batch_size or conf.SQLQUEUE_BATCH_SIZE
         if threads > batch_size:
             # A process runs one batch at a time, and its started-jobs slots hold one batch.
@@ -125,6 +120,12 @@ class Command(QueueCommand):
                 f"at a time, so each runs {batch_size} thread(s)."
             )
             threads = batch_size
+        # With the threads each process will run, not those asked for.
+        if problem := connections_problem(processes, threads):
+            raise CommandError(problem)
+        if metrics_port is not None and not client_installed():
+            raise CommandError(f"--metrics-port needs prometheus-client: {INSTALL_HINT}.")
+        level = _LOG_LEVELS.get(verbosity, logging.DEBUG)
         supervisor = Supervisor(
             Options(
                 queues=queues,

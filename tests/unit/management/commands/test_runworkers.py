@@ -94,3 +94,31 @@ def test_more_processes_than_the_server_takes_are_refused_before_anything_starts
     with pytest.raises(CommandError, match=re.escape(f"--processes {processes} x --threads 1 needs up to")):
         call_command("runworkers", "--burst", "--processes", str(processes), stdout=StringIO())
     assert not Worker.objects.exists()
+
+
+@pytest.mark.skipif(connection.vendor == "sqlite", reason="SQLite has no connection limit")
+@pytest.mark.django_db
+def test_the_connections_counted_are_those_of_the_threads_left_after_the_batch_size_lowers_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before: --threads as asked was counted, so a run its batches of 1 keep to a thread
+    # a process (4 connections at most) was refused for the hundreds it would never open.
+    started: list[Any] = []
+
+    class Started:
+        """Stands for the supervisor: what runworkers would start, without starting it."""
+
+        def __init__(self, options: Any, **kwargs: Any) -> None:
+            started.append(options)
+
+        def run(self) -> int:
+            return 0
+
+    monkeypatch.setattr(runworkers, "Supervisor", Started)
+    server = server_connections(DEFAULT_DB_ALIAS)
+    assert server is not None
+    err = StringIO()
+    args = ("--burst", "--processes", "1", "--threads", str(server.limit), "--batch-size", "1")
+    call_command("runworkers", *args, stdout=StringIO(), stderr=err)
+    assert f"--threads {server.limit} is more than the batch size (1)" in err.getvalue()
+    assert [(options.processes, options.threads) for options in started] == [(1, 1)]
