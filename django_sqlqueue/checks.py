@@ -30,7 +30,7 @@ from django_sqlqueue.exceptions import SQLQueueError, TaskModuleError
 from django_sqlqueue.metrics import client_installed
 from django_sqlqueue.models import Job
 from django_sqlqueue.recurrence import cronsim_installed
-from django_sqlqueue.registry import registered_tasks
+from django_sqlqueue.registry import get_task, registered_tasks
 from django_sqlqueue.validation import arguments_problem, job_options_problem
 
 _SETTING_IDS = {
@@ -137,7 +137,8 @@ def check_database_vacuum(databases: Sequence[str] | None = None, **kwargs: Any)
 
 def check_schedule(**kwargs: Any) -> list[checks.CheckMessage]:
     """Every ``SQLQUEUE_SCHEDULE`` entry can be enqueued: its task is registered and its
-    arguments and options are a job's (E019); cron entries have cronsim (E020). The
+    arguments and options are a job's (E019), and its arguments fit the task's function
+    (E037: else every tick would be refused); cron entries have cronsim (E020). The
     entries' shape is ``check_settings``'s (E018)."""
     try:
         entries = conf.SQLQUEUE_SCHEDULE
@@ -158,6 +159,14 @@ def check_schedule(**kwargs: Any) -> list[checks.CheckMessage]:
                     f"SQLQUEUE_SCHEDULE[{key!r}] cannot enqueue {entry.task!r}: {problem}",
                     hint="Name a registered task (its @job name) and arguments it can take as JSON.",
                     id="sqlqueue.E019",
+                )
+            )
+        elif unfit := get_task(job.task).binding_problem(job.args, job.kwargs):
+            errors.append(
+                checks.Error(
+                    f"SQLQUEUE_SCHEDULE[{key!r}] cannot enqueue {entry.task!r}: {unfit}.",
+                    hint="Give the entry the args and kwargs its task takes: as it is, every tick would be refused.",
+                    id="sqlqueue.E037",
                 )
             )
     if not cronsim_installed() and (crons := [key for key, entry in entries.items() if entry.cron is not None]):

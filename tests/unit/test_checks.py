@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.core import checks
 from django.core.management import call_command
+from django.core.management.base import SystemCheckError
 from django.db import connection, connections
 from django.test import override_settings
 
@@ -401,6 +402,23 @@ def test_a_schedule_that_cannot_enqueue_is_refused(entry: dict[str, Any], proble
     assert error.id == "sqlqueue.E019"
     assert error.msg.startswith(f"SQLQUEUE_SCHEDULE['report'] cannot enqueue {entry['task']!r}: ")
     assert problem in error.msg
+
+
+def test_a_schedule_whose_arguments_the_task_cannot_take_is_an_error() -> None:
+    schedule = {"welcome": {"task": "tests.testapp.tasks.send_welcome", "cron": "0 3 * * *", "args": ["x", "y"]}}
+    with override_settings(SQLQUEUE_SCHEDULE=schedule):
+        errors = check_schedule()
+    assert errors == [
+        checks.Error(
+            "SQLQUEUE_SCHEDULE['welcome'] cannot enqueue 'tests.testapp.tasks.send_welcome': its arguments do not "
+            "fit send_welcome(user_id, *, greeting='Hello'): 2 positional arguments given, but it takes 1 (user_id).",
+            hint="Give the entry the args and kwargs its task takes: as it is, every tick would be refused.",
+            id="sqlqueue.E037",
+        )
+    ]
+    # At `manage.py check`, not at 3 a.m.
+    with override_settings(SQLQUEUE_SCHEDULE=schedule), pytest.raises(SystemCheckError, match=r"sqlqueue\.E037"):
+        call_command("check", stdout=StringIO(), stderr=StringIO())
 
 
 def test_cron_entries_without_cronsim_say_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
