@@ -9,6 +9,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from django.apps import apps
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connections, router
@@ -63,6 +64,7 @@ def register() -> None:
     checks.register(check_schedule)
     checks.register(check_metrics_directory)
     checks.register(check_rate_limit_names)
+    checks.register(check_admin_apps)
 
 
 def check_settings(**kwargs: Any) -> list[checks.CheckMessage]:
@@ -216,4 +218,20 @@ def check_rate_limit_names(**kwargs: Any) -> list[checks.CheckMessage]:
         )
         for task in tasks
         if task.rate_limit is not None and task.rate_limit not in limits
+    ]
+
+
+def check_admin_apps(**kwargs: Any) -> list[checks.CheckMessage]:
+    """With Django's admin installed, ``rangefilter`` is installed too: the job list's date
+    filters render its templates, and without it that page fails with
+    ``TemplateDoesNotExist`` (a 500) instead of a message at start-up."""
+    if not apps.is_installed("django.contrib.admin") or apps.is_installed("rangefilter"):
+        return []
+    return [
+        checks.Error(
+            "The jobs' admin needs 'rangefilter' (django-admin-rangefilter) in INSTALLED_APPS: the job list's "
+            "date filters render its templates.",
+            hint="Add 'rangefilter' to INSTALLED_APPS, e.g. next to 'django_sqlqueue'.",
+            id="sqlqueue.E038",
+        )
     ]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.core import checks
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
@@ -464,3 +465,20 @@ def test_a_task_naming_an_undefined_rate_limit_is_an_error() -> None:
     ]
     with override_settings(SQLQUEUE_RATE_LIMITS="25/s"):
         assert check_rate_limit_names() == []  # E035's to report
+
+
+def test_the_admin_without_rangefilter_is_an_error() -> None:
+    """Not a 500 ``TemplateDoesNotExist`` on the job list: ``manage.py check`` says what to add."""
+    without = [app for app in settings.INSTALLED_APPS if app != "rangefilter"]
+    assert without != settings.INSTALLED_APPS
+    with override_settings(INSTALLED_APPS=without), pytest.raises(SystemCheckError) as excinfo:
+        call_command("check", stdout=StringIO(), stderr=StringIO())
+    assert (
+        "(sqlqueue.E038) The jobs' admin needs 'rangefilter' (django-admin-rangefilter) in INSTALLED_APPS: the "
+        "job list's date filters render its templates.\n\tHINT: Add 'rangefilter' to INSTALLED_APPS, e.g. next to "
+        "'django_sqlqueue'." in str(excinfo.value)
+    )
+    # Without the admin, nothing renders the job list.
+    no_admin = [app for app in without if app != "django.contrib.admin"]
+    with override_settings(INSTALLED_APPS=no_admin):
+        assert "sqlqueue.E038" not in {message.id for message in checks.run_checks()}
