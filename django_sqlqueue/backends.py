@@ -96,7 +96,8 @@ class SQLQueueBackend(BaseTaskBackend):
     def enqueue(self, task: Task[_P, _R], args: list[Any], kwargs: dict[str, Any]) -> TaskResult[_P, _R]:
         """Write the job on the caller's connection, inside the caller's transaction.
 
-        Raises ``InvalidTask``, or ``InvalidJobError`` for arguments that are not plain JSON."""
+        Raises ``InvalidTask``, or ``InvalidJobError`` for arguments that are not plain JSON
+        or that the task's function cannot take."""
         from django_sqlqueue.models import Job
 
         self.validate_task(task)

@@ -33,7 +33,7 @@ from django_sqlqueue.exceptions import SQLQueueError, TaskModuleError
 from django_sqlqueue.metrics import client_installed
 from django_sqlqueue.models import Job
 from django_sqlqueue.recurrence import cronsim_installed
-from django_sqlqueue.registry import registered_tasks
+from django_sqlqueue.registry import get_task, registered_tasks
 from django_sqlqueue.validation import arguments_problem, job_options_problem
 
 _SETTING_IDS = {
@@ -68,6 +68,7 @@ def register() -> None:
     checks.register(check_metrics_directory)
     checks.register(check_rate_limit_names)
     checks.register(check_jobs_database)
+    checks.register(check_admin_apps)
 
 
 def check_settings(**kwargs: Any) -> list[checks.CheckMessage]:
@@ -160,7 +161,8 @@ def check_database_charsets(databases: Sequence[str] | None = None, **kwargs: An
 
 def check_schedule(**kwargs: Any) -> list[checks.CheckMessage]:
     """Every ``SQLQUEUE_SCHEDULE`` entry can be enqueued: its task is registered and its
-    arguments and options are a job's (E019); cron entries have cronsim (E020). The
+    arguments and options are a job's (E019), and its arguments fit the task's function
+    (E037: else every tick would be refused); cron entries have cronsim (E020). The
     entries' shape is ``check_settings``'s (E018)."""
     try:
         entries = conf.SQLQUEUE_SCHEDULE
@@ -181,6 +183,14 @@ def check_schedule(**kwargs: Any) -> list[checks.CheckMessage]:
                     f"SQLQUEUE_SCHEDULE[{key!r}] cannot enqueue {entry.task!r}: {problem}",
                     hint="Name a registered task (its @job name) and arguments it can take as JSON.",
                     id="sqlqueue.E019",
+                )
+            )
+        elif unfit := get_task(job.task).binding_problem(job.args, job.kwargs):
+            errors.append(
+                checks.Error(
+                    f"SQLQUEUE_SCHEDULE[{key!r}] cannot enqueue {entry.task!r}: {unfit}.",
+                    hint="Give the entry the args and kwargs its task takes: as it is, every tick would be refused.",
+                    id="sqlqueue.E037",
                 )
             )
     if not cronsim_installed() and (crons := [key for key, entry in entries.items() if entry.cron is not None]):
@@ -249,5 +259,21 @@ def check_jobs_database(**kwargs: Any) -> list[checks.CheckMessage]:
             f"{DEFAULT_DB_ALIAS!r} (no transaction spans two databases), or route the jobs table to "
             f"{DEFAULT_DB_ALIAS!r}. Silence sqlqueue.W006 if that is what you want.",
             id="sqlqueue.W006",
+        )
+    ]
+
+
+def check_admin_apps(**kwargs: Any) -> list[checks.CheckMessage]:
+    """With Django's admin installed, ``rangefilter`` is installed too: the job list's date
+    filters render its templates, and without it that page fails with
+    ``TemplateDoesNotExist`` (a 500) instead of a message at start-up."""
+    if not apps.is_installed("django.contrib.admin") or apps.is_installed("rangefilter"):
+        return []
+    return [
+        checks.Error(
+            "The jobs' admin needs 'rangefilter' (django-admin-rangefilter) in INSTALLED_APPS: the job list's "
+            "date filters render its templates.",
+            hint="Add 'rangefilter' to INSTALLED_APPS, e.g. next to 'django_sqlqueue'.",
+            id="sqlqueue.E038",
         )
     ]

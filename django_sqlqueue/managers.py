@@ -250,7 +250,7 @@ class JobManager(models.Manager["Job"]):
             template, registered = made
             args = list(args) if isinstance(args, (list, tuple)) else args
             kwargs = {} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs
-            if problem := arguments_problem(args, kwargs):
+            if problem := arguments_problem(args, kwargs) or registered.binding_problem(args, kwargs):
                 raise InvalidJobError(f"Cannot enqueue {registered.name} (row {number}): {problem}.")
             key, limit = keys.concurrency_slot(registered, args, kwargs, key=None, limit=None)
             if key is not None and not key.isascii():
@@ -275,7 +275,7 @@ class JobManager(models.Manager["Job"]):
                 "kept out; enqueue them with enqueue_many."
             )
         template = self._unkeyed(registered, [], {}, **options)
-        _validate(template)
+        _validate(template, bind=False)  # each row's arguments are bound as it comes
         return template, registered
 
     def _storable(self, using: str, task: str, texts: Mapping[str, str | None]) -> None:
@@ -475,16 +475,18 @@ def _checked_delay(delay: Any) -> datetime.timedelta:
     return delay if isinstance(delay, datetime.timedelta) else datetime.timedelta(seconds=delay)
 
 
-def _validate(job: Job) -> None:
+def _validate(job: Job, *, bind: bool = True) -> None:
     """Everything :meth:`JobManager.build` checks, checked again on the job as it is
-    now: ``enqueue_many`` takes jobs a caller may have changed since."""
-    get_task(job.task)
+    now: ``enqueue_many`` takes jobs a caller may have changed since. With ``bind`` (not
+    for a template without arguments), the arguments must fit the task's function too."""
+    registered = get_task(job.task)
     missing = [name for name in ("queue", "priority", "max_attempts") if getattr(job, name) is None]
     if missing:
         problem: str | None = f"{', '.join(missing)} not set: make jobs with Job.objects.build()"
     else:
         problem = (
             arguments_problem(job.args, job.kwargs)
+            or (registered.binding_problem(job.args, job.kwargs) if bind else None)
             or job_options_problem(
                 queue=job.queue, priority=job.priority, max_attempts=job.max_attempts, timeout=job.timeout
             )

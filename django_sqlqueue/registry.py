@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 TASK_NAME_MAX_LENGTH = 255
+#: How many shapes of arguments (how many positional, which names) a task remembers
+#: the binding of: every shape a producer uses, short of one that makes up new names.
+BINDING_SHAPES_KEPT = 1000
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,63 @@ class RegisteredTask:
     unique_queue: bool = False
     #: ``"pruned"``: its jobs keep their key after they end, until they are pruned.
     unique_until: str | None = None
+
+    @functools.cached_property
+    def signature(self) -> inspect.Signature | None:
+        """The arguments a job of this task is called with: ``func``'s signature, less the
+        context a Django task that ``takes_context`` gets first; None when Python cannot
+        read it (some builtins). Read once per task, as every enqueue binds to it."""
+        try:
+            signature = inspect.signature(self.func)
+        except (TypeError, ValueError):
+            return None
+        if self.django_task is not None and self.django_task.takes_context:
+            return signature.replace(parameters=list(signature.parameters.values())[1:])
+        return signature
+
+    @functools.cached_property
+    def _binding_problems(self) -> dict[tuple[int, tuple[str, ...]], str | None]:
+        return {}
+
+    def binding_problem(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
+        """Why a worker could not call the task with ``args`` and ``kwargs`` (an argument
+        missing, unexpected or given twice), or None: so that such a job is refused when
+        it is enqueued, not failed with ``TypeError`` by every attempt.
+
+        Whether arguments bind depends on how many are positional and which names are
+        given, not on their values: the answer is remembered for each such shape (for
+        the first :data:`BINDING_SHAPES_KEPT`), as ``Signature.bind`` costs more than the
+        rest of an enqueue's checks."""
+        shape = (len(args), tuple(kwargs))
+        known = self._binding_problems
+        try:
+            return known[shape]
+        except KeyError:
+            pass
+        problem = self._bind(args, kwargs)
+        if len(known) < BINDING_SHAPES_KEPT:
+            known[shape] = problem
+        return problem
+
+    def _bind(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
+        signature = self.signature
+        if signature is None:
+            return None
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as error:
+            problem = str(error)
+        else:
+            return None
+        if problem == "too many positional arguments":  # Python names no argument here: say how many
+            takes = [p.name for p in signature.parameters.values() if p.kind <= p.POSITIONAL_OR_KEYWORD]
+            most = f"{len(takes)} ({', '.join(takes)})" if takes else "none"
+            problem = f"{len(args)} positional arguments given, but it takes {most}"
+        plain = signature.replace(
+            parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
+            return_annotation=signature.empty,
+        )
+        return f"its arguments do not fit {getattr(self.func, '__name__', self.name)}{plain}: {problem}"
 
 
 _tasks_by_name: dict[str, RegisteredTask] = {}

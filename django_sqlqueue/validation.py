@@ -81,7 +81,14 @@ def _scalar_problem(value: Any) -> str | None:
             return "is -0.0, which PostgreSQL would give back as 0.0"
         return None
     kind = f"{type(value).__module__}.{type(value).__qualname__}".removeprefix("builtins.")
-    return f"is a {kind}, {_NOT_JSON}"
+    return f"is {_a(kind)}, {_NOT_JSON}"
+
+
+def _a(noun: str) -> str:
+    """``noun`` after the article it is spoken with: an object, an int, a set, a uuid.UUID."""
+    start = noun.lower()
+    spoken_you = start.startswith(("uu", "uni", "usa", "use", "usu", "uti"))
+    return f"an {noun}" if start[:1] in ("a", "e", "i", "o", "u") and not spoken_you else f"a {noun}"
 
 
 def _shown(value: Any) -> str:

@@ -44,9 +44,9 @@ class JobOutcome(NamedTuple):
 
 def attempt(job: Job, worker_id: str) -> JobOutcome:
     """Run ``job`` in ``worker_id`` with ``job_started`` and ``job_finished`` sent around
-    it, ``current_job()`` giving its handle meanwhile, and logs the attempt (at INFO, with
-    the fields of :func:`job_fields` as the record's extras). Whatever the task raises is
-    its outcome, never the worker's."""
+    it, ``current_job()`` giving its handle meanwhile, and logs the attempt (at the level
+    of :data:`LOG_LEVELS`, with the fields of :func:`job_fields` as the record's extras).
+    Whatever the task raises is its outcome, never the worker's."""
     with current.JobHandle(job, worker_id):
         _send(signals.job_started, Job, job, job=job)
         began = time.perf_counter()
@@ -56,12 +56,15 @@ def attempt(job: Job, worker_id: str) -> JobOutcome:
             outcome = JobOutcome(job, error=error)
         duration = time.perf_counter() - began
         result = outcome_name(job, outcome.error)
-        if logger.isEnabledFor(logging.INFO):  # its fields cost more than a no-op job
-            logger.info(
-                "Job %s (%s) %s in %.3f s%s",
+        level, said = LOG_LEVELS[result], _SAID[result]
+        if logger.isEnabledFor(level):  # its fields cost more than a no-op job
+            logger.log(
+                level,
+                f"Job %s (%s) attempt %s/%s {said}%s",
                 job.pk,
                 job.task,
-                result,
+                job.attempts,
+                job.max_attempts,
                 duration,
                 "" if outcome.error is None else f": {type(outcome.error).__name__}: {error_message(outcome.error)}",
                 extra=job_fields(job, result, duration),
@@ -81,6 +84,17 @@ def attempt(job: Job, worker_id: str) -> JobOutcome:
 
 #: What an attempt came to: the ``outcome`` of ``job_finished``, of the log line and of the metrics.
 SUCCEEDED, RETRYING, FAILED, CANCELLED = "succeeded", "retrying", "failed", "cancelled"
+#: The level an attempt is logged at, by its outcome: a failure shows at ``runworkers``'
+#: default verbosity (WARNING), and a job that fails for good stands out (ERROR).
+LOG_LEVELS = {SUCCEEDED: logging.INFO, RETRYING: logging.WARNING, FAILED: logging.ERROR, CANCELLED: logging.INFO}
+#: What the log line says of each outcome, with the attempt's run time (not a delay:
+#: the retry's is drawn when the outcome is written).
+_SAID = {
+    SUCCEEDED: "succeeded in %.3f s",
+    RETRYING: "failed after %.3f s and will be retried",
+    FAILED: "failed after %.3f s, its last attempt; the job is FAILED",
+    CANCELLED: "was cancelled after %.3f s",
+}
 
 
 def outcome_name(job: Job, error: BaseException | None) -> str:

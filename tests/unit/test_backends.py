@@ -259,6 +259,21 @@ def test_arguments_must_be_json() -> None:
     assert Job.objects.count() == 0
 
 
+def test_arguments_the_function_cannot_take_are_refused() -> None:
+    with pytest.raises(InvalidJobError) as excinfo:
+        add.enqueue(1, 2, c=3)  # type: ignore[call-arg]
+    assert str(excinfo.value) == (
+        "Cannot enqueue tests.djtasks.tasks.add: its arguments do not fit add(a, b): "
+        "got an unexpected keyword argument 'c'."
+    )
+    # A task that takes its context is given it first by the worker: its arguments are the rest.
+    with pytest.raises(InvalidJobError, match=r"do not fit whoami\(label\): missing a required argument: 'label'"):
+        whoami.enqueue()  # type: ignore[call-arg]
+    assert Job.objects.count() == 0
+    whoami.enqueue("hi")
+    assert Job.objects.count() == 1
+
+
 def test_aenqueue_and_aget_result() -> None:
     result = async_to_sync(async_double.aenqueue)(21)
     assert Job.objects.get().args == [21]

@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.core import checks
 from django.core.management import call_command
+from django.core.management.base import SystemCheckError
 from django.db import connection, connections
 from django.test import override_settings
 
@@ -446,6 +448,23 @@ def test_a_schedule_that_cannot_enqueue_is_refused(entry: dict[str, Any], proble
     assert problem in error.msg
 
 
+def test_a_schedule_whose_arguments_the_task_cannot_take_is_an_error() -> None:
+    schedule = {"welcome": {"task": "tests.testapp.tasks.send_welcome", "cron": "0 3 * * *", "args": ["x", "y"]}}
+    with override_settings(SQLQUEUE_SCHEDULE=schedule):
+        errors = check_schedule()
+    assert errors == [
+        checks.Error(
+            "SQLQUEUE_SCHEDULE['welcome'] cannot enqueue 'tests.testapp.tasks.send_welcome': its arguments do not "
+            "fit send_welcome(user_id, *, greeting='Hello'): 2 positional arguments given, but it takes 1 (user_id).",
+            hint="Give the entry the args and kwargs its task takes: as it is, every tick would be refused.",
+            id="sqlqueue.E037",
+        )
+    ]
+    # At `manage.py check`, not at 3 a.m.
+    with override_settings(SQLQUEUE_SCHEDULE=schedule), pytest.raises(SystemCheckError, match=r"sqlqueue\.E037"):
+        call_command("check", stdout=StringIO(), stderr=StringIO())
+
+
 def test_cron_entries_without_cronsim_say_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("django_sqlqueue.checks.cronsim_installed", lambda: False)
     schedule = {"nightly": {"task": NOOP, "cron": "0 3 * * *"}, "ping": {"task": NOOP, "every": 5}}
@@ -509,3 +528,20 @@ def test_jobs_routed_away_from_default_are_a_warning_that_atomic_does_not_cover_
         ]
     registered: list[Any] = checks.registry.registry.get_checks()
     assert check_jobs_database in registered
+
+
+def test_the_admin_without_rangefilter_is_an_error() -> None:
+    """Not a 500 ``TemplateDoesNotExist`` on the job list: ``manage.py check`` says what to add."""
+    without = [app for app in settings.INSTALLED_APPS if app != "rangefilter"]
+    assert without != settings.INSTALLED_APPS
+    with override_settings(INSTALLED_APPS=without), pytest.raises(SystemCheckError) as excinfo:
+        call_command("check", stdout=StringIO(), stderr=StringIO())
+    assert (
+        "(sqlqueue.E038) The jobs' admin needs 'rangefilter' (django-admin-rangefilter) in INSTALLED_APPS: the "
+        "job list's date filters render its templates.\n\tHINT: Add 'rangefilter' to INSTALLED_APPS, e.g. next to "
+        "'django_sqlqueue'." in str(excinfo.value)
+    )
+    # Without the admin, nothing renders the job list.
+    no_admin = [app for app in without if app != "django.contrib.admin"]
+    with override_settings(INSTALLED_APPS=no_admin):
+        assert "sqlqueue.E038" not in {message.id for message in checks.run_checks()}

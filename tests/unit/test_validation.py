@@ -7,6 +7,7 @@ import datetime
 import decimal
 import json
 import sys
+import uuid
 from typing import Any
 
 import pytest
@@ -61,7 +62,9 @@ def test_json_values_are_accepted(value: Any) -> None:
         (b"bytes", f"value is a bytes, {NOT_JSON}"),
         ({1, 2}, f"value is a set, {NOT_JSON}"),
         (frozenset(), f"value is a frozenset, {NOT_JSON}"),
-        (object(), f"value is a object, {NOT_JSON}"),
+        (object(), f"value is an object, {NOT_JSON}"),
+        (..., f"value is an ellipsis, {NOT_JSON}"),
+        (uuid.UUID(int=1), f"value is a uuid.UUID, {NOT_JSON}"),
         (decimal.Decimal("1.10"), f"value is a decimal.Decimal, {NOT_JSON}"),
         (float("nan"), "value is nan, which JSON cannot represent"),
         (float("inf"), "value is inf, which JSON cannot represent"),
@@ -146,7 +149,7 @@ def test_arguments_accepted() -> None:
             f"kwargs['when'] is a datetime.datetime, {NOT_JSON}",
         ),
         ((1, b"x"), {}, f"args[1] is a bytes, {NOT_JSON}"),
-        ([object()], {}, f"args[0] is a object, {NOT_JSON}"),
+        ([object()], {}, f"args[0] is an object, {NOT_JSON}"),
         ((float("nan"),), {}, "args[0] is nan, which JSON cannot represent"),
         ((), {"ids": {1, 2}}, f"kwargs['ids'] is a set, {NOT_JSON}"),
         ((), {"amount": decimal.Decimal("9.99")}, f"kwargs['amount'] is a decimal.Decimal, {NOT_JSON}"),

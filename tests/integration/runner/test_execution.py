@@ -1,9 +1,12 @@
 """The real ``runworkers`` runs Django tasks: results, context, coroutines, failures
 with their tracebacks in Django's task log, and rows naming no registered task; and
-``@job`` coroutines, and tasks that leave autocommit off."""
+``@job`` coroutines, and tasks that leave autocommit off; and it logs failed attempts
+where its default verbosity shows them."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +14,8 @@ from django_sqlqueue.exceptions import UnknownTaskError
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.tasks_compat import TaskResultStatus
 from tests.djtasks.tasks import add, async_double, fail, whoami
-from tests.support.workers import Workers
+from tests.support.workers import FAST_CLOCKS, KEEP_FINISHED, ROOT, Workers
+from tests.testapp import tasks
 from tests.testapp.models import Receipt
 from tests.testapp.tasks import async_receipt, autocommit_left_off
 
@@ -76,3 +80,47 @@ def test_runworkers_runs_async_jobs_and_fails_tasks_that_leave_autocommit_off(
     assert (done.status, done.result) == (JobStatus.SUCCESSFUL, {"attempt": 1, "receipts": 1})
     assert (left.status, left.last_error_class) == (JobStatus.FAILED, "django_sqlqueue.exceptions.TransactionLeftOpen")
     assert list(Receipt.objects.values_list("token", flat=True)) == ["async"]
+
+
+def test_failed_attempts_show_on_stderr_at_the_default_verbosity(child_env: dict[str, str], python: str) -> None:
+    """At ``-v 1`` (WARNING) a failed attempt with attempts left is one line, the last
+    failed attempt another; a success (INFO) is not shown."""
+    retried = Job.objects.enqueue(tasks.fail, ("boom",), max_attempts=2)
+    failed = Job.objects.enqueue(tasks.fail, ("bang",), max_attempts=1)
+    done = Job.objects.enqueue(tasks.add, (1, 2))
+    run = subprocess.run(
+        [python, "manage.py", "runworkers", "--burst", "--processes", "1"],
+        cwd=ROOT,
+        # The retry an hour away: the burst ends before it.
+        env={
+            **child_env,
+            **FAST_CLOCKS,
+            **KEEP_FINISHED,
+            "SQLQUEUE_RETRY_BACKOFF": "3600",
+            "SQLQUEUE_RETRY_BACKOFF_MAX": "3600",
+        },
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    seconds = r"[0-9]+\.[0-9]{3} s"
+    assert re.search(
+        rf"^Job {retried.pk} \(testapp\.fail\) attempt 1/2 failed after {seconds} and will be retried: "
+        r"RuntimeError: boom$",
+        run.stderr,
+        re.MULTILINE,
+    ), run.stderr
+    assert re.search(
+        rf"^Job {failed.pk} \(testapp\.fail\) attempt 1/1 failed after {seconds}, its last attempt; "
+        r"the job is FAILED: RuntimeError: bang$",
+        run.stderr,
+        re.MULTILINE,
+    ), run.stderr
+    assert f"Job {done.pk} " not in run.stderr
+    assert [Job.objects.get(pk=job.pk).status for job in (retried, failed, done)] == [
+        JobStatus.READY,
+        JobStatus.FAILED,
+        JobStatus.SUCCESSFUL,
+    ]

@@ -21,7 +21,7 @@ from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.validation import MAX_DELAY
 from tests.support.hostile import HOLDS_NUL, HOLDS_SURROGATE, PAST_64_BITS, TOO_DEEP, holding_itself, nested
 from tests.support.spies import counting
-from tests.testapp.tasks import noop, report
+from tests.testapp.tasks import noop, report, send_welcome
 
 pytestmark = pytest.mark.django_db
 
@@ -200,7 +200,7 @@ def test_unknown_task_is_refused(task: Any, message: str) -> None:
             f"kwargs['when'] is a datetime.datetime, {NOT_JSON}",
         ),
         ((b"raw",), {}, f"args[0] is a bytes, {NOT_JSON}"),
-        ((1, object()), {}, f"args[1] is a object, {NOT_JSON}"),
+        ((1, object()), {}, f"args[1] is an object, {NOT_JSON}"),
         ((float("nan"),), {}, "args[0] is nan, which JSON cannot represent"),
         ((), {"ids": {1, 2}}, f"kwargs['ids'] is a set, {NOT_JSON}"),
         ((), {"by_id": {1: "a"}}, "kwargs['by_id'] has the key 1: JSON object keys must be strings"),
@@ -213,6 +213,33 @@ def test_arguments_that_are_not_json_are_refused(args: Any, kwargs: Any, problem
         Job.objects.enqueue(noop, args, kwargs)
     assert str(excinfo.value) == f"Cannot enqueue tests.testapp.tasks.noop: {problem}."
     assert Job.objects.count() == 0
+
+
+WELCOME = "tests.testapp.tasks.send_welcome: its arguments do not fit send_welcome(user_id, *, greeting='Hello')"
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "problem"),
+    [
+        ((), {}, "missing a required argument: 'user_id'"),
+        ((1,), {"greting": "Hi"}, "got an unexpected keyword argument 'greting'"),
+        ((1, "Hi"), {}, "2 positional arguments given, but it takes 1 (user_id)"),
+        ((1,), {"user_id": 2}, "multiple values for argument 'user_id'"),
+    ],
+    ids=["missing", "unexpected", "too-many", "twice"],
+)
+def test_arguments_the_task_cannot_take_are_refused(args: Any, kwargs: Any, problem: str) -> None:
+    """Refused at enqueue, naming the argument, rather than failed by every attempt with TypeError."""
+    with pytest.raises(InvalidJobError) as excinfo:
+        Job.objects.enqueue(send_welcome, args, kwargs)
+    assert str(excinfo.value) == f"Cannot enqueue {WELCOME}: {problem}."
+    with pytest.raises(InvalidJobError) as excinfo:
+        Job.objects.enqueue_many([Job.objects.build(send_welcome, [1]), Job.objects.build(send_welcome, args, kwargs)])
+    assert str(excinfo.value) == f"Cannot enqueue {WELCOME}: {problem}."
+    assert Job.objects.count() == 0
+    Job.objects.enqueue(send_welcome, [1], {"greeting": "Hi"})
+    Job.objects.enqueue(send_welcome, [], {"user_id": 1})
+    assert Job.objects.count() == 2
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ def claim_one_of_each() -> list[Job]:
     timeout, a concurrency key, a unique key kept until pruned), claimed together."""
     Job.objects.enqueue(noop)
     Job.objects.enqueue(
-        report,
+        noop,
         ("ünïcode ✓",),
         {"nested": {"list": [1, 2.5, None, True]}},
         priority=3,
@@ -118,7 +118,7 @@ def test_receivers_of_init_signals_see_every_claimed_job(signal: Any) -> None:
 
 @pytest.mark.django_db
 def test_rows_are_converted_as_the_orm_converts_them() -> None:
-    Job.objects.enqueue(report, ("x",), {"a": [1]}, timeout=1.5)
+    Job.objects.enqueue(noop, ("x",), {"a": [1]}, timeout=1.5)
     rows = JobRows(Job, connection)
     table = connection.ops.quote_name(Job._meta.db_table)
     with connection.cursor() as cursor:
@@ -132,7 +132,7 @@ def test_rows_are_converted_as_the_orm_converts_them() -> None:
 def test_empty_json_is_read_without_the_decoder_into_a_list_or_dict_of_each_jobs_own(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    Job.objects.enqueue_many([Job.objects.build(noop), Job.objects.build(report, ("x",), {"a": [1]})])
+    Job.objects.enqueue_many([Job.objects.build(noop), Job.objects.build(noop, ("x",), {"a": [1]})])
     decoded: list[str] = []
     loads = json.loads
 

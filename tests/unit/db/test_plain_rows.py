@@ -112,6 +112,12 @@ def test_rows_go_in_statements_of_batch_size_rows() -> None:
         (({"a": 1}, [], None), UnknownTaskError, "{'a': 1} is not a registered task"),
         ((per_tenant, [], {}), InvalidJobError, "tenant"),
         ((sync_order, [1], None), InvalidJobError, "has @job(unique=...): enqueue_rows cannot say"),
+        (
+            (send_welcome, [], {"greting": "Hi"}),
+            InvalidJobError,
+            "Cannot enqueue tests.testapp.tasks.send_welcome (row 3): its arguments do not fit "
+            "send_welcome(user_id, *, greeting='Hello'): missing a required argument: 'user_id'.",
+        ),
     ],
 )
 def test_a_bad_row_anywhere_writes_nothing(bad: Any, error: type[Exception], message: str) -> None:

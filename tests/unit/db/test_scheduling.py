@@ -130,6 +130,19 @@ def test_an_unregistered_task_never_enqueues_and_stays_due(caplog: pytest.LogCap
     assert "Schedule 'gone' did not enqueue: UnknownTaskError" in caplog.text
 
 
+def test_arguments_the_task_cannot_take_never_enqueue(caplog: pytest.LogCaptureFixture) -> None:
+    """The tick is refused (and sqlqueue.E037 says so at check time), not a job that fails every run."""
+    welcome = "tests.testapp.tasks.send_welcome"
+    scheduling.sync(entries(welcome={"task": welcome, "every": 60, "kwargs": {"user": 1}}), DB)
+    rewind("welcome", 120)
+    assert scheduling.tick(DB) == 0
+    assert not Job.objects.exists()
+    assert (
+        f"Schedule 'welcome' did not enqueue: InvalidJobError: Cannot enqueue {welcome}: its arguments do not fit "
+        "send_welcome(user_id, *, greeting='Hello'): missing a required argument: 'user_id'." in caplog.text
+    )
+
+
 def test_a_problem_is_logged_once_until_its_row_fires(caplog: pytest.LogCaptureFixture) -> None:
     scheduling.sync(entries(gone={"task": "no.such.task", "every": 60}), DB)
     rewind("gone", 120)

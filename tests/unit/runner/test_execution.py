@@ -186,12 +186,18 @@ def test_a_row_naming_an_unregistered_task_imports_nothing() -> None:
 
 
 @pytest.mark.parametrize(
-    ("max_attempts", "outcome"),
-    [(1, execution.FAILED), (2, execution.RETRYING)],
+    ("max_attempts", "outcome", "level", "said"),
+    [
+        (1, execution.FAILED, logging.ERROR, "attempt 1/1 failed after {:.3f} s, its last attempt; the job is FAILED"),
+        (2, execution.RETRYING, logging.WARNING, "attempt 1/2 failed after {:.3f} s and will be retried"),
+    ],
 )
 def test_an_attempt_is_logged_and_signalled_with_its_outcome_and_duration(
-    max_attempts: int, outcome: str, caplog: pytest.LogCaptureFixture
+    max_attempts: int, outcome: str, level: int, said: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """A failed attempt is a WARNING, and the last one an ERROR, so that both show at
+    runworkers' default verbosity; the line says which attempt it was, of how many, and
+    that its seconds are how long it ran (not when it is retried)."""
     received: list[dict[str, Any]] = []
 
     def finished(**kwargs: Any) -> None:
@@ -215,11 +221,15 @@ def test_an_attempt_is_logged_and_signalled_with_its_outcome_and_duration(
     logged = [record for record in caplog.records if record.name == "django_sqlqueue.runner.execution"]
     assert [(record.levelno, record.outcome, record.attempt, record.queue) for record in logged] == [  # type: ignore[attr-defined]
         (logging.INFO, execution.SUCCEEDED, 1, "reports"),
-        (logging.INFO, outcome, 1, received[1]["job"].queue),
+        (level, outcome, 1, received[1]["job"].queue),
     ]
+    assert logged[0].getMessage() == (
+        f"Job {received[0]['job'].pk} (tests.testapp.tasks.report) attempt 1/{max_attempts} succeeded in "
+        f"{received[0]['duration']:.3f} s"
+    )
     assert logged[1].getMessage() == (
-        f"Job {received[1]['job'].pk} (tests.djtasks.tasks.fail) {outcome} in "
-        f"{received[1]['duration']:.3f} s: ValueError: boom"
+        f"Job {received[1]['job'].pk} (tests.djtasks.tasks.fail) {said.format(received[1]['duration'])}: "
+        "ValueError: boom"
     )
     assert (logged[1].job_id, logged[1].task) == (received[1]["job"].pk, "tests.djtasks.tasks.fail")  # type: ignore[attr-defined]
 
