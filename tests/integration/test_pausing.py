@@ -57,5 +57,5 @@ def test_a_running_job_finishes_and_the_status_line_names_the_paused_queue(start
     time.sleep(1.5)
     assert status_of(waiting) == JobStatus.READY
     assert workers.stop() == 0, workers.text()
-    assert workers.text().rstrip().splitlines()[-1].endswith(", paused default")
+    assert workers.text().rstrip().splitlines()[-1].endswith("; paused default")
     assert status_of(waiting) == JobStatus.READY
