@@ -13,6 +13,7 @@ import time
 from django.db import transaction
 
 from django_sqlqueue.conf import conf, queue_name_problem
+from django_sqlqueue.db import charsets
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.notifying import QUEUES_CHANGED, notify
 from django_sqlqueue.db.routing import queue_db
@@ -25,11 +26,11 @@ REFRESH_SECONDS = 1.0
 def pause_queue(name: str, reason: str = "") -> bool:
     """Stop workers claiming from queue ``name`` (within a second); True if it was not
     paused already. Pausing a paused queue changes nothing, not even its reason."""
-    _check(name)
-    alias = queue_db(PausedQueue)
+    reason = reason[:255]
+    alias = _checked(name, reason=reason)
     with transaction.atomic(using=alias):
         _, created = PausedQueue.objects.using(alias).get_or_create(
-            queue=name, defaults={"reason": reason[:255], "paused_at": DatabaseNow()}
+            queue=name, defaults={"reason": reason, "paused_at": DatabaseNow()}
         )
         if created:
             notify(alias, QUEUES_CHANGED)
@@ -38,8 +39,7 @@ def pause_queue(name: str, reason: str = "") -> bool:
 
 def resume_queue(name: str) -> bool:
     """Let workers claim from queue ``name`` again; True if it was paused."""
-    _check(name)
-    alias = queue_db(PausedQueue)
+    alias = _checked(name)
     with transaction.atomic(using=alias):
         deleted, _ = PausedQueue.objects.using(alias).filter(queue=name).delete()
         if deleted:
@@ -52,12 +52,20 @@ def paused_queues(using: str | None = None) -> dict[str, PausedQueue]:
     return {paused.queue: paused for paused in PausedQueue.objects.using(queue_db(PausedQueue, using))}
 
 
-def _check(name: object) -> None:
+def _checked(name: str, **texts: str) -> str:
+    """The alias of the paused queues' database, once ``name`` is a queue's and it and
+    ``texts`` (other columns' text) are what that database can store: a character
+    outside a MySQL table's or connection's character set would fail the statement
+    with a raw error or be written as ``?``."""
     if problem := queue_name_problem(name):
         raise ValueError(f"{problem}.")
     queues = conf.SQLQUEUE_QUEUES
     if queues is not None and name not in queues:
         raise ValueError(f"{name!r} is not one of SQLQUEUE_QUEUES {sorted(queues)}.")
+    alias = queue_db(PausedQueue)
+    if problem := charsets.unstorable(PausedQueue, alias, {"queue": name, **texts}):
+        raise ValueError(f"Cannot store the pause of queue {name!r}: {problem}.")
+    return alias
 
 
 class PausedQueues:

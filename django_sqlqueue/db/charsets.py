@@ -1,27 +1,26 @@
-"""What a MySQL/MariaDB database can store of a new job's text, by the character sets
-it travels through: the connection's and each column's.
+"""What a MySQL/MariaDB database can store of the queue's text (a new job's, a pause's,
+a worker's name), by the character sets it travels through: the connection's and each
+column's.
 
 A table in ``latin1`` (MariaDB's compiled-in default) or ``utf8mb3`` (common in older
 schemas), or a connection in either, cannot hold every character: in strict mode the
 insert fails with a raw ``OperationalError`` 1366, and otherwise the character is
 stored as ``?``, so a job lands on a queue no worker claims from, or a unique key
-matches no holder. ``enqueue`` asks here first and refuses such a job; the system
-checks ``sqlqueue.W003``-``W005`` say what to change. PostgreSQL and SQLite store
-every character the validation lets through."""
+matches no holder; a connection in utf8mb3 fails even a query with 1267 ("Illegal mix
+of collations") on a character outside it. ``enqueue``, ``pause_queue`` and
+``runworkers`` ask here first and refuse such text; the system checks
+``sqlqueue.W003``-``W005`` say what to change. PostgreSQL and SQLite store every
+character the validation lets through."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
-from django.db import connections
+from django.db import connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.validation import charset_problem
-
-if TYPE_CHECKING:
-    from django_sqlqueue.models import Job
 
 #: The character set that holds every character, the one the queue's tables and
 #: connections need on MySQL/MariaDB.
@@ -35,7 +34,7 @@ class TextCharsets:
     columns of a table, read once per connection: what the text written to each column
     must fit. Empty on other databases."""
 
-    def __init__(self, model: type[Job], connection: BaseDatabaseWrapper) -> None:
+    def __init__(self, model: type[models.Model], connection: BaseDatabaseWrapper) -> None:
         #: Each text column's character sets, in the order the text meets them.
         self.columns: dict[str, list[tuple[str, str]]] = {}
         if connection.vendor != "mysql":
@@ -45,11 +44,11 @@ class TextCharsets:
             self.columns[column] = [*session, (f"the column {table}.{column}", charset)]
 
 
-#: Each connection's :class:`TextCharsets` of the jobs table.
+#: Each connection's :class:`TextCharsets` of each of the queue's tables.
 text_charsets = PerConnection(TextCharsets)
 
 
-def unstorable(model: type[Job], using: str, texts: Mapping[str, str | None]) -> str | None:
+def unstorable(model: type[models.Model], using: str, texts: Mapping[str, str | None]) -> str | None:
     """Why ``using``'s database would not store one of ``texts`` (a column's name to
     the text written to it) as itself, naming the column and the character set; None
     when it stores them all. Text in ASCII, which every character set holds, passes

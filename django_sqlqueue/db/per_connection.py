@@ -18,32 +18,32 @@ from __future__ import annotations
 import itertools
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from django.core.signals import setting_changed
+from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-if TYPE_CHECKING:
-    from django_sqlqueue.models import Job
-
 Made = TypeVar("Made")
+#: The model things are made for: the jobs table's for most, any of the queue's tables'.
+Model = TypeVar("Model", bound=models.Model)
 
 #: The attribute of a connection object that holds what was made for it.
 _ATTRIBUTE = "_sqlqueue_per_connection"
 
 
-class PerConnection(Generic[Made]):
+class PerConnection(Generic[Model, Made]):
     """``make(model, connection)``, made once for each connection and model."""
 
     _generations = itertools.count()
-    _every: weakref.WeakSet[PerConnection[Any]] = weakref.WeakSet()
+    _every: weakref.WeakSet[PerConnection[Any, Any]] = weakref.WeakSet()
 
-    def __init__(self, make: Callable[[type[Job], BaseDatabaseWrapper], Made]) -> None:
+    def __init__(self, make: Callable[[type[Model], BaseDatabaseWrapper], Made]) -> None:
         self._make = make
         self._generation = next(self._generations)
         self._every.add(self)
 
-    def __call__(self, model: type[Job], connection: BaseDatabaseWrapper) -> Made:
+    def __call__(self, model: type[Model], connection: BaseDatabaseWrapper) -> Made:
         if not isinstance(connection, BaseDatabaseWrapper):
             # ``django.db.connection`` is one proxy for every thread's connection.
             raise TypeError(f"a connection object is needed (connections[alias]), not {connection!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -12,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django_sqlqueue import pause_queue, resume_queue
 from django_sqlqueue.models import Job, JobStatus, PausedQueue
 from django_sqlqueue.pausing import REFRESH_SECONDS, PausedQueues, paused_queues
+from tests.support.charsets import column_in, session_variable
 from tests.testapp.tasks import noop
 
 pytestmark = pytest.mark.django_db
@@ -99,3 +101,38 @@ def test_a_worker_reads_the_paused_queues_at_most_once_a_second(monkeypatch: pyt
         assert paused.current() == {"mail"}
         resume_queue("mail")
         assert paused.current(changed=True) == frozenset()  # a NOTIFY said so: read at once
+
+
+mysql_only = pytest.mark.skipif(connection.vendor != "mysql", reason="only MySQL/MariaDB tables have character sets")
+
+
+@mysql_only
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("strict", [True, False], ids=["strict", "not-strict"])
+def test_a_reason_outside_the_tables_charset_is_refused_and_nothing_written(strict: bool) -> None:
+    # Before: a raw OperationalError 1366 in strict mode, the reason stored as ??? without it.
+    table = PausedQueue._meta.db_table
+    with column_in("latin1", table, "reason"), session_variable("sql_mode", "STRICT_TRANS_TABLES" if strict else ""):
+        refused = (
+            "Cannot store the pause of queue 'mail': reason 'провайдер' holds 'п' (U+043F), which the character "
+            f"set latin1 cannot store (the column {table}.reason; the queue needs utf8mb4)."
+        )
+        with pytest.raises(ValueError, match=f"^{re.escape(refused)}$"):
+            pause_queue("mail", "провайдер")
+        assert not PausedQueue.objects.exists()
+        assert pause_queue("mail", "répört €") is True
+        assert PausedQueue.objects.get().reason == "répört €"
+
+
+@mysql_only
+@pytest.mark.django_db(transaction=True)
+def test_a_queue_name_outside_the_connections_charset_is_refused() -> None:
+    # Before: a raw OperationalError 1267 ("Illegal mix of collations") from the lookup.
+    with session_variable("character_set_client", "utf8mb3"), session_variable("character_set_connection", "utf8mb3"):
+        problem = "queue '🙂' holds '🙂' (U+1F642), which the character set utf8mb3 cannot store"
+        for act in (pause_queue, resume_queue):
+            with pytest.raises(ValueError, match=re.escape(f"{problem} (this connection's character_set_client;")):
+                act("🙂")
+        assert pause_queue("レポート") is True
+        assert resume_queue("レポート") is True
+    assert not PausedQueue.objects.exists()

@@ -10,13 +10,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
+from django.db import models
 
 from django_sqlqueue.conf import conf
+from django_sqlqueue.db import charsets
+from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.exceptions import TaskModuleError
 from django_sqlqueue.logs import LOG_FORMATS, TEXT, configure_logging, logging_restored
 from django_sqlqueue.management.arguments import claim_limit, name_prefix, positive_int, queue_list, tcp_port
 from django_sqlqueue.management.migrated import QueueCommand
 from django_sqlqueue.metrics import INSTALL_HINT, client_installed
+from django_sqlqueue.models import Job, Leader, Worker
 from django_sqlqueue.registry import autodiscover
 from django_sqlqueue.runner.capacity import connections_problem
 from django_sqlqueue.runner.supervisor import Options, Supervisor
@@ -105,6 +109,8 @@ class Command(QueueCommand):
         allowed = conf.SQLQUEUE_QUEUES
         if queues and allowed is not None and (unknown := sorted(set(queues) - allowed)):
             raise CommandError(f"--queues names {unknown}, not in SQLQUEUE_QUEUES {sorted(allowed)}.")
+        if problem := _unstorable_name(queues or [], name):
+            raise CommandError(problem)
         try:
             # Here, not in each process: a broken tasks module stops the start, named.
             autodiscover()
@@ -158,6 +164,21 @@ class Command(QueueCommand):
         self.stdout.write(text, ending=ending)
         self.stdout.flush()
         sys.stdout.flush()
+
+
+def _unstorable_name(queues: list[str], prefix: str) -> str | None:
+    """Why a ``--queues`` name or the ``--name`` prefix is text the database cannot
+    store or compare as itself (a character outside a MySQL table's or connection's
+    character set), or None. Unrefused, every worker died at start-up on the raw error
+    of its first claim or its registration, and was started again."""
+    texts: list[tuple[str, type[models.Model], str, str]] = [("--queues", Job, "queue", queue) for queue in queues]
+    texts += [
+        ("--name", model, column, prefix) for model, column in ((Job, "worker"), (Worker, "name"), (Leader, "holder"))
+    ]
+    for option, model, column, text in texts:
+        if problem := charsets.unstorable(model, queue_db(model), {column: text}):
+            return f"{option}: {problem}."
+    return None
 
 
 @contextlib.contextmanager

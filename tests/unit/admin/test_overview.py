@@ -7,6 +7,7 @@ import functools
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
@@ -17,6 +18,7 @@ from django_sqlqueue.admin.throughput import LAST_HOUR, LAST_WEEK
 from django_sqlqueue.counting import queue_counts
 from django_sqlqueue.models import JobStatus, PausedQueue
 from tests.support.admin_helpers import CHANGELIST, make_job, messages_of, staff_client
+from tests.support.charsets import column_in
 from tests.unit.test_counting import analyze_on_postgresql
 
 pytestmark = pytest.mark.django_db
@@ -142,4 +144,15 @@ def test_a_viewer_sees_no_buttons_and_may_not_post(django_user_model: Any) -> No
     assert 'class="pause-queue"' not in viewer.get(OVERVIEW).content.decode()
     assert viewer.post(f"{OVERVIEW}pause/", {"queue": "default"}).status_code == 403
     assert viewer.get(f"{OVERVIEW}pause/").status_code == 405
+    assert not PausedQueue.objects.exists()
+
+
+@pytest.mark.skipif(connection.vendor != "mysql", reason="only MySQL/MariaDB tables have character sets")
+@pytest.mark.django_db(transaction=True)
+def test_a_reason_the_table_cannot_store_is_an_error_message(admin_client: Client) -> None:
+    # Before: a 500, from the raw OperationalError 1366 on a latin1 table in strict mode.
+    with column_in("latin1", PausedQueue._meta.db_table, "reason"):
+        response = admin_client.post(f"{OVERVIEW}pause/", {"queue": "default", "reason": "провайдер"}, follow=True)
+    [message] = messages_of(response)
+    assert message.startswith("Cannot store the pause of queue 'default': reason 'провайдер' holds 'п' (U+043F)")
     assert not PausedQueue.objects.exists()

@@ -16,6 +16,7 @@ from django_sqlqueue.db.capacity import server_connections
 from django_sqlqueue.management.commands import runworkers
 from django_sqlqueue.models import Worker
 from django_sqlqueue.runner.naming import longest_prefix
+from tests.support.charsets import session_variable
 
 
 @pytest.mark.parametrize(
@@ -122,3 +123,22 @@ def test_the_connections_counted_are_those_of_the_threads_left_after_the_batch_s
     call_command("runworkers", *args, stdout=StringIO(), stderr=err)
     assert f"--threads {server.limit} is more than the batch size (1)" in err.getvalue()
     assert [(options.processes, options.threads) for options in started] == [(1, 1)]
+
+
+@pytest.mark.skipif(connection.vendor != "mysql", reason="only MySQL/MariaDB connections have character sets")
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--queues", "mail,🙂"], "--queues: queue '🙂' holds '🙂' (U+1F642), which the character set utf8mb3"),
+        (["--name", "🙂-"], "--name: worker '🙂-' holds '🙂' (U+1F642), which the character set utf8mb3"),
+    ],
+)
+def test_a_name_the_connection_cannot_carry_is_refused_before_anything_starts(
+    monkeypatch: pytest.MonkeyPatch, args: list[str], message: str
+) -> None:
+    # Before: every worker died at start-up on a raw OperationalError 1267 ("Illegal mix of collations").
+    monkeypatch.setattr(runworkers, "Supervisor", lambda *args, **kwargs: pytest.fail("the supervisor started"))
+    with session_variable("character_set_client", "utf8mb3"), pytest.raises(CommandError, match=re.escape(message)):
+        call_command("runworkers", "--burst", *args, stdout=StringIO())
+    assert not Worker.objects.exists()
