@@ -77,12 +77,13 @@ def test_a_lease_holder_is_only_its_exact_name() -> None:
     assert leadership.acquire("reports", lease, DEFAULT_DB_ALIAS) is True
     assert [leadership.acquire(name, lease, DEFAULT_DB_ALIAS) for name in NAMES[1:]] == [False] * 4
     for name in NAMES:
-        Leader.objects.create(role=name, holder="h", expires_at=datetime.datetime(2100, 1, 1, tzinfo=datetime.UTC))
+        far = datetime.datetime(2100, 1, 1, tzinfo=datetime.timezone.utc)
+        Leader.objects.create(role=name, holder="h", expires_at=far)
     assert Leader.objects.filter(role__in=NAMES).count() == len(NAMES)
 
 
 def test_schedule_and_rate_limit_names_are_exact() -> None:
-    start = datetime.datetime(2100, 1, 1, tzinfo=datetime.UTC)
+    start = datetime.datetime(2100, 1, 1, tzinfo=datetime.timezone.utc)
     for name in NAMES:
         Schedule.objects.create(key=name, task="t", expression="every 1", tz="UTC", missed="skip", last_tick_at=start)
         RateBucket.objects.create(name=name, tokens=1)
