@@ -27,7 +27,7 @@ def test_made_once_for_each_connection_and_model() -> None:
     default, other = connections["default"], connections.create_connection("default")
     assert cached(Job, default) is cached(Job, default)
     assert cached(Job, other) is not cached(Job, default)
-    assert cached(Worker, default) is not cached(Job, default)  # type: ignore[arg-type]
+    assert cached(Worker, default) is not cached(Job, default)
     assert calls == [("Job", "default"), ("Job", "default"), ("Worker", "default")]
     cached.forget()
     cached(Job, default)
@@ -37,7 +37,7 @@ def test_made_once_for_each_connection_and_model() -> None:
 def test_let_go_with_its_connection_though_it_holds_it() -> None:
     """What is made holds its connection (a compiler does): a connection object that
     its thread let go must still be collected, as Django's would be."""
-    cached = PerConnection(lambda model, connection: [connection])
+    cached: PerConnection[Any, list[Any]] = PerConnection(lambda model, connection: [connection])
     other = connections.create_connection("default")
     cached(Job, other)
     gone = weakref.ref(other)
@@ -47,7 +47,7 @@ def test_let_go_with_its_connection_though_it_holds_it() -> None:
 
 
 def test_refuses_the_proxy_that_stands_for_every_threads_connection() -> None:
-    cached = PerConnection(lambda model, connection: object())
+    cached: PerConnection[Any, object] = PerConnection(lambda model, connection: object())
     with pytest.raises(TypeError, match="a connection object is needed"):
         cached(Job, connection)
 
@@ -57,7 +57,7 @@ def test_made_again_when_the_clock_settings_change(setting: str) -> None:
     """What is made holds the database's clock as those settings compile it (a
     claim's ``started_at``, its candidates' ``run_at``): a test that overrides them
     must not meet what was made before."""
-    cached = PerConnection(lambda model, connection: object())
+    cached: PerConnection[Any, object] = PerConnection(lambda model, connection: object())
     default = connections["default"]
     before = cached(Job, default)
     assert cached(Job, default) is before
@@ -68,7 +68,7 @@ def test_made_again_when_the_clock_settings_change(setting: str) -> None:
 
 
 def test_kept_when_another_setting_changes() -> None:
-    cached = PerConnection(lambda model, connection: object())
+    cached: PerConnection[Any, object] = PerConnection(lambda model, connection: object())
     before = cached(Job, connections["default"])
     with override_settings(SQLQUEUE_BATCH_SIZE=7):
         assert cached(Job, connections["default"]) is before
