@@ -11,9 +11,9 @@ from django.core.management import CommandError, call_command
 from django.db import DEFAULT_DB_ALIAS
 from django.test import override_settings
 
-from django_sqlqueue.db import scheduling
+from django_sqlqueue.db import recurrence
 from django_sqlqueue.models import Schedule
-from django_sqlqueue.recurrence import parse_schedule
+from django_sqlqueue.rules.recurrence import parse_schedule
 
 NOOP = "tests.testapp.tasks.noop"
 SCHEDULE = {
@@ -43,8 +43,8 @@ def test_lists_each_entry_with_its_next_run_times_in_its_time_zone() -> None:
 @pytest.mark.django_db
 @override_settings(SQLQUEUE_SCHEDULE=SCHEDULE)
 def test_shows_the_last_run_when_the_table_is_there() -> None:
-    scheduling.sync(parse_schedule(SCHEDULE, "UTC"), DEFAULT_DB_ALIAS)
-    job = scheduling.run_now(Schedule.objects.get(key="nightly"), DEFAULT_DB_ALIAS)
+    recurrence.sync(parse_schedule(SCHEDULE, "UTC"), DEFAULT_DB_ALIAS)
+    job = recurrence.run_now(Schedule.objects.get(key="nightly"), DEFAULT_DB_ALIAS)
     lines = schedule("--count", "1").splitlines()
     assert lines[1].startswith("  last run: ")
     assert lines[1].endswith(f" (job #{job.pk})")

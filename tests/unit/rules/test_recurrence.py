@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from django_sqlqueue.recurrence import ALL_AT_ONCE, LATEST_WITHIN, ON_TIME, Entry, due, parse_entry, parse_schedule
+from django_sqlqueue.rules.recurrence import (
+    ALL_AT_ONCE,
+    LATEST_WITHIN,
+    ON_TIME,
+    Entry,
+    due,
+    parse_entry,
+    parse_schedule,
+)
 
 UTC = datetime.timezone.utc
 SECOND = datetime.timedelta(seconds=1)

@@ -22,7 +22,7 @@ from django_sqlqueue.db.clock import DatabaseNow, database_now
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
 from django_sqlqueue.models import Job, Schedule
-from django_sqlqueue.recurrence import Entry, due
+from django_sqlqueue.rules.recurrence import Entry, due
 
 logger = logging.getLogger(__name__)
 
