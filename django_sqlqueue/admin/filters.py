@@ -14,6 +14,7 @@ from django.utils.functional import cached_property
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.rules import registry
+from django_sqlqueue.rules.queues import offered_queues
 
 #: A filtered changelist counts its rows up to this many and no further.
 COUNT_CAP = 10_000
@@ -84,9 +85,8 @@ class QueueFilter(ChoicesFromCodeFilter):
     parameter_name = "queue"
 
     def values(self) -> set[str]:
-        if (allowed := conf.SQLQUEUE_QUEUES) is not None:
-            return set(allowed)
-        return {conf.SQLQUEUE_DEFAULT_QUEUE} | {task.queue for task in registry.registered_tasks() if task.queue}
+        registered = (task.queue for task in registry.registered_tasks() if task.queue)
+        return offered_queues(conf.SQLQUEUE_QUEUES, conf.SQLQUEUE_DEFAULT_QUEUE, registered)
 
 
 class TaskFilter(ChoicesFromCodeFilter):

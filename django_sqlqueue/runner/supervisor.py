@@ -26,11 +26,11 @@ from django.db import Error, close_old_connections, connections
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import leadership, pruning, recurrence
+from django_sqlqueue.db.pausing import paused_queues
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.exceptions import JobCancelled, JobTimeout, WorkerLost
 from django_sqlqueue.models import Job, Leader, Schedule, Worker
-from django_sqlqueue.pausing import paused_queues
 from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.capacity import connections_per_process
 from django_sqlqueue.runner.config import WorkerConfig

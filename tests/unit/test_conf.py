@@ -173,7 +173,7 @@ def test_django_settings_are_asked_once_until_a_setting_changes(monkeypatch: pyt
         (
             {"SQLQUEUE_QUEUES": ["mail", "reports"]},
             "SQLQUEUE_DEFAULT_QUEUE",
-            "SQLQUEUE_DEFAULT_QUEUE 'default' is not one of SQLQUEUE_QUEUES ['mail', 'reports'].",
+            "SQLQUEUE_DEFAULT_QUEUE: queue 'default' is not one of SQLQUEUE_QUEUES ['mail', 'reports'].",
         ),
         (
             {"SQLQUEUE_MAX_ATTEMPTS": 0},

@@ -22,8 +22,6 @@ from django_sqlqueue.status import JobStatus
 if TYPE_CHECKING:
     from django_sqlqueue.models import Job
 
-CONCURRENCY_KEY_MAX_LENGTH = 255
-
 
 class Candidate(Protocol):
     """What admission reads of a candidate: a :class:`Job`, or a row of these values."""
