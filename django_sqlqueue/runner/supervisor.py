@@ -29,6 +29,7 @@ from django_sqlqueue.db import leadership, pruning, scheduling
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.exceptions import JobCancelled, JobTimeout, WorkerLost
+from django_sqlqueue.maintenance.rescue import Rescued, rescue_expired, rescue_worker
 from django_sqlqueue.models import Job, Leader, Schedule, Worker
 from django_sqlqueue.pausing import paused_queues
 from django_sqlqueue.runner import bootstrap
@@ -36,7 +37,6 @@ from django_sqlqueue.runner.capacity import connections_per_process
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.leases import keep_lease, stopped
 from django_sqlqueue.runner.naming import holder_name, worker_name
-from django_sqlqueue.runner.rescue import Rescued, rescue_expired, rescue_worker
 from django_sqlqueue.runner.spawning import main_module_hidden
 from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.worker import Budget

@@ -23,13 +23,13 @@ from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.finishing import still_held
 from django_sqlqueue.db.vendors import is_away
+from django_sqlqueue.maintenance.rescue import rescue_worker
 from django_sqlqueue.models import Job, JobStatus, Worker
 from django_sqlqueue.pausing import REFRESH_SECONDS, PausedQueues
 from django_sqlqueue.registry import autodiscover
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.execution import JobOutcome, attempt
 from django_sqlqueue.runner.memory import resident_mib
-from django_sqlqueue.runner.rescue import rescue_worker
 from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.wakeup import Waiter
 

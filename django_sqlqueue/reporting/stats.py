@@ -14,11 +14,11 @@ from typing import Any
 from django.db import connections
 from django.db.models import Count, F, Min, Q
 
-from django_sqlqueue.counting import ESTIMATE_ABOVE_ROWS, queue_counts
 from django_sqlqueue.db.clock import DatabaseNow, database_now
 from django_sqlqueue.managers import JobQuerySet
 from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.pausing import paused_queues
+from django_sqlqueue.reporting.counting import ESTIMATE_ABOVE_ROWS, queue_counts
 from django_sqlqueue.status import JobStatus
 
 MINUTE = datetime.timedelta(minutes=1)
