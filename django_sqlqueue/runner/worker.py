@@ -27,7 +27,7 @@ from django_sqlqueue.maintenance.rescue import rescue_worker
 from django_sqlqueue.models import Job, JobStatus, Worker
 from django_sqlqueue.pausing import REFRESH_SECONDS, PausedQueues
 from django_sqlqueue.registry import autodiscover
-from django_sqlqueue.runner.config import WorkerConfig
+from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.execution import JobOutcome, attempt
 from django_sqlqueue.runner.memory import resident_mib
 from django_sqlqueue.runner.started import StartedJobs
@@ -73,7 +73,7 @@ class WorkerProcess:
     """The claim → run → finish loop of one process."""
 
     def __init__(
-        self, config: WorkerConfig, channel: Connection, started: StartedJobs, budget: Budget, stop: threading.Event
+        self, config: WorkerOptions, channel: Connection, started: StartedJobs, budget: Budget, stop: threading.Event
     ) -> None:
         self.config = config
         self.channel = channel
