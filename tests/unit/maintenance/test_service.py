@@ -4,7 +4,7 @@ services the lease's holder runs, in their order (``maintenance/services.py``)."
 from __future__ import annotations
 
 from django_sqlqueue.maintenance.pruning import PruningService
-from django_sqlqueue.maintenance.rescue import RescueService, Rescued
+from django_sqlqueue.maintenance.rescue import Rescued, RescueService
 from django_sqlqueue.maintenance.rollups import RollupsService
 from django_sqlqueue.maintenance.schedules import SchedulesService
 from django_sqlqueue.maintenance.service import Service
