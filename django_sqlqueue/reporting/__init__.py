@@ -3,5 +3,5 @@ the figures the overview, ``sqlqueue_stats`` and the Prometheus gauges show (``s
 and whether it is working (``health``).
 
 These modules read and summarise; they write nothing. Their statements and every
-vendor branch they need live in ``django_sqlqueue.db``; they may import ``db``, the
+database-specific branch they need live in ``django_sqlqueue.db``; they may import ``db``, the
 models and managers, ``rules`` and ``conf``, never ``runner``, ``admin`` or a command."""
