@@ -29,7 +29,7 @@ def test_the_database_estimates_the_table() -> None:
 
 @pytest.mark.django_db
 def test_only_postgresql_estimates_the_shares_of_common_values() -> None:
-    for status in [JobStatus.SUCCESSFUL] * 3 + [JobStatus.FAILED]:
+    for status in [JobStatus.SUCCESSFUL] * 6 + [JobStatus.FAILED] * 2:  # PostgreSQL leaves out values met once
         make_job(status, queue="mail")
     if not keeps_value_shares(connection.alias):
         assert connection.vendor != "postgresql"
