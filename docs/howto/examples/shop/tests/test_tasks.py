@@ -7,6 +7,7 @@ import logging
 from django_sqlqueue.models import Job
 from django_sqlqueue.signals import job_finished
 from shop import receivers, tasks
+from shop.tasks import build_report
 
 
 def test_a_task_reports_its_progress(sqlqueue):
@@ -16,9 +17,9 @@ def test_a_task_reports_its_progress(sqlqueue):
 
 def test_a_django_task_runs_on_the_jobs_table(sqlqueue):
     # [django-task]
-    result = tasks.build_report.enqueue("monthly")  # a row, inside the caller's transaction
+    result = build_report.enqueue("monthly")  # a row, inside the caller's transaction
     # ... a worker runs it ...
-    result = tasks.build_report.get_result(result.id)  # from any process; result.refresh() too
+    result = build_report.get_result(result.id)  # from any process; result.refresh() too
     # [/django-task]
     assert sqlqueue.run_jobs(["reports"]) == sqlqueue.Ran(succeeded=1)
     result.refresh()
