@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""The example project's command-line utility, as ``django-admin startproject`` writes it."""
+"""The example project's command-line utility, as ``startproject`` writes it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The SQLite database settings the troubleshooting page shows: the ones the test
-project runs on (``shop/tests/test_settings.py`` checks that they agree)."""
+"""The SQLite settings the troubleshooting page shows: the test project's
+(``shop/tests/test_settings.py`` checks that they agree)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,13 @@ DATABASES = {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": BASE_DIR / "db.sqlite3",
         "OPTIONS": {
-            "transaction_mode": "IMMEDIATE",  # a claim takes the write lock before it reads
+            # A claim takes the write lock before it reads: sqlqueue.E010.
+            "transaction_mode": "IMMEDIATE",
             "timeout": 30,
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            # WAL: a commit does not block readers (sqlqueue.W001).
+            "init_command": (
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+            ),
         },
     }
 }

@@ -4,9 +4,9 @@ metrics page of the metrics guide."""
 from __future__ import annotations
 
 from django.urls import path
-from shop.views import sign_up
 
 from django_sqlqueue.metrics.views import metrics
+from shop.views import sign_up
 
 urlpatterns = [
     path("sign-up/", sign_up),

@@ -12,7 +12,11 @@ logger = logging.getLogger(__name__)
 SLOW_SECONDS = 10.0
 
 
-def log_slow_job(sender: Any, *, job: Job, outcome: str, duration: float, **kwargs: Any) -> None:
-    """Sent in the worker, in the job's thread, after each attempt; outside any transaction."""
+def log_slow_job(
+    sender: Any, *, job: Job, outcome: str, duration: float, **kwargs: Any
+) -> None:
+    """Sent in the worker, in the job's thread, after each attempt."""
     if duration > SLOW_SECONDS:
-        logger.warning("Job %s (%s) %s after %.1f s", job.pk, job.task, outcome, duration)
+        logger.warning(
+            "Job %s (%s) %s after %.1f s", job.pk, job.task, outcome, duration
+        )

@@ -1,5 +1,5 @@
-"""The shop's tasks: an installed app's ``tasks.py``, which ``runworkers`` imports.
-Each guide includes the tasks it explains."""
+"""The shop's tasks: an installed app's ``tasks.py``, which ``runworkers``
+imports. Each guide includes the tasks it explains."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def export_rows(rows: list[str]) -> int:
     handle = current_job()  # None outside a job
     assert handle is not None
     for done, row in enumerate(rows, 1):
-        handle.raise_if_cancelled()  # raises JobCancelled once someone cancelled the job
+        handle.raise_if_cancelled()  # JobCancelled once someone cancelled it
         exported.append(row)
         handle.report_progress(done, len(rows), message=f"row {done}")
     return len(rows)

@@ -1,4 +1,4 @@
-"""The shop's sign-up view: it enqueues the welcome mail in its own transaction."""
+"""The shop's sign-up view: it enqueues the welcome mail in its transaction."""
 
 from __future__ import annotations
 

@@ -25,7 +25,14 @@ def test_enqueue_many_writes_every_job(sqlqueue):
 
 def test_enqueue_rows_writes_plain_rows_on_the_queue_it_names(sqlqueue):
     assert producers.backfill_receipts(range(5)) == 5
-    assert len(sqlqueue.assert_enqueued(tasks.send_receipt, queue="backfill", count=5)) == 5
+    assert (
+        len(
+            sqlqueue.assert_enqueued(
+                tasks.send_receipt, queue="backfill", count=5
+            )
+        )
+        == 5
+    )
 
 
 def test_a_unique_job_is_written_once_while_it_waits(sqlqueue):
@@ -34,7 +41,9 @@ def test_a_unique_job_is_written_once_while_it_waits(sqlqueue):
     assert (first.created, again.created, again.pk) == (True, False, first.pk)
     assert first.unique_key == 'shop.tasks.sync_order:{"order_id":42}'
     assert sqlqueue.run_jobs() == sqlqueue.Ran(succeeded=1)
-    assert producers.request_sync(42).created  # the key is free once the job ended
+    assert producers.request_sync(
+        42
+    ).created  # the key is free once the job ended
 
 
 def test_replace_gives_the_waiting_holder_the_new_arguments(sqlqueue):
@@ -46,7 +55,10 @@ def test_replace_gives_the_waiting_holder_the_new_arguments(sqlqueue):
 
 def test_concurrency_keys_come_from_the_arguments_or_the_caller(sqlqueue):
     job = producers.request_export(7)
-    assert (job.concurrency_key, job.concurrency_limit) == ('shop.tasks.export:{"tenant_id":7}', 2)
+    assert (job.concurrency_key, job.concurrency_limit) == (
+        'shop.tasks.export:{"tenant_id":7}',
+        2,
+    )
     named = producers.request_receipt_per_tenant(1, tenant_id=7)
     assert (named.concurrency_key, named.concurrency_limit) == ("tenant-7", 1)
     assert sqlqueue.run_jobs() == sqlqueue.Ran(succeeded=2)

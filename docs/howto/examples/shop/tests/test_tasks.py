@@ -12,14 +12,22 @@ from shop.tasks import build_report
 
 def test_a_task_reports_its_progress(sqlqueue):
     assert sqlqueue.perform(tasks.export_rows, ["a", "b"]) == 2
-    assert Job.objects.get().progress == {"done": 2, "total": 2, "message": "row 2"}
+    assert Job.objects.get().progress == {
+        "done": 2,
+        "total": 2,
+        "message": "row 2",
+    }
 
 
 def test_a_django_task_runs_on_the_jobs_table(sqlqueue):
     # [django-task]
-    result = build_report.enqueue("monthly")  # a row, inside the caller's transaction
+    result = build_report.enqueue(
+        "monthly"
+    )  # a row, inside the caller's transaction
     # ... a worker runs it ...
-    result = build_report.get_result(result.id)  # from any process; result.refresh() too
+    result = build_report.get_result(
+        result.id
+    )  # from any process; result.refresh() too
     # [/django-task]
     assert sqlqueue.run_jobs(["reports"]) == sqlqueue.Ran(succeeded=1)
     result.refresh()
@@ -31,5 +39,7 @@ def test_slow_jobs_are_logged(sqlqueue, caplog, monkeypatch):
     with caplog.at_level(logging.WARNING, logger="shop.receivers"):
         sqlqueue.perform(tasks.send_receipt, 1)
     [message] = caplog.messages
-    assert message.startswith(f"Job {Job.objects.get().pk} (shop.tasks.send_receipt) succeeded after ")
+    assert message.startswith(
+        f"Job {Job.objects.get().pk} (shop.tasks.send_receipt) succeeded after "
+    )
     assert job_finished.has_listeners()

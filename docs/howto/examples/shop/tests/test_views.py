@@ -1,4 +1,5 @@
-"""The testing guide's example: a view that enqueues a job, tested without a worker."""
+"""The testing guide's example: a view that enqueues a job, tested without
+a worker."""
 
 from __future__ import annotations
 
