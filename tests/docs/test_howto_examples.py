@@ -1,6 +1,7 @@
 """The how-to guides' example project (``docs/howto/examples/``), whose files the guides
-include: its own tests (the guides' code, and ``check`` on its settings, run on the test
-database) pass.
+include: its own tests pass, which run the guides' code on the test database (through the
+testing helpers, and a ``runworkers --burst`` whose processes import the example app's
+tasks) and the system checks on its settings.
 
 They run in a process of their own, with the project's settings: its tasks are
 registered there and nowhere else, so they change nothing of the suite's registry or
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.processes
 
 PROJECT = Path(__file__).resolve().parents[2] / "docs" / "howto" / "examples"
 #: The tests in ``shop/tests/``: a run that collects fewer has lost some.
-EXAMPLE_TESTS = 14
+EXAMPLE_TESTS = 15
 
 
 def test_the_guides_code_runs_on_the_test_database() -> None:
