@@ -14,6 +14,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import django
@@ -62,7 +63,7 @@ def retry() -> dict[str, Any]:
     return {"page_status_code": page.status_code, "pressed": pressed}
 
 
-ACTIONS = {"checkout": checkout, "jobs": jobs, "retry": retry}
+ACTIONS: dict[str, Callable[..., dict[str, Any]]] = {"checkout": checkout, "jobs": jobs, "retry": retry}
 
 if __name__ == "__main__":
     print(json.dumps(ACTIONS[sys.argv[1]](*sys.argv[2:]), default=str))
