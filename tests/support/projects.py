@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,31 +41,44 @@ class Project:
     def run(self, *args: str, timeout: float = 120) -> str:
         """Run a command in the project (``python`` is this interpreter); its output, or
         the test fails with both of its streams."""
+        done = self.completed(args, timeout)
+        return done.stdout + done.stderr
+
+    def completed(self, args: tuple[str, ...], timeout: float) -> subprocess.CompletedProcess[str]:
         command = [sys.executable if args[0] == "python" else args[0], *args[1:]]
         done = subprocess.run(
             command, cwd=self.folder, env=self.env(), capture_output=True, text=True, timeout=timeout, check=False
         )
         assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
-        return done.stdout + done.stderr
+        return done
 
     def manage(self, *args: str) -> str:
         return self.run("python", "manage.py", *args)
 
     def visit(self, *args: str) -> Any:
-        return json.loads(self.run("python", str(VISITOR), *args))
+        """What the visitor (``tests/support/visitor.py``) printed for ``args``."""
+        return json.loads(self.completed(("python", str(VISITOR), *args), timeout=120).stdout)
 
 
 def statuses(project: Project) -> list[tuple[str, str, int, list[str]]]:
     return [(job["task"], job["status"], job["attempts"], job["errors"]) for job in project.visit("jobs")["jobs"]]
 
 
-def assert_orders_run(project: Project, runworkers: tuple[str, ...]) -> None:
-    """Two orders through the view, ``runworkers`` (the document's own command line,
-    made ``--burst``), the failed one retried from the admin's failures page and run again."""
-    assert "System check identified no issues (0 silenced)." in project.manage("check")
+def place_orders(project: Project) -> None:
+    """Order 7 and order 0 through the project's checkout view."""
     for order in ("7", "0"):
         answer = project.visit("checkout", order)
         assert (answer["status_code"], answer["body"]["status"]) == (200, "READY"), answer
+
+
+def assert_orders_run(
+    project: Project, runworkers: tuple[str, ...], place: Callable[[Project], None] = place_orders
+) -> None:
+    """Two orders through the view (by ``place``: order 7, then order 0), ``runworkers``
+    (the document's own command line, made ``--burst``), the failed one retried from the
+    admin's failures page and run again."""
+    assert "System check identified no issues (0 silenced)." in project.manage("check")
+    place(project)
     assert statuses(project) == [(TASK, "READY", 0, []), (TASK, "READY", 0, [])]
 
     project.run(*runworkers, "--burst")

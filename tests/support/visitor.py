@@ -5,16 +5,21 @@ the browser, through Django's test client, printed as one JSON object.
 - ``checkout ORDER_ID``: POST the order to the project's ``/checkout/`` view.
 - ``jobs``: every job, oldest first, as the database has it.
 - ``retry``: as a superuser, open the admin's failures page and press each group's
-  Retry button (the form's own action and hidden fields)."""
+  Retry button (the form's own action and hidden fields).
+- ``session PAGE``: the ``pycon`` blocks of a Markdown page, typed into this project's
+  shell: run as doctests, each block with fresh names."""
 
 from __future__ import annotations
 
+import doctest
 import html
+import io
 import json
 import os
 import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import django
@@ -35,6 +40,7 @@ RETRY_FORM = re.compile(
     r'.*?name="error_class" value="(?P<error_class>[^"]*)">',
     re.DOTALL,
 )
+PYCON = re.compile(r"^```pycon\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 MESSAGE = re.compile(r'<li class="(?:success|info|warning|error)">(.*?)</li>', re.DOTALL)
 
 
@@ -63,7 +69,29 @@ def retry() -> dict[str, Any]:
     return {"page_status_code": page.status_code, "pressed": pressed}
 
 
-ACTIONS: dict[str, Callable[..., dict[str, Any]]] = {"checkout": checkout, "jobs": jobs, "retry": retry}
+def session(page: str) -> dict[str, Any]:
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    parser = doctest.DocTestParser()
+    report = io.StringIO()
+    blocks = PYCON.findall(Path(page).read_text(encoding="utf-8"))
+    results = [
+        runner.run(parser.get_doctest(block, {}, f"{page} block {number}", page, 0), out=report.write)
+        for number, block in enumerate(blocks)
+    ]
+    return {
+        "blocks": len(blocks),
+        "attempted": sum(result.attempted for result in results),
+        "failed": sum(result.failed for result in results),
+        "report": report.getvalue(),
+    }
+
+
+ACTIONS: dict[str, Callable[..., dict[str, Any]]] = {
+    "checkout": checkout,
+    "jobs": jobs,
+    "retry": retry,
+    "session": session,
+}
 
 if __name__ == "__main__":
     print(json.dumps(ACTIONS[sys.argv[1]](*sys.argv[2:]), default=str))
