@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
+import sys
+
 import pytest
 from django.test import Client
 
-from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.models import Job, JobStatus, Worker
 from testproject.demo.tasks import add
 
 
@@ -36,3 +39,15 @@ def test_a_bad_form_enqueues_nothing(client: Client) -> None:
     response = client.post("/", {"a": "x", "b": 5})
     assert response.status_code == 200
     assert Job.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_without_a_live_worker_the_pages_give_the_command_for_their_own_interpreter(client: Client) -> None:
+    """As after ``manage.py demo --no-workers``: the command to type, with this Python."""
+    job = Job.objects.enqueue(add, (1, 1))
+    command = f"<code>{shlex.join([sys.executable, 'manage.py', 'runworkers'])}</code>"
+    assert command in client.get("/").content.decode()
+    assert command in client.get(f"/jobs/{job.pk}/").content.decode()
+    Worker.objects.create(name="here:1:0", host="here", pid=1)
+    assert "No worker is running" not in client.get("/").content.decode()
+    assert "No worker is running" not in client.get(f"/jobs/{job.pk}/").content.decode()
