@@ -321,20 +321,3 @@ def one_at_a_time() -> None:
 @job(rate_limit="test-rate")
 def paced() -> None:
     """Starts no faster than ``SQLQUEUE_RATE_LIMITS["test-rate"]`` allows."""
-
-
-# The tasks the settings of docs/howto/recurring.md name, so that its test can run the
-# system checks on them as they are written there.
-@job(name="shop.tasks.build_report")
-def docs_build_report(kind: str) -> None:
-    """``build_report`` of the docs' shop."""
-
-
-@job(name="shop.tasks.ping")
-def docs_ping() -> None:
-    """``ping`` of the docs' shop."""
-
-
-@job(name="shop.tasks.sync_stock")
-def docs_sync_stock() -> None:
-    """``sync_stock`` of the docs' shop."""
