@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from django_sqlqueue.db import scheduling
+from django_sqlqueue.db import recurrence
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.exceptions import SQLQueueError
 from django_sqlqueue.models import Schedule
@@ -65,11 +65,11 @@ class ScheduleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.display(description="next tick", ordering="next_tick_at")
     def next_tick(self, schedule: Schedule) -> str:
-        return "-" if schedule.next_tick_at is None else scheduling.shown(schedule.next_tick_at, schedule.tz)
+        return "-" if schedule.next_tick_at is None else recurrence.shown(schedule.next_tick_at, schedule.tz)
 
     @admin.display(description="last run", ordering="last_run_at")
     def last_run(self, schedule: Schedule) -> str:
-        return "never" if schedule.last_run_at is None else scheduling.shown(schedule.last_run_at, schedule.tz)
+        return "never" if schedule.last_run_at is None else recurrence.shown(schedule.last_run_at, schedule.tz)
 
     @admin.display(description="last job")
     def last_job(self, schedule: Schedule) -> SafeString | str:
@@ -90,7 +90,7 @@ class ScheduleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         using = queue_db(Schedule)
         with transaction.atomic(using=using):
             rows = list(queryset.using(using).select_for_update().filter(enabled=False))
-            scheduling.enable(rows, using)
+            recurrence.enable(rows, using)
         self.message_user(request, f"Enabled {len(rows)} schedule(s); they run from their next tick.", messages.SUCCESS)
 
     @admin.action(permissions=["run_now"], description="Run the selected schedules now (once each)")
@@ -98,7 +98,7 @@ class ScheduleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         using = queue_db(Schedule)
         try:
             with transaction.atomic(using=using):
-                jobs = [scheduling.run_now(row, using) for row in queryset.using(using).select_for_update()]
+                jobs = [recurrence.run_now(row, using) for row in queryset.using(using).select_for_update()]
         except SQLQueueError as error:
             self.message_user(request, f"Nothing was enqueued: {error}", messages.ERROR)
             return

@@ -12,7 +12,7 @@ import re
 import shlex
 from pathlib import Path
 
-from django_sqlqueue.recurrence import wall_time
+from django_sqlqueue.rules.recurrence import wall_time
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "howto" / "recurring.md"

@@ -13,11 +13,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import Error
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import scheduling
+from django_sqlqueue.db import recurrence
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.management.arguments import positive_int
 from django_sqlqueue.models import Schedule
-from django_sqlqueue.recurrence import cronsim_installed, wall_time
+from django_sqlqueue.rules.recurrence import cronsim_installed, wall_time
 
 
 class Command(BaseCommand):
@@ -47,7 +47,7 @@ class Command(BaseCommand):
                 state = "disabled in the admin"
             self.stdout.write(f"{key}: {entry.task}, {entry.expression} ({entry.tz}), missed={entry.missed}, {state}")
             if row is not None:
-                last = "never" if row.last_run_at is None else scheduling.shown(row.last_run_at, entry.tz)
+                last = "never" if row.last_run_at is None else recurrence.shown(row.last_run_at, entry.tz)
                 job = "" if row.last_job_id is None else f" (job #{row.last_job_id})"
                 self.stdout.write(f"  last run: {last}{job}")
             for tick in entry.next_ticks(now, count):

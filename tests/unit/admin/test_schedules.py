@@ -9,9 +9,9 @@ import pytest
 from django.db import DEFAULT_DB_ALIAS
 from django.test import Client, override_settings
 
-from django_sqlqueue.db import scheduling
+from django_sqlqueue.db import recurrence
 from django_sqlqueue.models import Job, Schedule
-from django_sqlqueue.recurrence import parse_schedule
+from django_sqlqueue.rules.recurrence import parse_schedule
 from tests.support.admin_helpers import messages_of, staff_client
 from tests.support.zones import stored
 
@@ -23,7 +23,7 @@ NOOP = "tests.testapp.tasks.noop"
 
 @pytest.fixture
 def rows() -> list[Schedule]:
-    scheduling.sync(
+    recurrence.sync(
         parse_schedule(
             {
                 "nightly": {"task": NOOP, "cron": "0 3 * * *", "tz": "Europe/Paris"},
@@ -42,7 +42,7 @@ def act(client: Client, name: str, rows: list[Schedule]) -> Any:
 
 
 def test_the_list_shows_expression_zone_and_last_job(admin_client: Client, rows: list[Schedule]) -> None:
-    job = scheduling.run_now(rows[1], DEFAULT_DB_ALIAS)
+    job = recurrence.run_now(rows[1], DEFAULT_DB_ALIAS)
     page = admin_client.get(SCHEDULES).content.decode()
     assert '<td class="field-expression">0 3 * * *</td>' in page
     assert '<td class="field-tz">Europe/Paris</td>' in page

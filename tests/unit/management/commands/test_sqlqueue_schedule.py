@@ -12,9 +12,9 @@ from django.core.management import CommandError, call_command
 from django.db import DEFAULT_DB_ALIAS
 from django.test import override_settings
 
-from django_sqlqueue.db import scheduling
+from django_sqlqueue.db import recurrence
 from django_sqlqueue.models import Schedule
-from django_sqlqueue.recurrence import parse_schedule
+from django_sqlqueue.rules.recurrence import parse_schedule
 from tests.support.zones import stored
 
 NOOP = "tests.testapp.tasks.noop"
@@ -45,8 +45,8 @@ def test_lists_each_entry_with_its_next_run_times_in_its_time_zone() -> None:
 @pytest.mark.django_db
 @override_settings(SQLQUEUE_SCHEDULE=SCHEDULE)
 def test_shows_the_last_run_when_the_table_is_there() -> None:
-    scheduling.sync(parse_schedule(SCHEDULE, "UTC"), DEFAULT_DB_ALIAS)
-    job = scheduling.run_now(Schedule.objects.get(key="nightly"), DEFAULT_DB_ALIAS)
+    recurrence.sync(parse_schedule(SCHEDULE, "UTC"), DEFAULT_DB_ALIAS)
+    job = recurrence.run_now(Schedule.objects.get(key="nightly"), DEFAULT_DB_ALIAS)
     lines = schedule("--count", "1").splitlines()
     assert lines[1].startswith("  last run: ")
     assert lines[1].endswith(f" (job #{job.pk})")
@@ -61,7 +61,7 @@ def test_times_are_shown_in_the_entrys_zone_as_the_admin_shows_them(use_tz: bool
     sides of the night Europe/Paris's clocks go back, as the admin shows it."""
     entries = {"nightly": {"task": NOOP, "cron": "0 3 * * *", "tz": "Europe/Paris"}}
     with override_settings(SQLQUEUE_SCHEDULE=entries, USE_TZ=use_tz, TIME_ZONE=time_zone):
-        scheduling.sync(parse_schedule(entries, "UTC"), DEFAULT_DB_ALIAS)
+        recurrence.sync(parse_schedule(entries, "UTC"), DEFAULT_DB_ALIAS)
         last_run = datetime.datetime(2026, 10, 25, 2, tzinfo=datetime.timezone.utc)  # 03:00 CET
         Schedule.objects.update(last_run_at=stored(last_run))
         lines = schedule("--count", "3").splitlines()

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.models import Job, JobStatus
-from django_sqlqueue.validation import _a, arguments_problem, charset_problem, job_options_problem, json_problem
+from django_sqlqueue.rules.validation import _a, arguments_problem, charset_problem, job_options_problem, json_problem
 from tests.support.hostile import HOLDS_NUL, HOLDS_SURROGATE, PAST_64_BITS, TOO_DEEP, holding_itself, nested
 from tests.testapp.tasks import noop
 

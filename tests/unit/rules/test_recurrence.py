@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from django_sqlqueue.recurrence import (
+from django_sqlqueue.rules.recurrence import (
     ALL_AT_ONCE,
     LATEST_WITHIN,
     ON_TIME,

@@ -22,7 +22,7 @@ from django_sqlqueue.db.clock import DatabaseNow, database_now
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
 from django_sqlqueue.models import Job, Schedule
-from django_sqlqueue.recurrence import Entry, due, wall_time
+from django_sqlqueue.rules.recurrence import Entry, due, wall_time
 
 logger = logging.getLogger(__name__)
 
@@ -182,7 +182,7 @@ def aware(moment: datetime.datetime) -> datetime.datetime:
 
 def shown(moment: datetime.datetime, tz: str) -> str:
     """A row's stored time (its next tick, its last run) as the admin and
-    ``sqlqueue_schedule`` show it: :func:`~django_sqlqueue.recurrence.wall_time` in the
+    ``sqlqueue_schedule`` show it: :func:`~django_sqlqueue.rules.recurrence.wall_time` in the
     row's zone ``tz``."""
     return wall_time(aware(moment), tz)
 
