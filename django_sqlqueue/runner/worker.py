@@ -26,7 +26,7 @@ from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.maintenance.rescue import rescue_worker
 from django_sqlqueue.models import Job, JobStatus, Worker
 from django_sqlqueue.pausing import REFRESH_SECONDS, PausedQueues
-from django_sqlqueue.registry import autodiscover
+from django_sqlqueue.rules.registry import autodiscover
 from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.execution import JobOutcome, attempt
 from django_sqlqueue.runner.memory import resident_mib

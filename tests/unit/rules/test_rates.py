@@ -8,8 +8,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.rates import Rate, parse_rate
-from django_sqlqueue.registry import job
+from django_sqlqueue.rules.rates import Rate, parse_rate
+from django_sqlqueue.rules.registry import job
 
 
 @pytest.mark.parametrize(

@@ -13,10 +13,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
 
-from django_sqlqueue.exceptions import UnknownTaskError
-from django_sqlqueue.registry import get_task, register
-from django_sqlqueue.status import JobStatus
-from django_sqlqueue.tasks_compat import (
+from django_sqlqueue.backends.compat import (
     BaseTaskBackend,
     InvalidTask,
     Task,
@@ -26,7 +23,10 @@ from django_sqlqueue.tasks_compat import (
     TaskResultStatus,
     task_enqueued,
 )
-from django_sqlqueue.validation import job_options_problem
+from django_sqlqueue.exceptions import UnknownTaskError
+from django_sqlqueue.rules.registry import get_task, register
+from django_sqlqueue.rules.validation import job_options_problem
+from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
     # The methods import it when they run: Django imports this module to create the

@@ -15,10 +15,11 @@ from django.db import connection, connections, transaction
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
-from django_sqlqueue.db import claiming, concurrency
+from django_sqlqueue.db import claiming
+from django_sqlqueue.db.keys import concurrency
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.models import ConcurrencyKey, Job, JobStatus
-from django_sqlqueue.registry import job
+from django_sqlqueue.rules.registry import job
 from tests.support.racing import claim_at_once
 from tests.testapp.tasks import noop, one_at_a_time, per_tenant
 

@@ -15,9 +15,9 @@ from django.db import models
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow, database_now
-from django_sqlqueue.db.concurrency import lock_rows
-from django_sqlqueue.rates import Rate
-from django_sqlqueue.registry import registered_tasks
+from django_sqlqueue.db.keys.concurrency import lock_rows
+from django_sqlqueue.rules.rates import Rate
+from django_sqlqueue.rules.registry import registered_tasks
 
 if TYPE_CHECKING:
     import datetime

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from django_sqlqueue import job, registry
+from django_sqlqueue import job
 from django_sqlqueue.exceptions import UnknownTaskError
 from django_sqlqueue.models import Job
-from django_sqlqueue.registry import RegisteredTask, get_task
+from django_sqlqueue.rules import registry
+from django_sqlqueue.rules.registry import RegisteredTask, get_task
 from tests.testapp.tasks import noop, report
 
 
@@ -52,8 +53,8 @@ def copy_of(func: Callable[..., Any], qualname: str) -> Callable[..., Any]:
 
 def test_bare_decorator_registers_under_the_dotted_path() -> None:
     assert job(first) is first
-    assert get_task(first) == RegisteredTask(name="tests.unit.test_registry.first", func=first)
-    assert get_task("tests.unit.test_registry.first") is get_task(first)
+    assert get_task(first) == RegisteredTask(name="tests.unit.rules.test_registry.first", func=first)
+    assert get_task("tests.unit.rules.test_registry.first") is get_task(first)
 
 
 def test_decorated_function_is_unchanged_and_still_callable() -> None:
@@ -66,7 +67,7 @@ def test_decorated_function_is_unchanged_and_still_callable() -> None:
 def test_decorator_options_become_the_task_defaults() -> None:
     job(queue="mail", priority=-5, max_attempts=9, timeout=2.5)(first)
     assert get_task(first) == RegisteredTask(
-        name="tests.unit.test_registry.first", func=first, queue="mail", priority=-5, max_attempts=9, timeout=2.5
+        name="tests.unit.rules.test_registry.first", func=first, queue="mail", priority=-5, max_attempts=9, timeout=2.5
     )
 
 
@@ -82,7 +83,7 @@ def test_custom_name() -> None:
     assert get_task("billing.charge").func is first
     assert get_task(first).name == "billing.charge"
     with pytest.raises(UnknownTaskError):
-        get_task("tests.unit.test_registry.first")
+        get_task("tests.unit.rules.test_registry.first")
 
 
 def test_installed_apps_tasks_are_found_by_name() -> None:
@@ -110,14 +111,16 @@ def test_a_reloaded_module_replaces_its_function() -> None:
     job(first)
     reloaded = copy_of(first, "first")
     job(reloaded)
-    assert get_task("tests.unit.test_registry.first").func is reloaded
+    assert get_task("tests.unit.rules.test_registry.first").func is reloaded
 
 
 def test_name_taken_by_another_function_is_refused() -> None:
     job(name="shared.name")(first)
     with pytest.raises(ImproperlyConfigured) as excinfo:
         job(name="shared.name")(second)
-    assert str(excinfo.value) == "Task name 'shared.name' is already registered for tests.unit.test_registry.first."
+    assert str(excinfo.value) == (
+        "Task name 'shared.name' is already registered for tests.unit.rules.test_registry.first."
+    )
     assert get_task("shared.name").func is first
     with pytest.raises(UnknownTaskError):
         get_task(second)
@@ -139,11 +142,11 @@ def test_nested_function_is_refused() -> None:
     with pytest.raises(ImproperlyConfigured) as excinfo:
         job(inner)
     assert str(excinfo.value) == (
-        "Cannot register 'tests.unit.test_registry.test_nested_function_is_refused.<locals>.inner': a function "
+        "Cannot register 'tests.unit.rules.test_registry.test_nested_function_is_refused.<locals>.inner': a function "
         "defined inside another function cannot be found by a worker. Define it at module level."
     )
     names = {task.name for task in registry.registered_tasks()}
-    assert "tests.unit.test_registry.test_nested_function_is_refused.<locals>.inner" not in names
+    assert "tests.unit.rules.test_registry.test_nested_function_is_refused.<locals>.inner" not in names
     with pytest.raises(UnknownTaskError):
         get_task(inner)
 
@@ -171,7 +174,7 @@ def test_name_longer_than_the_column_is_refused() -> None:
 def test_bad_options_are_refused(options: dict[str, Any], problem: str) -> None:
     with pytest.raises(ImproperlyConfigured) as excinfo:
         job(**options)(first)
-    assert str(excinfo.value) == f"@job on 'tests.unit.test_registry.first': {problem}."
+    assert str(excinfo.value) == f"@job on 'tests.unit.rules.test_registry.first': {problem}."
     with pytest.raises(UnknownTaskError):
         get_task(first)
 
@@ -181,7 +184,8 @@ def test_queue_outside_sqlqueue_queues_is_refused(settings: Any) -> None:
     with pytest.raises(ImproperlyConfigured) as excinfo:
         job(queue="reports")(first)
     assert str(excinfo.value) == (
-        "@job on 'tests.unit.test_registry.first': queue 'reports' is not one of SQLQUEUE_QUEUES ['default', 'mail']."
+        "@job on 'tests.unit.rules.test_registry.first': "
+        "queue 'reports' is not one of SQLQUEUE_QUEUES ['default', 'mail']."
     )
 
 
@@ -189,7 +193,7 @@ def test_unknown_function() -> None:
     with pytest.raises(UnknownTaskError) as excinfo:
         get_task(second)
     assert str(excinfo.value) == (
-        "tests.unit.test_registry.second is not a registered task: decorate it with @django_sqlqueue.job."
+        "tests.unit.rules.test_registry.second is not a registered task: decorate it with @django_sqlqueue.job."
     )
 
 

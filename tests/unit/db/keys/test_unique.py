@@ -13,7 +13,7 @@ from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import OperationalError, connection, connections, transaction
 
 from django_sqlqueue import job
-from django_sqlqueue.db import uniqueness
+from django_sqlqueue.db.keys import unique
 from django_sqlqueue.exceptions import InvalidJobError, UniqueJobExists
 from django_sqlqueue.models import Job, JobStatus
 from tests.testapp.tasks import noop, sync_everything, sync_order, sync_order_once
@@ -105,14 +105,14 @@ def test_enqueue_many_reports_each_job() -> None:
 
 def test_the_holder_ended_between_the_conflict_and_its_read(monkeypatch: pytest.MonkeyPatch) -> None:
     first = Job.objects.enqueue(noop, unique_key="k")
-    read = uniqueness.holders
+    read = unique.holders
 
     def ended_first(*args: Any) -> dict[str, Job]:
-        monkeypatch.setattr(uniqueness, "holders", read)
+        monkeypatch.setattr(unique, "holders", read)
         finish(first)
         return read(*args)
 
-    monkeypatch.setattr(uniqueness, "holders", ended_first)
+    monkeypatch.setattr(unique, "holders", ended_first)
     again = Job.objects.enqueue(noop, unique_key="k")
     assert again.created
     assert again.pk != first.pk
@@ -220,7 +220,7 @@ def test_full_clean_compares_active_jobs_only() -> None:
 def test_a_deadlock_victim_is_enqueued_again_in_a_transaction_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
     """MySQL/MariaDB may pick a unique enqueue as a deadlock's victim (its holder rolled
     back); with no transaction of the caller's to lose, the enqueue is tried again."""
-    insert = uniqueness.insert_unique
+    insert = unique.insert_unique
     failures: list[OperationalError] = []
 
     def deadlock_once(*args: Any) -> list[Job]:
@@ -230,7 +230,7 @@ def test_a_deadlock_victim_is_enqueued_again_in_a_transaction_of_its_own(monkeyp
             raise failures[0]
         return insert(*args)
 
-    monkeypatch.setattr(uniqueness, "insert_unique", deadlock_once)
+    monkeypatch.setattr(unique, "insert_unique", deadlock_once)
     written = Job.objects.enqueue(noop, unique_key="k")
     assert written.created
     assert list(Job.objects.values_list("pk", flat=True)) == [written.pk]

@@ -1,4 +1,4 @@
-"""Recurring jobs' statements (``db/scheduling.py``): rows written from settings, due
+"""Recurring jobs' statements (``db/recurrence.py``): rows written from settings, due
 ticks enqueued once, the compare-and-set that refuses a stale read."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 from django.db import DEFAULT_DB_ALIAS
 from django.utils import timezone
 
-from django_sqlqueue.db import scheduling
+from django_sqlqueue.db import recurrence
 from django_sqlqueue.models import Job, Schedule
-from django_sqlqueue.recurrence import Entry, parse_schedule
+from django_sqlqueue.rules.recurrence import Entry, parse_schedule
 from tests.support.zones import COMBINATIONS, zones
 
 pytestmark = pytest.mark.django_db
@@ -37,7 +37,7 @@ def rewind(key: str, seconds: float) -> Schedule:
 
 def test_sync_creates_rows_that_tick_from_now_on() -> None:
     before = timezone.now() - datetime.timedelta(seconds=5)
-    scheduling.sync(entries(ping={"task": NOOP, "every": 30, "kwargs": {"a": 1}, "queue": "mail"}), DB)
+    recurrence.sync(entries(ping={"task": NOOP, "every": 30, "kwargs": {"a": 1}, "queue": "mail"}), DB)
     row = Schedule.objects.get()
     assert (row.key, row.task, row.expression, row.kwargs, row.queue, row.enabled) == (
         "ping",
@@ -50,13 +50,13 @@ def test_sync_creates_rows_that_tick_from_now_on() -> None:
     assert row.last_tick_at > before
     assert row.next_tick_at is not None
     assert datetime.timedelta(0) < row.next_tick_at - row.last_tick_at <= datetime.timedelta(seconds=30)
-    assert scheduling.tick(DB) == 0
+    assert recurrence.tick(DB) == 0
 
 
 def test_sync_updates_keeps_the_last_tick_and_deletes_removed_entries() -> None:
-    scheduling.sync(entries(ping={"task": NOOP, "every": 30}, old={"task": NOOP, "every": 5}), DB)
+    recurrence.sync(entries(ping={"task": NOOP, "every": 30}, old={"task": NOOP, "every": 5}), DB)
     last_tick = rewind("ping", 3600).last_tick_at
-    scheduling.sync(entries(ping={"task": NOOP, "cron": "0 * * * *", "missed": "all"}), DB)
+    recurrence.sync(entries(ping={"task": NOOP, "cron": "0 * * * *", "missed": "all"}), DB)
     row = Schedule.objects.get()
     assert (row.key, row.expression, row.every, row.missed, row.last_tick_at) == (
         "ping",
@@ -68,18 +68,18 @@ def test_sync_updates_keeps_the_last_tick_and_deletes_removed_entries() -> None:
 
 
 def test_sync_keeps_an_admin_disable_unless_settings_disable() -> None:
-    scheduling.sync(entries(ping={"task": NOOP, "every": 30}), DB)
+    recurrence.sync(entries(ping={"task": NOOP, "every": 30}), DB)
     Schedule.objects.update(enabled=False)
-    scheduling.sync(entries(ping={"task": NOOP, "every": 30}), DB)
+    recurrence.sync(entries(ping={"task": NOOP, "every": 30}), DB)
     assert not Schedule.objects.get().enabled
-    scheduling.sync(entries(new={"task": NOOP, "every": 30, "enabled": False}), DB)
+    recurrence.sync(entries(new={"task": NOOP, "every": 30, "enabled": False}), DB)
     assert not Schedule.objects.get(key="new").enabled
 
 
 def test_a_due_tick_enqueues_one_job_due_at_its_tick() -> None:
-    scheduling.sync(entries(ping={"task": NOOP, "every": 60, "args": [1], "kwargs": {"b": 2}, "priority": 5}), DB)
+    recurrence.sync(entries(ping={"task": NOOP, "every": 60, "args": [1], "kwargs": {"b": 2}, "priority": 5}), DB)
     rewind("ping", 61)
-    assert scheduling.tick(DB) == 1
+    assert recurrence.tick(DB) == 1
     job = Job.objects.get()
     row = Schedule.objects.get()
     assert (job.task, job.args, job.kwargs, job.priority) == (NOOP, [1], {"b": 2}, 5)
@@ -87,44 +87,44 @@ def test_a_due_tick_enqueues_one_job_due_at_its_tick() -> None:
     assert job.run_at.timestamp() % 60 == 0
     assert row.last_job_id == job.pk
     assert row.next_tick_at == row.last_tick_at + datetime.timedelta(seconds=60)
-    assert scheduling.tick(DB) == 0
+    assert recurrence.tick(DB) == 0
 
 
 def test_a_stale_read_enqueues_nothing() -> None:
     """Two supervisors read the same due row: the second's compare-and-set fails."""
-    scheduling.sync(entries(ping={"task": NOOP, "every": 60}), DB)
+    recurrence.sync(entries(ping={"task": NOOP, "every": 60}), DB)
     rewind("ping", 61)
-    read_by_both = scheduling.due_rows(DB)
-    assert scheduling.tick(DB) == 1
+    read_by_both = recurrence.due_rows(DB)
+    assert recurrence.tick(DB) == 1
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(scheduling, "due_rows", lambda using: read_by_both)
-        assert scheduling.tick(DB) == 0
+        patch.setattr(recurrence, "due_rows", lambda using: read_by_both)
+        assert recurrence.tick(DB) == 0
     assert Job.objects.count() == 1
 
 
 def test_missed_all_enqueues_each_tick_with_its_time() -> None:
-    scheduling.sync(entries(ping={"task": NOOP, "every": 60, "missed": "all"}), DB)
+    recurrence.sync(entries(ping={"task": NOOP, "every": 60, "missed": "all"}), DB)
     # From a whole minute (every 60 s ticks on them): 5 minutes hold exactly 5 ticks,
     # whatever second of the minute the test runs in.
     past = timezone.now().replace(second=0, microsecond=0) - datetime.timedelta(minutes=5)
     Schedule.objects.filter(key="ping").update(last_tick_at=past, next_tick_at=past)
-    assert scheduling.tick(DB) == 5
+    assert recurrence.tick(DB) == 5
     run_ats = sorted(Job.objects.values_list("run_at", flat=True))
     assert [later - earlier for earlier, later in itertools.pairwise(run_ats)] == [datetime.timedelta(seconds=60)] * 4
     assert Schedule.objects.get().last_job_id == Job.objects.latest("pk").pk
 
 
 def test_a_disabled_row_never_fires() -> None:
-    scheduling.sync(entries(ping={"task": NOOP, "every": 60, "enabled": False}), DB)
+    recurrence.sync(entries(ping={"task": NOOP, "every": 60, "enabled": False}), DB)
     rewind("ping", 120)
-    assert scheduling.tick(DB) == 0
+    assert recurrence.tick(DB) == 0
     assert not Job.objects.exists()
 
 
 def test_an_unregistered_task_never_enqueues_and_stays_due(caplog: pytest.LogCaptureFixture) -> None:
-    scheduling.sync(entries(gone={"task": "no.such.task", "every": 60}), DB)
+    recurrence.sync(entries(gone={"task": "no.such.task", "every": 60}), DB)
     row = rewind("gone", 120)
-    assert scheduling.tick(DB) == 0
+    assert recurrence.tick(DB) == 0
     assert not Job.objects.exists()
     assert Schedule.objects.get().last_tick_at == row.last_tick_at
     assert "Schedule 'gone' did not enqueue: UnknownTaskError" in caplog.text
@@ -133,9 +133,9 @@ def test_an_unregistered_task_never_enqueues_and_stays_due(caplog: pytest.LogCap
 def test_arguments_the_task_cannot_take_never_enqueue(caplog: pytest.LogCaptureFixture) -> None:
     """The tick is refused (and sqlqueue.E037 says so at check time), not a job that fails every run."""
     welcome = "tests.testapp.tasks.send_welcome"
-    scheduling.sync(entries(welcome={"task": welcome, "every": 60, "kwargs": {"user": 1}}), DB)
+    recurrence.sync(entries(welcome={"task": welcome, "every": 60, "kwargs": {"user": 1}}), DB)
     rewind("welcome", 120)
-    assert scheduling.tick(DB) == 0
+    assert recurrence.tick(DB) == 0
     assert not Job.objects.exists()
     assert (
         f"Schedule 'welcome' did not enqueue: InvalidJobError: Cannot enqueue {welcome}: its arguments do not fit "
@@ -144,21 +144,21 @@ def test_arguments_the_task_cannot_take_never_enqueue(caplog: pytest.LogCaptureF
 
 
 def test_a_problem_is_logged_once_until_its_row_fires(caplog: pytest.LogCaptureFixture) -> None:
-    scheduling.sync(entries(gone={"task": "no.such.task", "every": 60}), DB)
+    recurrence.sync(entries(gone={"task": "no.such.task", "every": 60}), DB)
     rewind("gone", 120)
     logged: set[tuple[str, str]] = set()
     for _ in range(3):  # a supervisor ticks every second
-        assert scheduling.tick(DB, logged) == 0
+        assert recurrence.tick(DB, logged) == 0
     assert caplog.text.count("did not enqueue") == 1
     Schedule.objects.filter(key="gone").update(task=NOOP)  # deployed: the task is there now
-    assert scheduling.tick(DB, logged) == 1
+    assert recurrence.tick(DB, logged) == 1
     assert logged == set()
 
 
 def test_run_now_enqueues_one_job_and_leaves_the_ticks_alone() -> None:
-    scheduling.sync(entries(ping={"task": NOOP, "every": 3600, "kwargs": {"x": 1}}), DB)
+    recurrence.sync(entries(ping={"task": NOOP, "every": 3600, "kwargs": {"x": 1}}), DB)
     row = Schedule.objects.get()
-    job = scheduling.run_now(row, DB)
+    job = recurrence.run_now(row, DB)
     after = Schedule.objects.get()
     assert (job.task, job.kwargs) == (NOOP, {"x": 1})
     assert after.last_job_id == job.pk
@@ -167,20 +167,20 @@ def test_run_now_enqueues_one_job_and_leaves_the_ticks_alone() -> None:
 
 
 def test_enable_ticks_from_now_on() -> None:
-    scheduling.sync(entries(ping={"task": NOOP, "every": 60, "missed": "all", "enabled": False}), DB)
+    recurrence.sync(entries(ping={"task": NOOP, "every": 60, "missed": "all", "enabled": False}), DB)
     rewind("ping", 3600)
-    scheduling.enable(list(Schedule.objects.all()), DB)
+    recurrence.enable(list(Schedule.objects.all()), DB)
     row = Schedule.objects.get()
     assert row.enabled
     assert row.last_tick_at > timezone.now() - datetime.timedelta(seconds=30)
-    assert scheduling.tick(DB) == 0
+    assert recurrence.tick(DB) == 0
 
 
 def test_without_use_tz_ticks_are_stored_as_naive_local_times(settings: Any) -> None:
     settings.USE_TZ = False
-    scheduling.sync(entries(ping={"task": NOOP, "every": 60}), DB)
+    recurrence.sync(entries(ping={"task": NOOP, "every": 60}), DB)
     rewind("ping", 61)
-    assert scheduling.tick(DB) == 1
+    assert recurrence.tick(DB) == 1
     job = Job.objects.get()
     row = Schedule.objects.get()
     assert timezone.is_naive(job.run_at)
@@ -196,7 +196,7 @@ def test_ticks_fire_at_their_instant_in_every_time_zone(use_tz: bool, time_zone:
     another offset (a request's) is stored as the project's local time."""
     with zones(use_tz, time_zone, server), timezone.override("Pacific/Kiritimati"):
         daily: dict[str, object] = {"task": NOOP, "cron": "0 3 * * *", "tz": "Asia/Tokyo"}
-        scheduling.sync(entries(minutely={"task": NOOP, "cron": "* * * * *", "tz": "Asia/Tokyo"}, daily=daily), DB)
+        recurrence.sync(entries(minutely={"task": NOOP, "cron": "* * * * *", "tz": "Asia/Tokyo"}, daily=daily), DB)
         next_tick_at = Schedule.objects.get(key="daily").next_tick_at
         assert next_tick_at is not None
         next_daily = instant(next_tick_at)
@@ -204,11 +204,11 @@ def test_ticks_fire_at_their_instant_in_every_time_zone(use_tz: bool, time_zone:
         assert (tokyo.hour, tokyo.minute) == (3, 0)
         assert datetime.timedelta(0) < next_daily - instant(timezone.now()) <= datetime.timedelta(days=1)
         rewind("minutely", 61)
-        assert scheduling.tick(DB) == 1
+        assert recurrence.tick(DB) == 1
         run_at = Job.objects.get().run_at
         assert run_at.second == 0
         assert datetime.timedelta(0) <= timezone.now() - run_at <= MINUTE
-        assert scheduling.tick(DB) == 0
+        assert recurrence.tick(DB) == 0
 
 
 def instant(stored: datetime.datetime) -> datetime.datetime:
