@@ -15,7 +15,7 @@ from django_sqlqueue.db.pausing import pause_queue, paused_queues, resume_queue
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.managers import CancelCount
 from django_sqlqueue.models import Job
-from django_sqlqueue.stats import Snapshot, snapshot
+from django_sqlqueue.reporting.stats import Snapshot, snapshot
 
 __all__ = ["CancelCount", "Snapshot", "cancel_jobs", "pause_queue", "paused_queues", "queue_stats", "resume_queue"]
 

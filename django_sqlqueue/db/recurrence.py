@@ -22,7 +22,7 @@ from django_sqlqueue.db.clock import DatabaseNow, database_now
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
 from django_sqlqueue.models import Job, Schedule
-from django_sqlqueue.rules.recurrence import Entry, due
+from django_sqlqueue.rules.recurrence import Entry, due, wall_time
 
 logger = logging.getLogger(__name__)
 
@@ -178,6 +178,13 @@ def aware(moment: datetime.datetime) -> datetime.datetime:
     naive local times of ``TIME_ZONE``, whatever zone a request has activated (the
     admin's enable action runs in one)."""
     return moment if timezone.is_aware(moment) else timezone.make_aware(moment, timezone.get_default_timezone())
+
+
+def shown(moment: datetime.datetime, tz: str) -> str:
+    """A row's stored time (its next tick, its last run) as the admin and
+    ``sqlqueue_schedule`` show it: :func:`~django_sqlqueue.rules.recurrence.wall_time` in the
+    row's zone ``tz``."""
+    return wall_time(aware(moment), tz)
 
 
 def _stored(moment: datetime.datetime) -> datetime.datetime:

@@ -130,6 +130,20 @@ def due(entry: Entry, last_tick: datetime.datetime, now: datetime.datetime) -> D
     return Due([latest] if now - latest <= within else [], latest)
 
 
+def wall_time(moment: datetime.datetime, tz: str) -> str:
+    """An aware time as every view of a schedule shows it (the admin, ``sqlqueue_schedule``):
+    the wall time in the schedule's zone ``tz``, its abbreviation and its name, such as
+    ``2026-11-27 03:00:00 CET (Europe/Paris)``.
+
+    In the schedule's zone, not the project's ``TIME_ZONE``, so that a cron entry's time
+    reads as the wall time the entry names, on either side of a DST change; the
+    abbreviation tells the two passes of a repeated hour apart, and the seconds the
+    ticks of an ``every`` entry shorter than a minute."""
+    if moment.utcoffset() is None:
+        raise ValueError(f"wall_time needs an aware time, not {moment!r}")
+    return f"{moment.astimezone(ZoneInfo(tz)):%Y-%m-%d %H:%M:%S %Z} ({tz})"
+
+
 def cronsim_installed() -> bool:
     return find_spec("cronsim") is not None
 

@@ -83,11 +83,17 @@ def _scalar_problem(value: Any) -> str | None:
     return f"is {_a(kind)}, {_NOT_JSON}"
 
 
+#: Starts written with a vowel but spoken with a consonant ("a uuid.UUID", "a one-off"),
+#: and the reverse ("an hour").
+_SPOKEN_CONSONANT = ("uu", "uni", "usa", "use", "usu", "uti", "url", "eu", "one", "once")
+_SPOKEN_VOWEL = ("hour", "honest", "honor", "honour", "heir")
+
+
 def _a(noun: str) -> str:
-    """``noun`` after the article it is spoken with: an object, an int, a set, a uuid.UUID."""
+    """``noun`` after the article it is spoken with: an object, an int, a set, a uuid.UUID, an hour."""
     start = noun.lower()
-    spoken_you = start.startswith(("uu", "uni", "usa", "use", "usu", "uti"))
-    return f"an {noun}" if start[:1] in ("a", "e", "i", "o", "u") and not spoken_you else f"a {noun}"
+    vowel = start[:1] in ("a", "e", "i", "o", "u") and not start.startswith(_SPOKEN_CONSONANT)
+    return f"an {noun}" if vowel or start.startswith(_SPOKEN_VOWEL) else f"a {noun}"
 
 
 def _shown(value: Any) -> str:

@@ -117,7 +117,9 @@ def _never_registered() -> None:
 def test_validating_a_task_registers_nothing() -> None:
     backend = task_backends["default"]
     # Django's own Task class, not ours: our backend validates it, and nothing registers it.
-    plain = Task(priority=0, func=_never_registered, backend="default", queue_name="default", run_after=None)
+    plain: Task[[], None] = Task(
+        priority=0, func=_never_registered, backend="default", queue_name="default", run_after=None
+    )
     backend.validate_task(plain)
     with pytest.raises(UnknownTaskError):
         get_task(_never_registered)

@@ -24,7 +24,8 @@ from django_sqlqueue.models import Job, Leader, Worker
 from django_sqlqueue.rules.queues import unlisted_queues_problem
 from django_sqlqueue.rules.registry import autodiscover
 from django_sqlqueue.runner.capacity import connections_problem
-from django_sqlqueue.runner.supervisor import Options, Supervisor
+from django_sqlqueue.runner.config import WorkerOptions
+from django_sqlqueue.runner.supervisor import Supervisor
 
 _LOG_LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
 
@@ -133,7 +134,7 @@ class Command(QueueCommand):
             raise CommandError(f"--metrics-port needs prometheus-client: {INSTALL_HINT}.")
         level = _LOG_LEVELS.get(verbosity, logging.DEBUG)
         supervisor = Supervisor(
-            Options(
+            WorkerOptions(
                 queues=queues,
                 processes=processes,
                 threads=threads,

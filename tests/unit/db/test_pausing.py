@@ -1,4 +1,4 @@
-"""Pausing and resuming queues (``pausing.py``), and how a claim leaves paused queues out."""
+"""Pausing and resuming queues (``db/pausing.py``), and how a claim leaves paused queues out."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from django_sqlqueue.rules.recurrence import (
     due,
     parse_entry,
     parse_schedule,
+    wall_time,
 )
 
 UTC = datetime.timezone.utc
@@ -76,6 +77,26 @@ def test_cron_follows_its_time_zone_not_utc() -> None:
     entry = parse_entry("nightly", {"task": "t", "cron": "0 3 * * *", "tz": "Europe/Paris"}, "UTC")
     assert entry.next_ticks(at(2026, 1, 1), 1) == [at(2026, 1, 1, 2)]  # CET is UTC+1
     assert entry.next_ticks(at(2026, 7, 1), 1) == [at(2026, 7, 1, 1)]  # CEST is UTC+2
+
+
+def test_ticks_are_shown_at_the_wall_time_the_cron_entry_names_across_dst_changes() -> None:
+    entry = parse_entry("nightly", {"task": "t", "cron": "0 3 * * *", "tz": "Europe/Paris"}, "UTC")
+    # Europe/Paris moves from CEST to CET on 25 October 2026 and back on 28 March 2027.
+    autumn = [wall_time(tick, entry.tz) for tick in entry.next_ticks(at(2026, 10, 24), 2)]
+    spring = [wall_time(tick, entry.tz) for tick in entry.next_ticks(at(2027, 3, 27), 2)]
+    assert autumn == ["2026-10-24 03:00:00 CEST (Europe/Paris)", "2026-10-25 03:00:00 CET (Europe/Paris)"]
+    assert spring == ["2027-03-27 03:00:00 CET (Europe/Paris)", "2027-03-28 03:00:00 CEST (Europe/Paris)"]
+
+
+def test_the_two_passes_of_a_repeated_hour_are_told_apart() -> None:
+    first, second = at(2026, 10, 25, 0, 30), at(2026, 10, 25, 1, 30)
+    assert wall_time(first, "Europe/Paris") == "2026-10-25 02:30:00 CEST (Europe/Paris)"
+    assert wall_time(second, "Europe/Paris") == "2026-10-25 02:30:00 CET (Europe/Paris)"
+
+
+def test_a_naive_time_is_refused_rather_than_read_in_the_machines_zone() -> None:
+    with pytest.raises(ValueError, match="aware"):
+        wall_time(datetime.datetime(2026, 1, 1, 3), "Europe/Paris")
 
 
 def entry_every_minute(missed: str) -> Entry:

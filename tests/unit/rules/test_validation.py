@@ -3,11 +3,14 @@ the proof on generated values that what is accepted comes back from the database
 
 from __future__ import annotations
 
+import ast
 import datetime
 import decimal
 import json
+import re
 import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +20,7 @@ from hypothesis import strategies as st
 
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.models import Job, JobStatus
-from django_sqlqueue.rules.validation import arguments_problem, charset_problem, job_options_problem, json_problem
+from django_sqlqueue.rules.validation import _a, arguments_problem, charset_problem, job_options_problem, json_problem
 from tests.support.hostile import HOLDS_NUL, HOLDS_SURROGATE, PAST_64_BITS, TOO_DEEP, holding_itself, nested
 from tests.testapp.tasks import noop
 
@@ -312,3 +315,51 @@ def test_charset_problem_names_the_first_character_a_mysql_charset_cannot_store(
         else f"holds {refused!r} (U+{ord(refused):04X}), which the character set {charset} cannot store"
     )
     assert charset_problem(text, charset) == expected
+
+
+@pytest.mark.parametrize(
+    ("noun", "spoken"),
+    [
+        ("object", "an object"),
+        ("int", "an int"),
+        ("integer of 64 bits", "an integer of 64 bits"),
+        ("set", "a set"),
+        ("uuid.UUID", "a uuid.UUID"),
+        ("URL", "a URL"),
+        ("one-off", "a one-off"),
+        ("hour", "an hour"),
+    ],
+)
+def test_a_noun_takes_the_article_it_is_spoken_with(noun: str, spoken: str) -> None:
+    assert _a(noun) == spoken
+
+
+#: "a" or "an" and the word after it, in running text (not in ``a.b`` or ``'a'``).
+ARTICLE = re.compile(r"(?<![\w.'`-])(an?) ([A-Za-z][\w.]*)", re.IGNORECASE)
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+def texts(path: Path) -> list[str]:
+    """The string literals of a module (its messages, f-strings' parts, docstrings), or a template."""
+    if path.suffix == ".html":
+        return [path.read_text()]
+    return [
+        node.value
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+
+
+def test_the_messages_say_a_and_an_as_spoken() -> None:
+    """No "a object", "a integer" or "an hour"-style slip in what the package and the demo
+    write, by the rule the messages' own :func:`_a` follows."""
+    paths = [path for folder in ("django_sqlqueue", "testproject") for path in (PROJECT / folder).rglob("*.*")]
+    slips = [
+        f"{path.relative_to(PROJECT)}: {match[0]}"
+        for path in paths
+        if path.suffix in (".py", ".html")
+        for text in texts(path)
+        for match in ARTICLE.finditer(text)
+        if _a(match[2]).split()[0] != match[1].lower()
+    ]
+    assert not slips
