@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from django_sqlqueue.models import Job
+from django.db.models import Model
 
 
 class SQLQueueError(Exception):
@@ -52,6 +49,6 @@ class UniqueJobExists(SQLQueueError):
     active job already holds a new job's ``unique_key``: nothing was written.
     ``job`` is the job that holds it."""
 
-    def __init__(self, message: str, job: Job) -> None:
+    def __init__(self, message: str, job: Model) -> None:
         super().__init__(message)
         self.job = job

@@ -23,13 +23,14 @@ from django_sqlqueue.db.vendors import CLAIM_PROBLEM_HINTS, claim_problem
 from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
+    from django.db.models import QuerySet
+
     # Type-only: the manager calls this module, and the model holds the manager.
-    from django_sqlqueue.managers import JobQuerySet
     from django_sqlqueue.models import Job
 
 
 #: The order a claim takes ready jobs in: higher priority first, then the earliest
-#: due, then the oldest (``JobQuerySet.in_claim_order``).
+#: due, then the oldest (``JobQuerySet.in_claim_order`` in the managers).
 CLAIM_ORDER = ("-priority", "run_at", "id")
 
 
@@ -41,14 +42,16 @@ class Candidates:
     else went in: candidates of one shape make the same statement, which a connection
     then compiles once (:class:`_CandidateStatements`); None for a caller's filter."""
 
-    def __init__(self, model: type[Job], using: str, build: Callable[[], JobQuerySet], shape: Hashable | None) -> None:
+    def __init__(
+        self, model: type[Job], using: str, build: Callable[[], QuerySet[Job]], shape: Hashable | None
+    ) -> None:
         self.model = model
         self.using = using
         self.shape = shape
         self._build = build
 
     @functools.cached_property
-    def queryset(self) -> JobQuerySet:
+    def queryset(self) -> QuerySet[Job]:
         return self._build()
 
 
@@ -246,7 +249,7 @@ class _CandidateStatements:
             self._made[shape] = self._make(candidates.queryset)
         return self._made[shape]
 
-    def _make(self, candidates: JobQuerySet) -> CandidateSQL | None:
+    def _make(self, candidates: QuerySet[Job]) -> CandidateSQL | None:
         ids = candidates.values("pk")
         compiler = ids.query.get_compiler(connection=self._connection)
         try:

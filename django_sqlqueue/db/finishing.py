@@ -30,8 +30,9 @@ from django_sqlqueue.rules.validation import json_problem
 from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
+    from django.db.models import QuerySet
+
     # Type-only: the manager calls this module, and the model holds the manager.
-    from django_sqlqueue.managers import JobQuerySet
     from django_sqlqueue.models import Job
 
 logger = logging.getLogger(__name__)
@@ -163,7 +164,7 @@ def _as_expression(value: Any, output_field: Field[Any, Any]) -> Any:
 
 
 def finish(
-    jobs: JobQuerySet, *, worker_id: str, succeeded: Mapping[Job, Any], failed: Mapping[Job, BaseException]
+    jobs: QuerySet[Job], *, worker_id: str, succeeded: Mapping[Job, Any], failed: Mapping[Job, BaseException]
 ) -> Counter[str]:
     """See :meth:`JobManager.finish_by_status`."""
     if failed and (both := {job.pk for job in succeeded} & {job.pk for job in failed}):
@@ -201,7 +202,7 @@ def finish(
 
 
 def _statuses_written(
-    jobs: JobQuerySet, worker_id: str, outcomes: Mapping[Job, Mapping[str, Any]], count: int
+    jobs: QuerySet[Job], worker_id: str, outcomes: Mapping[Job, Mapping[str, Any]], count: int
 ) -> Counter[str]:
     """The statuses the UPDATE that wrote ``count`` of ``outcomes`` gave, by how many jobs
     got each. When the fence left some out (jobs rescued or claimed again meanwhile, which
@@ -217,7 +218,7 @@ def _statuses_written(
     return Counter(status for pk, status, *rest in rows if ours[pk] == (status, *rest))
 
 
-def _delete_successes(jobs: JobQuerySet, worker_id: str, outcomes: dict[Job, dict[str, Any]]) -> int:
+def _delete_successes(jobs: QuerySet[Job], worker_id: str, outcomes: dict[Job, dict[str, Any]]) -> int:
     """With ``SQLQUEUE_RETENTION["SUCCESSFUL"]`` 0: delete the held jobs that succeeded,
     in one DELETE fenced like the UPDATE, and take them out of ``outcomes``. Nothing of
     theirs is stored, so the database has nothing to refuse."""
@@ -231,7 +232,7 @@ def _delete_successes(jobs: JobQuerySet, worker_id: str, outcomes: dict[Job, dic
     return deleted
 
 
-def _write(jobs: JobQuerySet, worker_id: str, outcomes: Mapping[Job, Mapping[str, Any]]) -> int:
+def _write(jobs: QuerySet[Job], worker_id: str, outcomes: Mapping[Job, Mapping[str, Any]]) -> int:
     """One UPDATE of the held jobs among ``outcomes``; in a savepoint inside a caller's
     transaction, which a refused statement would otherwise break (PostgreSQL)."""
     statement = outcome_updates(jobs.model, connections[jobs.db])
@@ -286,7 +287,7 @@ class _OutcomeUpdate:
 outcome_updates = PerConnection(_OutcomeUpdate)
 
 
-def _write_alone(jobs: JobQuerySet, worker_id: str, job: Job, outcome: Mapping[str, Any], now: Any) -> Counter[str]:
+def _write_alone(jobs: QuerySet[Job], worker_id: str, job: Job, outcome: Mapping[str, Any], now: Any) -> Counter[str]:
     """Write one job's outcome; if the database refuses it, a failed attempt saying so
     instead; if it refuses that too (the job's earlier errors are as much as a row can
     take), the job ``FAILED`` with its errors as they were, and the refusal logged. The
@@ -328,7 +329,7 @@ def _refused(using: str, error: DatabaseError) -> bool:
     return is_unwritable(error) or (lost and is_away(error))
 
 
-def release(jobs: JobQuerySet, *, worker_id: str, unstarted: Iterable[Job]) -> int:
+def release(jobs: QuerySet[Job], *, worker_id: str, unstarted: Iterable[Job]) -> int:
     """Give back claimed jobs that never started, without counting their attempt; one
     someone asked to cancel meanwhile is ``CANCELLED`` instead."""
     unstarted = list(unstarted)
@@ -350,7 +351,7 @@ def release(jobs: JobQuerySet, *, worker_id: str, unstarted: Iterable[Job]) -> i
     )
 
 
-def still_held(jobs: JobQuerySet, worker_id: str, held: Iterable[Job]) -> JobQuerySet:
+def still_held(jobs: QuerySet[Job], worker_id: str, held: Iterable[Job]) -> QuerySet[Job]:
     """The rows of ``held`` still ``RUNNING`` for ``worker_id`` at the attempt it claimed
     (the fence, :class:`~django_sqlqueue.db.expressions.HeldBy`)."""
     return jobs.filter(HeldBy(worker_id, held))

@@ -68,17 +68,3 @@ def concurrency_slot(
         max_length=CONCURRENCY_KEY_MAX_LENGTH,
     )
     return derived, limit
-
-
-def concurrency_names_problem(func: Any, names: Sequence[str] | None, limit: Any) -> str | None:
-    """Why ``@job(concurrency=names, concurrency_limit=limit)`` cannot derive keys, or None."""
-    if names is None:
-        return None
-    if isinstance(names, str) or not all(isinstance(name, str) for name in names):
-        return f"concurrency must be a tuple of argument names, not {names!r}"
-    if limit is None:
-        return "concurrency needs a concurrency_limit"
-    parameters = inspect.signature(func).parameters
-    if unknown := [name for name in names if name not in parameters]:
-        return f"concurrency names {unknown}, which are not arguments of the function"
-    return None

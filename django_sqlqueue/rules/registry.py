@@ -18,10 +18,14 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import module_has_submodule
 
 from django_sqlqueue.exceptions import TaskModuleError, UnknownTaskError
-from django_sqlqueue.rules.keys import concurrency_names_problem
 from django_sqlqueue.rules.limits import TASK_NAME_MAX_LENGTH
 from django_sqlqueue.rules.rates import rate_limit_name_problem
-from django_sqlqueue.rules.validation import concurrency_problem, job_options_problem, unique_until_problem
+from django_sqlqueue.rules.validation import (
+    concurrency_names_problem,
+    concurrency_problem,
+    job_options_problem,
+    unique_until_problem,
+)
 
 if TYPE_CHECKING:
     from django_sqlqueue.backends.compat import Task as DjangoTask

@@ -9,10 +9,11 @@ accepted only when all three store it and give it back as itself."""
 from __future__ import annotations
 
 import datetime
+import inspect
 import math
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django_sqlqueue.conf import MAX_CLAIM_LIMIT, conf
@@ -290,6 +291,20 @@ _BMP_ONLY = frozenset({"utf8mb3", "utf8", "ucs2"})
 #: MySQL's ``latin1`` is Windows-1252 with its five undefined bytes read as the C1
 #: controls of the same numbers, not ISO 8859-1 (Python's ``latin-1``).
 _LATIN1_CONTROLS = frozenset("\x81\x8d\x8f\x90\x9d")
+
+
+def concurrency_names_problem(func: Any, names: Sequence[str] | None, limit: Any) -> str | None:
+    """Why ``@job(concurrency=names, concurrency_limit=limit)`` cannot derive keys, or None."""
+    if names is None:
+        return None
+    if isinstance(names, str) or not all(isinstance(name, str) for name in names):
+        return f"concurrency must be a tuple of argument names, not {names!r}"
+    if limit is None:
+        return "concurrency needs a concurrency_limit"
+    parameters = inspect.signature(func).parameters
+    if unknown := [name for name in names if name not in parameters]:
+        return f"concurrency names {unknown}, which are not arguments of the function"
+    return None
 
 
 def charset_problem(text: str, charset: str) -> str | None:
