@@ -17,6 +17,7 @@ from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_sqlqueue.db.keys import unique
 from django_sqlqueue.db.keys.concurrency import with_free_slot
 from django_sqlqueue.db.routing import queue_db
+from django_sqlqueue.db.table import AbstractJob, JobT
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.rules import keys
 from django_sqlqueue.rules.registry import RegisteredTask, get_task
@@ -35,9 +36,6 @@ from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
     from typing import Unpack
-
-    # Type-only: models imports this module for its manager.
-    from django_sqlqueue.models import Job
 
 
 class PlainOptions(TypedDict, total=False):
@@ -68,18 +66,18 @@ class JobOptions(PlainOptions, total=False):
     unique_until: str | None
 
 
-class JobQuerySet(models.QuerySet["Job"]):
+class JobQuerySet(models.QuerySet[JobT]):
     """Filters over the jobs table."""
 
-    def ready(self) -> JobQuerySet:
+    def ready(self) -> JobQuerySet[JobT]:
         """Jobs waiting to run whose time has come by the database's clock."""
         return self.filter(status=JobStatus.READY, run_at__lte=DatabaseNow())
 
-    def in_queues(self, queues: Iterable[str] | None) -> JobQuerySet:
+    def in_queues(self, queues: Iterable[str] | None) -> JobQuerySet[JobT]:
         """Jobs on any of ``queues``; every job when ``queues`` is None."""
         return self if queues is None else self.filter(queue__in=list(queues))
 
-    def in_claim_order(self) -> JobQuerySet:
+    def in_claim_order(self) -> JobQuerySet[JobT]:
         """Higher priority first, then the earliest due, then the oldest."""
         return self.order_by(*claiming.CLAIM_ORDER)
 
@@ -93,16 +91,16 @@ class CancelCount(NamedTuple):
     requested: int
 
 
-class JobManager(models.Manager["Job"]):
+class JobManager(models.Manager[JobT]):
     """Enqueue, claim and finish jobs."""
 
-    def get_queryset(self) -> JobQuerySet:
+    def get_queryset(self) -> JobQuerySet[JobT]:
         return JobQuerySet(self.model, using=self._db)
 
-    def ready(self) -> JobQuerySet:
+    def ready(self) -> JobQuerySet[JobT]:
         return self.get_queryset().ready()
 
-    def on_queue_db(self) -> JobQuerySet:
+    def on_queue_db(self) -> JobQuerySet[JobT]:
         """Every job, read on the database the queue writes to (never a read replica)."""
         return self.get_queryset().using(queue_db(self.model, self._db))
 
@@ -122,7 +120,7 @@ class JobManager(models.Manager["Job"]):
         concurrency_limit: int | None = None,
         unique_key: str | None = None,
         unique_until: str | None = None,
-    ) -> Job:
+    ) -> JobT:
         """An unsaved job for ``task`` with its defaults filled in, for :meth:`enqueue_many`.
 
         Options left ``None`` come from the task's ``@job(...)``, then from settings."""
@@ -152,7 +150,7 @@ class JobManager(models.Manager["Job"]):
         job.unique_until_pruned = until == "pruned"
         return job
 
-    def _unkeyed(self, registered: RegisteredTask, args: Any, kwargs: Any, **options: Unpack[PlainOptions]) -> Job:
+    def _unkeyed(self, registered: RegisteredTask, args: Any, kwargs: Any, **options: Unpack[PlainOptions]) -> JobT:
         """An unsaved job of ``registered`` with its options filled in as :meth:`build`
         says, and no concurrency or unique key yet."""
         run_at, delay = options.get("run_at"), options.get("delay")
@@ -179,7 +177,7 @@ class JobManager(models.Manager["Job"]):
         *,
         on_conflict: str = "skip",
         **options: Unpack[JobOptions],
-    ) -> Job:
+    ) -> JobT:
         """Write one job on the caller's connection and inside the caller's transaction,
         so it is rolled back with it and workers see it only once it commits.
 
@@ -194,7 +192,7 @@ class JobManager(models.Manager["Job"]):
         _validate(job)
         return self._write([job], batch_size=1, on_conflict=on_conflict)[0]
 
-    def enqueue_many(self, jobs: Iterable[Job], *, batch_size: int = 1000, on_conflict: str = "skip") -> list[Job]:
+    def enqueue_many(self, jobs: Iterable[JobT], *, batch_size: int = 1000, on_conflict: str = "skip") -> list[JobT]:
         """Write many jobs (usually made by :meth:`build`) in a few multi-row INSERTs, all
         or none: every job is validated before anything is written (one bad job refuses
         them all), and the INSERTs share one transaction (the caller's, if it has one).
@@ -231,7 +229,7 @@ class JobManager(models.Manager["Job"]):
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, not {batch_size!r}.")
         using = queue_db(self.model, self._db)
-        templates: dict[Any, tuple[Job, RegisteredTask]] = {}
+        templates: dict[Any, tuple[JobT, RegisteredTask]] = {}
         run_at: Any = None
 
         def plain(number: int, row: Any) -> tuple[Any, ...]:
@@ -266,7 +264,7 @@ class JobManager(models.Manager["Job"]):
                 return 0
             return inserting.insert_plain(self.model, itertools.chain(first, values), using, run_at, batch_size)
 
-    def _plain_template(self, task: Callable[..., Any] | str, options: PlainOptions) -> tuple[Job, RegisteredTask]:
+    def _plain_template(self, task: Callable[..., Any] | str, options: PlainOptions) -> tuple[JobT, RegisteredTask]:
         """A job of ``task`` with ``options`` and no arguments, checked as :meth:`enqueue`
         checks one, whose options every plain row of that task takes."""
         registered = get_task(task)
@@ -285,7 +283,7 @@ class JobManager(models.Manager["Job"]):
         if problem := charsets.unstorable(self.model, using, texts):
             raise InvalidJobError(f"Cannot enqueue {task}: {problem}.")
 
-    def _write(self, jobs: list[Job], *, batch_size: int, on_conflict: str) -> list[Job]:
+    def _write(self, jobs: list[JobT], *, batch_size: int, on_conflict: str) -> list[JobT]:
         if on_conflict not in ON_CONFLICT:
             raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}.")
         using = queue_db(self.model, self._db)
@@ -314,7 +312,7 @@ class JobManager(models.Manager["Job"]):
         limit: int | None = None,
         filter: models.Q | None = None,
         skip_queues: Collection[str] = (),
-    ) -> claiming.ClaimedJobs:
+    ) -> claiming.ClaimedJobs[JobT]:
         """Take up to ``limit`` ready jobs (default ``SQLQUEUE_BATCH_SIZE``) for ``worker_id``.
 
         The jobs come back ``RUNNING``, owned by the worker, with the attempt counted,
@@ -332,7 +330,7 @@ class JobManager(models.Manager["Job"]):
         jobs = self.on_queue_db()
         limited = rates.limited_tasks()
 
-        def candidates() -> JobQuerySet:
+        def candidates() -> JobQuerySet[JobT]:
             ready = jobs.ready().in_queues(queues)
             ready = ready.filter(with_free_slot(self.model, ready.db))
             if limited:
@@ -362,8 +360,8 @@ class JobManager(models.Manager["Job"]):
         self,
         *,
         worker_id: str,
-        succeeded: Mapping[Job, Any] | None = None,
-        failed: Mapping[Job, BaseException] | None = None,
+        succeeded: Mapping[JobT, Any] | None = None,
+        failed: Mapping[JobT, BaseException] | None = None,
     ) -> int:
         """Record the outcomes of claimed jobs in one statement: ``succeeded`` maps each job
         to its (JSON) return value, ``failed`` to the exception it raised.
@@ -382,15 +380,15 @@ class JobManager(models.Manager["Job"]):
         self,
         *,
         worker_id: str,
-        succeeded: Mapping[Job, Any] | None = None,
-        failed: Mapping[Job, BaseException] | None = None,
+        succeeded: Mapping[JobT, Any] | None = None,
+        failed: Mapping[JobT, BaseException] | None = None,
     ) -> Counter[str]:
         """:meth:`finish`, counting the jobs written by the status each was given
         (``READY`` for a failed attempt that will be retried): what ``runworkers``
         reports follows what was written, not what was meant to be."""
         return finishing.finish(self.on_queue_db(), worker_id=worker_id, succeeded=succeeded or {}, failed=failed or {})
 
-    def cancel(self, jobs: models.QuerySet[Job] | Iterable[int]) -> CancelCount:
+    def cancel(self, jobs: models.QuerySet[JobT] | Iterable[int]) -> CancelCount:
         """Cancel ``jobs`` (a queryset or ids): a ``READY`` one becomes ``CANCELLED`` at
         once; a ``RUNNING`` one gets a cancel request (``cancel_requested_at``, the
         database's clock), which its worker learns of within a heartbeat: the job ends
@@ -411,7 +409,7 @@ class JobManager(models.Manager["Job"]):
             )
         return CancelCount(cancelled, requested)
 
-    def release(self, *, worker_id: str, unstarted: Iterable[Job]) -> int:
+    def release(self, *, worker_id: str, unstarted: Iterable[JobT]) -> int:
         """Put claimed jobs that never started back to ``READY``, their attempt not counted
         (a worker stopping before it got to them). Fenced like :meth:`finish`."""
         return finishing.release(self.on_queue_db(), worker_id=worker_id, unstarted=unstarted)
@@ -476,7 +474,7 @@ def _checked_delay(delay: Any) -> datetime.timedelta:
     return delay if isinstance(delay, datetime.timedelta) else datetime.timedelta(seconds=delay)
 
 
-def _validate(job: Job, *, bind: bool = True) -> None:
+def _validate(job: AbstractJob, *, bind: bool = True) -> None:
     """Everything :meth:`JobManager.build` checks, checked again on the job as it is
     now: ``enqueue_many`` takes jobs a caller may have changed since. With ``bind`` (not
     for a template without arguments), the arguments must fit the task's function too."""

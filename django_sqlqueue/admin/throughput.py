@@ -24,7 +24,7 @@ from django_sqlqueue.db import rollup
 from django_sqlqueue.db.clock import database_now
 from django_sqlqueue.db.routing import queue_db, read_db
 from django_sqlqueue.managers import JobQuerySet
-from django_sqlqueue.models import FinishedHour
+from django_sqlqueue.models import FinishedHour, Job
 from django_sqlqueue.status import JobStatus
 
 logger = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ class Chart:
         return bars
 
 
-def throughput(jobs: JobQuerySet, span: Span) -> dict[str, Chart]:
+def throughput(jobs: JobQuerySet[Job], span: Span) -> dict[str, Chart]:
     """Per queue with a job in ``jobs`` that succeeded or failed for good within
     ``span``, its chart. Buckets are whole minutes or hours (UTC) of the database's
     clock, the newest the current one.
@@ -166,7 +166,7 @@ def throughput(jobs: JobQuerySet, span: Span) -> dict[str, Chart]:
 
 
 def _hours(
-    jobs: JobQuerySet,
+    jobs: JobQuerySet[Job],
     first: datetime.datetime,
     now: datetime.datetime,
     add: Callable[[str, datetime.datetime, int, int], None],

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Hashable, Iterable
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, cast
 
 from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
 from django.db import connections
@@ -18,6 +18,9 @@ from django_sqlqueue.db.instances import job_rows
 from django_sqlqueue.db.keys.concurrency import admit, keys_seen, note_keys
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.rates import Limited, draw
+
+# The table, not the model: the model holds the manager, which calls this module.
+from django_sqlqueue.db.table import AbstractJob, JobT
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import CLAIM_PROBLEM_HINTS, claim_problem
 from django_sqlqueue.status import JobStatus
@@ -25,16 +28,13 @@ from django_sqlqueue.status import JobStatus
 if TYPE_CHECKING:
     from django.db.models import QuerySet
 
-    # Type-only: the manager calls this module, and the model holds the manager.
-    from django_sqlqueue.models import Job
-
 
 #: The order a claim takes ready jobs in: higher priority first, then the earliest
 #: due, then the oldest (``JobQuerySet.in_claim_order`` in the managers).
 CLAIM_ORDER = ("-priority", "run_at", "id")
 
 
-class Candidates:
+class Candidates(Generic[JobT]):
     """The ready jobs a claim may take, on the database ``using``: ``build()`` makes
     them as a queryset in :data:`CLAIM_ORDER`, only when the claim needs one.
 
@@ -43,7 +43,7 @@ class Candidates:
     then compiles once (:class:`_CandidateStatements`); None for a caller's filter."""
 
     def __init__(
-        self, model: type[Job], using: str, build: Callable[[], QuerySet[Job]], shape: Hashable | None
+        self, model: type[JobT], using: str, build: Callable[[], QuerySet[JobT]], shape: Hashable | None
     ) -> None:
         self.model = model
         self.using = using
@@ -51,11 +51,11 @@ class Candidates:
         self._build = build
 
     @functools.cached_property
-    def queryset(self) -> QuerySet[Job]:
+    def queryset(self) -> QuerySet[JobT]:
         return self._build()
 
 
-class ClaimedJobs(list["Job"]):
+class ClaimedJobs(list[JobT]):
     """The jobs one claim took, in claim order.
 
     ``lost`` counts candidates another worker locked first (MySQL/MariaDB, where
@@ -63,19 +63,19 @@ class ClaimedJobs(list["Job"]):
     more workers than work. PostgreSQL's ``SKIP LOCKED ... LIMIT`` hands each claimer
     rows nobody holds, and SQLite claims one writer at a time, so it is 0 there."""
 
-    def __init__(self, jobs: list[Job], lost: int) -> None:
+    def __init__(self, jobs: list[JobT], lost: int) -> None:
         super().__init__(jobs)
         self.lost = lost
 
 
 def claim(
-    candidates: Candidates,
+    candidates: Candidates[JobT],
     *,
     worker_id: str,
     limit: int,
     limited: Limited | None = None,
     index_ordered: bool = False,
-) -> ClaimedJobs:
+) -> ClaimedJobs[JobT]:
     """Claim the first ``limit`` of ``candidates`` for ``worker_id``,
     those that fit under their concurrency limits and, for the ``limited`` tasks, their
     rate limits.
@@ -97,10 +97,13 @@ def claim(
     # SET LOCAL would outlive the claim in a caller's transaction: there, no pin.
     pinned = index_ordered and connection.vendor == "postgresql" and not connection.in_atomic_block
     if connection.vendor == "mysql":  # no UPDATE … RETURNING
-        return retry_transient(
+        claimed = retry_transient(
             candidates.using, lambda: _claim_without_returning(candidates, worker_id, limit, admitted, plain=plain)
         )
-    return _claim_returning(candidates, worker_id, limit, admitted, plain=plain, pinned=pinned)
+    else:
+        claimed = _claim_returning(candidates, worker_id, limit, admitted, plain=plain, pinned=pinned)
+    # Made from the rows of ``candidates.model``: instances of it.
+    return cast("ClaimedJobs[JobT]", claimed)
 
 
 def _walk_the_index(using: str) -> None:
@@ -118,21 +121,21 @@ def _walk_the_index(using: str) -> None:
         cursor.execute("SET LOCAL enable_sort = off")
 
 
-def _admitted(candidates: Candidates, limited: Limited, jobs: list[Any]) -> list[Any]:
+def _admitted(candidates: Candidates[Any], limited: Limited, jobs: list[Any]) -> list[Any]:
     """The locked ``jobs`` that fit their concurrency limits, then their rate limits
     (keys' rows are always locked before buckets', so claimers never deadlock)."""
     return draw(candidates.using, admit(candidates.using, candidates.model, jobs), limited)
 
 
 def _claim_returning(
-    candidates: Candidates,
+    candidates: Candidates[Any],
     worker_id: str,
     limit: int,
     admitted: Callable[[list[Any]], list[Any]],
     *,
     plain: bool,
     pinned: bool,
-) -> ClaimedJobs:
+) -> ClaimedJobs[AbstractJob]:
     """SQLite and PostgreSQL: the claim is an ``UPDATE … RETURNING`` (see
     :class:`_ClaimUpdate`), and the jobs are built after it commits
     (:mod:`~django_sqlqueue.db.instances`).
@@ -175,7 +178,9 @@ def _claim_returning(
     return ClaimedJobs(_in_claim_order(candidates.model, statement.jobs(rows)), lost=0)
 
 
-def _keyless(candidates: Candidates, limit: int, connection: BaseDatabaseWrapper) -> tuple[str, tuple[Any, ...]] | None:
+def _keyless(
+    candidates: Candidates[Any], limit: int, connection: BaseDatabaseWrapper
+) -> tuple[str, tuple[Any, ...]] | None:
     """The condition on the first ``limit`` of ``candidates`` without a concurrency key,
     as SQL and its parameters; None when nothing can match (``queues=[]``).
 
@@ -191,7 +196,7 @@ def _keyless(candidates: Candidates, limit: int, connection: BaseDatabaseWrapper
     return f"id {ready} AND concurrency_key IS NULL", (*made.ready_params, limit)
 
 
-def _keyed_among(candidates: Candidates, connection: BaseDatabaseWrapper) -> bool:
+def _keyed_among(candidates: Candidates[Any], connection: BaseDatabaseWrapper) -> bool:
     """Whether jobs with a concurrency key are among ``candidates``, which a plain
     claim left out: asked through the condition made once for their shape, as every
     claim that comes back short asks it (building and compiling the candidates for it
@@ -231,13 +236,13 @@ class _CandidateStatements:
     #: more for each set of its queues paused at once.
     KEPT = 256
 
-    def __init__(self, model: type[Job], connection: BaseDatabaseWrapper) -> None:
+    def __init__(self, model: type[AbstractJob], connection: BaseDatabaseWrapper) -> None:
         self._connection = connection
         self._made: dict[Hashable, CandidateSQL | None] = {}
         #: The jobs table, quoted, for a statement on :attr:`CandidateSQL.where`.
         self.table = connection.ops.quote_name(model._meta.db_table)
 
-    def of(self, candidates: Candidates, *, kept: bool) -> CandidateSQL | None:
+    def of(self, candidates: Candidates[Any], *, kept: bool) -> CandidateSQL | None:
         """``candidates`` as SQL, None when nothing can match (``queues=[]``); ``kept``
         for their shape when only the shape went in (no limits in play)."""
         shape = candidates.shape
@@ -249,7 +254,7 @@ class _CandidateStatements:
             self._made[shape] = self._make(candidates.queryset)
         return self._made[shape]
 
-    def _make(self, candidates: QuerySet[Job]) -> CandidateSQL | None:
+    def _make(self, candidates: QuerySet[AbstractJob]) -> CandidateSQL | None:
         ids = candidates.values("pk")
         compiler = ids.query.get_compiler(connection=self._connection)
         try:
@@ -265,13 +270,13 @@ candidate_statements = PerConnection(_CandidateStatements)
 
 
 def _claim_without_returning(
-    candidates: Candidates,
+    candidates: Candidates[Any],
     worker_id: str,
     limit: int,
     admitted: Callable[[list[Any]], list[Any]],
     *,
     plain: bool,
-) -> ClaimedJobs:
+) -> ClaimedJobs[AbstractJob]:
     """MySQL/MariaDB, which have no ``UPDATE … RETURNING``: read the candidates' ids
     without locks, then lock just those rows by primary key, checking again that they
     are still candidates (InnoDB would otherwise lock every index record the ordered
@@ -319,7 +324,7 @@ class _ClaimUpdate:
 
     Made once for each connection (:data:`claim_updates`); the worker is a parameter."""
 
-    def __init__(self, model: type[Job], connection: BaseDatabaseWrapper) -> None:
+    def __init__(self, model: type[AbstractJob], connection: BaseDatabaseWrapper) -> None:
         self.rows = job_rows(model, connection)
         self._connection = connection
         self._query = query = model._base_manager.all().query
@@ -387,7 +392,7 @@ class _ClaimUpdate:
         sql, params = self._compiler.compile(PrimaryKeyIn(ids).resolve_expression(self._query))
         return sql, tuple(params)
 
-    def jobs(self, returned: list[tuple[Any, ...]]) -> list[Job]:
+    def jobs(self, returned: list[tuple[Any, ...]]) -> list[AbstractJob]:
         """The claimed jobs of what :meth:`run` returned (call it once the claim committed)."""
         if not self._ids_only:
             return self.rows.jobs(returned)
@@ -414,7 +419,7 @@ class _CandidateWindow:
     #: The most candidates read for each job wanted.
     MOST = 8
 
-    def __init__(self, model: type[Job], connection: BaseDatabaseWrapper) -> None:
+    def __init__(self, model: type[AbstractJob], connection: BaseDatabaseWrapper) -> None:
         self.per_job = 1
 
     def lost(self, ids: list[int], taken: list[int], limit: int) -> int:
@@ -442,7 +447,7 @@ candidate_windows = PerConnection(_CandidateWindow)
 claim_updates = PerConnection(_ClaimUpdate)
 
 
-def _in_claim_order(model: type[Job], jobs: list[Job]) -> list[Job]:
+def _in_claim_order(model: type[AbstractJob], jobs: list[AbstractJob]) -> list[AbstractJob]:
     """``jobs`` sorted as :data:`CLAIM_ORDER` sorts their rows: one stable sort per
     field, the last field first."""
     for name in reversed(CLAIM_ORDER):

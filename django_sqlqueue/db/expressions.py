@@ -15,7 +15,7 @@ from django.db.models.sql.compiler import SQLCompiler
 from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
-    from django_sqlqueue.models import Job
+    from django_sqlqueue.db.table import AbstractJob
 
 
 class PrimaryKeyIn(Lookup):
@@ -51,7 +51,7 @@ class HeldBy(Lookup):
 
     prepare_rhs = False
 
-    def __init__(self, worker_id: str, jobs: Iterable[Job]) -> None:
+    def __init__(self, worker_id: str, jobs: Iterable[AbstractJob]) -> None:
         by_attempt: dict[int, list[int]] = defaultdict(list)
         for job in jobs:
             by_attempt[job.attempts].append(int(job.pk))

@@ -32,8 +32,8 @@ from django_sqlqueue.status import JobStatus
 if TYPE_CHECKING:
     from django.db.models import QuerySet
 
-    # Type-only: the manager calls this module, and the model holds the manager.
-    from django_sqlqueue.models import Job
+    # The table, not the model: the model holds the manager, which calls this module.
+    from django_sqlqueue.db.table import AbstractJob, JobT
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def retry_delay(attempt: int) -> datetime.timedelta:
     return datetime.timedelta(seconds=random.uniform(ceiling / 2, ceiling))
 
 
-def error_record(job: Job, error: BaseException, worker_id: str) -> dict[str, Any]:
+def error_record(job: AbstractJob, error: BaseException, worker_id: str) -> dict[str, Any]:
     """What is kept of a failed attempt; the keys follow Django Tasks' ``TaskError``.
 
     ``attempt`` numbers the attempt over the job's whole life, not within its current
@@ -92,18 +92,18 @@ def _storable(text: str, limit: int) -> str:
     return f"{text[: limit // 2]}\n[... {cut} characters cut ...]\n{text[-(limit - limit // 2) :]}"
 
 
-def was_cancelled(job: Job, error: BaseException) -> bool:
+def was_cancelled(job: AbstractJob, error: BaseException) -> bool:
     """Whether a failed attempt ends its job ``CANCELLED``: the task stopped on a cancel
     request (``JobCancelled``), or someone asked to cancel the job while it ran."""
     return isinstance(error, JobCancelled) or job.cancel_requested_at is not None
 
 
-def will_retry(job: Job) -> bool:
+def will_retry(job: AbstractJob) -> bool:
     """Whether a claimed job whose attempt fails goes back to ``READY``: it has attempts left."""
     return job.attempts < job.max_attempts
 
 
-def after_failure(job: Job, error: BaseException, worker_id: str, now: Any) -> dict[str, Any]:
+def after_failure(job: AbstractJob, error: BaseException, worker_id: str, now: Any) -> dict[str, Any]:
     """The columns a failed attempt changes, its error added to the job's (and its class
     to ``last_error_class``): ``CANCELLED`` when it was cancelled (it raised
     ``JobCancelled``, or someone asked to cancel it), else back to ``READY`` after
@@ -125,7 +125,7 @@ def after_failure(job: Job, error: BaseException, worker_id: str, now: Any) -> d
 class _Changes:
     """The new value of each changed column, by job id."""
 
-    def __init__(self, outcomes: Mapping[Job, Mapping[str, Any]]) -> None:
+    def __init__(self, outcomes: Mapping[AbstractJob, Mapping[str, Any]]) -> None:
         self.by_column: dict[str, dict[int, Any]] = defaultdict(dict)
         for job, values in outcomes.items():
             pk = job.pk
@@ -164,13 +164,17 @@ def _as_expression(value: Any, output_field: Field[Any, Any]) -> Any:
 
 
 def finish(
-    jobs: QuerySet[Job], *, worker_id: str, succeeded: Mapping[Job, Any], failed: Mapping[Job, BaseException]
+    jobs: QuerySet[AbstractJob],
+    *,
+    worker_id: str,
+    succeeded: Mapping[JobT, Any],
+    failed: Mapping[JobT, BaseException],
 ) -> Counter[str]:
     """See :meth:`JobManager.finish_by_status`."""
     if failed and (both := {job.pk for job in succeeded} & {job.pk for job in failed}):
         raise ValueError(f"Jobs {sorted(both)} cannot both succeed and fail.")
     now = DatabaseNow()
-    outcomes: dict[Job, dict[str, Any]] = {}
+    outcomes: dict[AbstractJob, dict[str, Any]] = {}
     for job, value in succeeded.items():
         if problem := json_problem(value, "the return value"):
             outcomes[job] = after_failure(job, InvalidJobError(f"{job.task} finished, but {problem}."), worker_id, now)
@@ -196,13 +200,13 @@ def finish(
         )
     else:
         return written + _statuses_written(jobs, worker_id, outcomes, count)
-    for job, outcome in outcomes.items():
-        written += _write_alone(jobs, worker_id, job, outcome, now)
+    for written_job, outcome in outcomes.items():
+        written += _write_alone(jobs, worker_id, written_job, outcome, now)
     return written
 
 
 def _statuses_written(
-    jobs: QuerySet[Job], worker_id: str, outcomes: Mapping[Job, Mapping[str, Any]], count: int
+    jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[AbstractJob, Mapping[str, Any]], count: int
 ) -> Counter[str]:
     """The statuses the UPDATE that wrote ``count`` of ``outcomes`` gave, by how many jobs
     got each. When the fence left some out (jobs rescued or claimed again meanwhile, which
@@ -218,7 +222,7 @@ def _statuses_written(
     return Counter(status for pk, status, *rest in rows if ours[pk] == (status, *rest))
 
 
-def _delete_successes(jobs: QuerySet[Job], worker_id: str, outcomes: dict[Job, dict[str, Any]]) -> int:
+def _delete_successes(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: dict[AbstractJob, dict[str, Any]]) -> int:
     """With ``SQLQUEUE_RETENTION["SUCCESSFUL"]`` 0: delete the held jobs that succeeded,
     in one DELETE fenced like the UPDATE, and take them out of ``outcomes``. Nothing of
     theirs is stored, so the database has nothing to refuse."""
@@ -232,7 +236,7 @@ def _delete_successes(jobs: QuerySet[Job], worker_id: str, outcomes: dict[Job, d
     return deleted
 
 
-def _write(jobs: QuerySet[Job], worker_id: str, outcomes: Mapping[Job, Mapping[str, Any]]) -> int:
+def _write(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[AbstractJob, Mapping[str, Any]]) -> int:
     """One UPDATE of the held jobs among ``outcomes``; in a savepoint inside a caller's
     transaction, which a refused statement would otherwise break (PostgreSQL)."""
     statement = outcome_updates(jobs.model, connections[jobs.db])
@@ -250,7 +254,7 @@ class _OutcomeUpdate:
     resolved every column by name and set up a compiler for every batch: a quarter of
     the finish's Python (about 1.5 µs a job in batches of 100)."""
 
-    def __init__(self, model: type[Job], connection: BaseDatabaseWrapper) -> None:
+    def __init__(self, model: type[AbstractJob], connection: BaseDatabaseWrapper) -> None:
         self._connection = connection
         self._query = model._base_manager.all().query
         self._compiler = self._query.get_compiler(connection=connection)
@@ -261,7 +265,7 @@ class _OutcomeUpdate:
             for field in model._meta.concrete_fields
         }
 
-    def sql(self, worker_id: str, outcomes: Mapping[Job, Mapping[str, Any]]) -> tuple[str, tuple[Any, ...]]:
+    def sql(self, worker_id: str, outcomes: Mapping[AbstractJob, Mapping[str, Any]]) -> tuple[str, tuple[Any, ...]]:
         """The statement writing ``outcomes`` (not empty) to the jobs ``worker_id`` holds,
         and its parameters."""
         changes = _Changes(outcomes)
@@ -287,7 +291,9 @@ class _OutcomeUpdate:
 outcome_updates = PerConnection(_OutcomeUpdate)
 
 
-def _write_alone(jobs: QuerySet[Job], worker_id: str, job: Job, outcome: Mapping[str, Any], now: Any) -> Counter[str]:
+def _write_alone(
+    jobs: QuerySet[AbstractJob], worker_id: str, job: AbstractJob, outcome: Mapping[str, Any], now: Any
+) -> Counter[str]:
     """Write one job's outcome; if the database refuses it, a failed attempt saying so
     instead; if it refuses that too (the job's earlier errors are as much as a row can
     take), the job ``FAILED`` with its errors as they were, and the refusal logged. The
@@ -329,7 +335,7 @@ def _refused(using: str, error: DatabaseError) -> bool:
     return is_unwritable(error) or (lost and is_away(error))
 
 
-def release(jobs: QuerySet[Job], *, worker_id: str, unstarted: Iterable[Job]) -> int:
+def release(jobs: QuerySet[AbstractJob], *, worker_id: str, unstarted: Iterable[AbstractJob]) -> int:
     """Give back claimed jobs that never started, without counting their attempt; one
     someone asked to cancel meanwhile is ``CANCELLED`` instead."""
     unstarted = list(unstarted)
@@ -351,7 +357,7 @@ def release(jobs: QuerySet[Job], *, worker_id: str, unstarted: Iterable[Job]) ->
     )
 
 
-def still_held(jobs: QuerySet[Job], worker_id: str, held: Iterable[Job]) -> QuerySet[Job]:
+def still_held(jobs: QuerySet[AbstractJob], worker_id: str, held: Iterable[AbstractJob]) -> QuerySet[AbstractJob]:
     """The rows of ``held`` still ``RUNNING`` for ``worker_id`` at the attempt it claimed
     (the fence, :class:`~django_sqlqueue.db.expressions.HeldBy`)."""
     return jobs.filter(HeldBy(worker_id, held))

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
     from django.db.models.sql.compiler import SQLCompiler
 
-    # Type-only: the manager calls this module, and the model holds the manager.
-    from django_sqlqueue.models import Job
+    # The table, not the model: the model holds the manager, which calls this module.
+    from django_sqlqueue.db.table import AbstractJob, JobT
 
 #: The values each job brings, in column order, each with its PostgreSQL type (a bulk
 #: insert there binds a column as one array). A row is these, then ``run_at``, then
@@ -57,7 +57,7 @@ class JobInserts:
     made once per connection (:data:`job_inserts`), as it cost each single enqueue about
     100 µs to compile anew."""
 
-    def __init__(self, model: type[Job], connection: BaseDatabaseWrapper) -> None:
+    def __init__(self, model: type[AbstractJob], connection: BaseDatabaseWrapper) -> None:
         self.compiler = model._base_manager.using(connection.alias).all().query.get_compiler(connection=connection)
         self.now, now_params = _compile(self.compiler, DatabaseNow())
         if now_params:
@@ -79,7 +79,7 @@ class JobInserts:
 job_inserts = PerConnection(JobInserts)
 
 
-def insert(jobs: Sequence[Job], using: str, batch_size: int) -> list[Job]:
+def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     """Write ``jobs`` (built, validated, unsaved) on ``using``'s connection, in the
     caller's transaction; set their ids (and database times) where the database
     returns them: all but MySQL for many rows, every database for one row.
@@ -111,7 +111,7 @@ def insert(jobs: Sequence[Job], using: str, batch_size: int) -> list[Job]:
         statements = (
             (jobs[start:end], sql, params) for start, end, sql, params in _values(rows, batch_size, compiler, constants)
         )
-    skipped: list[Job] = []
+    skipped: list[JobT] = []
     with connection.cursor() as cursor:
         for chunk, sql, params in statements:
             cursor.execute(head + sql + conflict + tail, params)
@@ -135,7 +135,7 @@ def insert(jobs: Sequence[Job], using: str, batch_size: int) -> list[Job]:
 
 
 def plain_row(
-    template: Job, args: list[Any], kwargs: dict[str, Any], key: str | None, limit: int | None
+    template: AbstractJob, args: list[Any], kwargs: dict[str, Any], key: str | None, limit: int | None
 ) -> tuple[Any, ...]:
     """The bound values (in :data:`_BOUND`'s order) of a job like ``template`` (its
     task's, with every option set and no unique key) with these arguments and
@@ -156,7 +156,9 @@ def plain_row(
     )
 
 
-def insert_plain(model: type[Job], rows: Iterable[tuple[Any, ...]], using: str, run_at: Any, batch_size: int) -> int:
+def insert_plain(
+    model: type[AbstractJob], rows: Iterable[tuple[Any, ...]], using: str, run_at: Any, batch_size: int
+) -> int:
     """Write ``rows`` (each a :func:`plain_row`), every one first due at ``run_at`` (as a
     built job holds it: the database's now, a time, or now plus a delay), on ``using``'s
     connection in the caller's transaction, as they come; nothing is read back.
@@ -204,7 +206,7 @@ def _copy(connection: BaseDatabaseWrapper, table: str, rows: Iterable[tuple[Any,
     return written
 
 
-def _match(chunk: Sequence[Job], using: str, written: list[dict[str, Any]]) -> list[Job]:
+def _match(chunk: Sequence[JobT], using: str, written: list[dict[str, Any]]) -> list[JobT]:
     """Give the written rows (in insertion order) to their jobs; return the others."""
     by_key = {row["unique_key"]: row for row in written if row["unique_key"] is not None}
     keyless = iter([row for row in written if row["unique_key"] is None])
@@ -229,7 +231,7 @@ def _same_for_all(now: str, worker: str) -> dict[str, str]:
     }
 
 
-Statements = Iterator[tuple[Sequence["Job"], str, list[Any]]]
+Statements = Iterator[tuple[Sequence["JobT"], str, list[Any]]]
 
 
 def _values(
@@ -254,7 +256,7 @@ def _values(
         yield start, start + len(chunk), "VALUES " + ", ".join(sql), params
 
 
-def _unnest(jobs: Sequence[Job], batch_size: int, compiler: SQLCompiler, now: str, constants: str) -> Statements:
+def _unnest(jobs: Sequence[JobT], batch_size: int, compiler: SQLCompiler, now: str, constants: str) -> Statements[JobT]:
     """PostgreSQL: ``SELECT … FROM UNNEST(%s, …)``, one array a column. The statement's
     text is the same for every chunk, so psycopg does not parse a new one with
     thousands of placeholders each time: about a third of the client's time a row."""
@@ -275,7 +277,7 @@ def _unnest(jobs: Sequence[Job], batch_size: int, compiler: SQLCompiler, now: st
         yield chunk, select, columns
 
 
-def _value(job: Job, name: str) -> Any:
+def _value(job: AbstractJob, name: str) -> Any:
     value = getattr(job, name)
     return json.dumps(value) if _BOUND[name] == "jsonb" else value
 
@@ -296,7 +298,7 @@ def _run_at(compiler: SQLCompiler, run_at: Any, now: str) -> tuple[str, list[Any
 
 
 def _reader(
-    connection: BaseDatabaseWrapper, model: type[Job], returned: Sequence[str]
+    connection: BaseDatabaseWrapper, model: type[AbstractJob], returned: Sequence[str]
 ) -> Callable[[Sequence[Any]], dict[str, Any]]:
     """How a returned row becomes the job's values (SQLite returns times as text)."""
     steps = []
@@ -316,7 +318,7 @@ def _reader(
     return read
 
 
-def _saved(job: Job, using: str, returned: dict[str, Any]) -> None:
+def _saved(job: AbstractJob, using: str, returned: dict[str, Any]) -> None:
     """Make ``job`` look as ``save()`` leaves it; times the database did not return are
     loaded on first access."""
     for name, value in returned.items():

@@ -24,7 +24,7 @@ from django.db.models.signals import post_init, pre_init
 from django_sqlqueue.db.per_connection import PerConnection
 
 if TYPE_CHECKING:
-    from django_sqlqueue.models import Job
+    from django_sqlqueue.db.table import AbstractJob, JobT
 
 #: What converts a value a database returned to what Django reads: ``(value, expression, connection)``.
 Converter = Callable[[Any, Any, BaseDatabaseWrapper], Any]
@@ -34,7 +34,7 @@ class JobRows:
     """The columns of ``model``'s table on ``connection``, in the order a ``SELECT`` of
     the model lists them, with what converts each one's values."""
 
-    def __init__(self, model: type[Job], connection: BaseDatabaseWrapper) -> None:
+    def __init__(self, model: type[AbstractJob], connection: BaseDatabaseWrapper) -> None:
         self.model = model
         self.connection = connection
         compiler = model._base_manager.all().query.get_compiler(connection=connection)
@@ -68,7 +68,7 @@ class JobRows:
             converted.append(values)
         return converted
 
-    def jobs(self, rows: Iterable[Sequence[Any]], *, converted: bool = False) -> list[Job]:
+    def jobs(self, rows: Iterable[Sequence[Any]], *, converted: bool = False) -> list[AbstractJob]:
         """A job for each row (all of :attr:`attnames`), as saved jobs of ``connection``'s
         database; ``converted`` when the values already are what Django reads."""
         values = rows if converted else self.converted(rows)
@@ -102,7 +102,7 @@ def _empty_json_first(convert: Converter) -> Converter:
 job_rows = PerConnection(JobRows)
 
 
-def unsaved(model: type[Job], **values: Any) -> Job:
+def unsaved(model: type[JobT], **values: Any) -> JobT:
     """``model(**values)``: a new job with ``values`` for those fields, every other field
     its default (a ``db_default`` one the database's, as ``Model.__init__`` leaves it)."""
     if _init_heard(model):
@@ -125,7 +125,7 @@ class _Defaults:
     every job (a new list or dict). ``get_default()`` field by field cost
     ``enqueue_many`` about a sixth of its time."""
 
-    def __init__(self, model: type[Job]) -> None:
+    def __init__(self, model: type[AbstractJob]) -> None:
         fields = model._meta.concrete_fields
         self.attnames = {field.name: field.attname for field in fields}
         made = [field for field in fields if field.has_default() and callable(field.default)]
@@ -134,11 +134,11 @@ class _Defaults:
 
 
 @functools.cache
-def _defaults(model: type[Job]) -> _Defaults:
+def _defaults(model: type[AbstractJob]) -> _Defaults:
     return _Defaults(model)
 
 
-def _made(model: type[Job], attributes: Iterable[tuple[str, Any]], *, saved_on: str | None) -> Job:
+def _made(model: type[JobT], attributes: Iterable[tuple[str, Any]], *, saved_on: str | None) -> JobT:
     """A ``model`` instance holding ``attributes`` (every concrete field's), as
     ``__init__`` leaves one: saved on the database ``saved_on``, or new when None."""
     job = model.__new__(model)
@@ -150,6 +150,6 @@ def _made(model: type[Job], attributes: Iterable[tuple[str, Any]], *, saved_on: 
     return job
 
 
-def _init_heard(model: type[Job]) -> bool:
+def _init_heard(model: type[AbstractJob]) -> bool:
     """Whether a receiver of ``pre_init`` or ``post_init`` listens for ``model``."""
     return pre_init.has_listeners(model) or post_init.has_listeners(model)

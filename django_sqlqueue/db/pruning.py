@@ -28,8 +28,9 @@ from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
-    # Type-only: the manager's module imports the db modules.
-    from django_sqlqueue.managers import JobQuerySet
+    from django.db.models import QuerySet
+
+    from django_sqlqueue.db.table import AbstractJob
 
 #: Rows one chunk deletes by default: big enough that a million rows take a thousand
 #: statements, small enough that each transaction is over in milliseconds.
@@ -67,8 +68,8 @@ class Pruned:
 
 
 def due(
-    jobs: JobQuerySet, status: JobStatus, kept: datetime.timedelta, counted_until: datetime.datetime
-) -> JobQuerySet:
+    jobs: QuerySet[AbstractJob], status: JobStatus, kept: datetime.timedelta, counted_until: datetime.datetime
+) -> QuerySet[AbstractJob]:
     """The jobs of ``status`` that finished more than ``kept`` ago by the database's clock
     (served by the ``sqlqueue_job_finished`` index on ``finished_at, status``), and, for
     the statuses the chart counts, before ``counted_until`` (``rollup.Hours``)."""
@@ -81,7 +82,7 @@ def kept_for(retention: Retention) -> dict[JobStatus, datetime.timedelta]:
     return {status: kept for status, kept in retention.items() if kept is not None}
 
 
-def count(jobs: JobQuerySet, retention: Retention) -> dict[JobStatus, int]:
+def count(jobs: QuerySet[AbstractJob], retention: Retention) -> dict[JobStatus, int]:
     """How many jobs of each status :func:`prune` would delete now, once it has counted
     the settled hours (this only reads)."""
     settled = rollup.hours(jobs.db).settled
@@ -89,7 +90,7 @@ def count(jobs: JobQuerySet, retention: Retention) -> dict[JobStatus, int]:
 
 
 def prune(
-    jobs: JobQuerySet,
+    jobs: QuerySet[AbstractJob],
     retention: Retention,
     *,
     batch_size: int = BATCH_SIZE,
@@ -134,7 +135,7 @@ def prune(
     return pruned
 
 
-def _chunk(candidates: JobQuerySet, batch_size: int) -> tuple[int, int]:
+def _chunk(candidates: QuerySet[AbstractJob], batch_size: int) -> tuple[int, int]:
     """Delete one chunk of ``candidates``: (how many were found, how many were still due)."""
     pks = list(candidates.order_by("finished_at").values_list("pk", flat=True)[:batch_size])
     if not pks:

@@ -8,7 +8,7 @@ never waits in a worker's hands."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from django.apps import apps
 from django.db import models
@@ -21,8 +21,6 @@ from django_sqlqueue.rules.registry import registered_tasks
 
 if TYPE_CHECKING:
     import datetime
-
-    from django_sqlqueue.models import RateBucket
 
 #: Registered task names to the name and rate of their limit.
 Limited = dict[str, tuple[str, Rate]]
@@ -83,11 +81,19 @@ def draw(using: str, candidates: Sequence[C], limited: Limited) -> list[C]:
     return admitted
 
 
-def _level(row: RateBucket, rate: Rate, now: datetime.datetime) -> float:
+class Bucket(Protocol):
+    """What a draw reads of a ``RateBucket`` row. The model is not imported: it holds
+    the manager, whose claim calls :func:`draw`."""
+
+    tokens: float
+    updated_at: datetime.datetime
+
+
+def _level(row: Bucket, rate: Rate, now: datetime.datetime) -> float:
     """The tokens in a bucket at ``now``: what it held, plus what flowed in since, up to the burst."""
     elapsed = max(0.0, (now - row.updated_at).total_seconds())
     return min(float(rate.burst), row.tokens + elapsed * rate.per_second)
 
 
-def _buckets(using: str) -> models.QuerySet[RateBucket]:
+def _buckets(using: str) -> models.QuerySet[Any]:
     return apps.get_model("django_sqlqueue", "RateBucket")._base_manager.using(using)

@@ -24,7 +24,9 @@ from django_sqlqueue.models import FinishedHour, Job
 from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
-    from django_sqlqueue.managers import JobQuerySet
+    from django.db.models import QuerySet
+
+    from django_sqlqueue.db.table import AbstractJob
 
 HOUR = datetime.timedelta(hours=1)
 #: How long after an hour ends it is counted: finishes stamped within it may commit
@@ -93,7 +95,7 @@ def forget(using: str) -> int:
     return deleted
 
 
-def tally(jobs: JobQuerySet, hour: datetime.datetime) -> list[tuple[str, int, int]]:
+def tally(jobs: QuerySet[AbstractJob], hour: datetime.datetime) -> list[tuple[str, int, int]]:
     """(queue, succeeded, failed) of ``jobs`` that finished within ``hour``: one range
     of the ``sqlqueue_job_finished`` index, grouped by queue (no per-row time function,
     which SQLite runs in Python)."""

@@ -21,6 +21,7 @@ from django.db.models import Count, Max, Min, Q
 
 from django_sqlqueue.db.estimates import estimated_rows, keeps_value_shares, value_shares
 from django_sqlqueue.managers import JobQuerySet
+from django_sqlqueue.models import Job
 from django_sqlqueue.status import JobStatus
 
 #: Counted exactly at any size, one query each, so that each reads its own index.
@@ -57,7 +58,7 @@ class QueueCounts:
         return FINISHED if queue in self.estimated else ()
 
 
-def status_counts(jobs: JobQuerySet) -> dict[str, dict[str, int]]:
+def status_counts(jobs: JobQuerySet[Job]) -> dict[str, dict[str, int]]:
     """Per queue with jobs in ``jobs``, its jobs by status, exactly: read from the
     ``sqlqueue_job_queue_status`` index alone."""
     counts: dict[str, dict[str, int]] = {}
@@ -66,7 +67,7 @@ def status_counts(jobs: JobQuerySet) -> dict[str, dict[str, int]]:
     return counts
 
 
-def queue_counts(jobs: JobQuerySet, *, estimate_above: int = ESTIMATE_ABOVE_ROWS) -> QueueCounts:
+def queue_counts(jobs: JobQuerySet[Job], *, estimate_above: int = ESTIMATE_ABOVE_ROWS) -> QueueCounts:
     """The counts of ``jobs`` (the whole table on one database), the finished statuses
     estimated once it holds more than ``estimate_above`` rows."""
     if keeps_value_shares(jobs.db):
@@ -86,7 +87,7 @@ def queue_counts(jobs: JobQuerySet, *, estimate_above: int = ESTIMATE_ABOVE_ROWS
     return QueueCounts(counts, frozenset(estimates))
 
 
-def planner_estimates(jobs: JobQuerySet, *, above: int) -> dict[str, dict[str, int]] | None:
+def planner_estimates(jobs: JobQuerySet[Job], *, above: int) -> dict[str, dict[str, int]] | None:
     """On PostgreSQL, per queue its finished jobs by status as the planner estimates them
     from ``ANALYZE``'s statistics: the table's rows times the share of the queue times
     the share of the status. No row is read, at any size; a queue too rare for the
@@ -102,7 +103,7 @@ def planner_estimates(jobs: JobQuerySet, *, above: int) -> dict[str, dict[str, i
     }
 
 
-def sampled_estimates(jobs: JobQuerySet, *, above: int) -> dict[str, dict[str, int]] | None:
+def sampled_estimates(jobs: JobQuerySet[Job], *, above: int) -> dict[str, dict[str, int]] | None:
     """Per queue its finished jobs by status: estimated from a stratified sample of the
     ids between the lowest and the highest (see :data:`STRATA`), where each drawn id of
     a dense stratum that is a finished job's row counts for (the stratum's ids) / (its
@@ -165,7 +166,7 @@ def _runs(stratum: range, runs: int, draw: random.Random) -> list[int]:
     return sorted({stratum[(start + step) % len(stratum)] for start in starts for step in range(RUN_LENGTH)})
 
 
-def _finished_rows(finished: JobQuerySet, ids: list[int]) -> dict[int, tuple[str, str]]:
+def _finished_rows(finished: JobQuerySet[Job], ids: list[int]) -> dict[int, tuple[str, str]]:
     """The queue and status of each of ``ids`` that is a row of ``finished``."""
     found = {}
     for start in range(0, len(ids), SAMPLE_CHUNK):

@@ -25,7 +25,7 @@ MINUTE = datetime.timedelta(minutes=1)
 HOUR = datetime.timedelta(hours=1)
 
 
-def queue_lags(jobs: JobQuerySet) -> dict[str, datetime.timedelta]:
+def queue_lags(jobs: JobQuerySet[Job]) -> dict[str, datetime.timedelta]:
     """Per queue with a due ``READY`` job in ``jobs``, how long the oldest has waited, by
     the database's clock. Reads the small partial index of ready jobs only."""
     rows = jobs.ready().values_list("queue").annotate(lag=DatabaseNow() - Min("run_at")).order_by()
@@ -48,7 +48,7 @@ class Recent:
     failed_last_hour: int = 0
 
 
-def recent_outcomes(jobs: JobQuerySet) -> dict[str, Recent]:
+def recent_outcomes(jobs: JobQuerySet[Job]) -> dict[str, Recent]:
     """Per queue with a job in ``jobs`` finished within the hour, its :class:`Recent`."""
     minute = Q(finished_at__gte=DatabaseNow() - MINUTE)
     failed = Q(status=JobStatus.FAILED)

@@ -35,7 +35,7 @@ def claim_from_replica(worker_id: str, batch: int) -> tuple[list[Any], int]:
         jobs = list(locking.annotate(claim_time=DatabaseNow()).order_by())
         if not jobs:
             return [], len(ids)
-        started_at = jobs[0].claim_time  # type: ignore[attr-defined]
+        started_at = jobs[0].claim_time
         primary.filter(pk__in=[job.pk for job in jobs]).update(
             status=JobStatus.RUNNING, worker=worker_id, started_at=started_at, attempts=F("attempts") + 1
         )

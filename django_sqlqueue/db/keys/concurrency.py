@@ -20,7 +20,7 @@ from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
-    from django_sqlqueue.models import Job
+    from django_sqlqueue.db.table import AbstractJob
 
 
 class Candidate(Protocol):
@@ -35,7 +35,7 @@ C = TypeVar("C", bound=Candidate)
 M = TypeVar("M", bound=models.Model)
 
 
-def with_free_slot(model: type[Job], using: str) -> models.Q:
+def with_free_slot(model: type[AbstractJob], using: str) -> models.Q:
     """Jobs without a key, or whose key has a free slot by a plain read; every job
     until this process met a keyed candidate on ``using`` (the claim statement stays as
     it was before concurrency limits, for those who never use them).
@@ -81,7 +81,7 @@ def note_keys(using: str, found: bool) -> bool:
     return keys_seen(using)
 
 
-def admit(using: str, model: type[Job], candidates: Sequence[C]) -> list[C]:
+def admit(using: str, model: type[AbstractJob], candidates: Sequence[C]) -> list[C]:
     """The ``candidates`` (in claim order) that fit under their keys' limits now.
 
     Call it inside the claim's transaction, with the candidates locked: it locks the
@@ -130,7 +130,7 @@ def lock_rows(rows: models.QuerySet[M], names: list[str], make: Callable[[str], 
     return locked
 
 
-def forget_idle_keys(model: type[Job], using: str, limit: int) -> int:
+def forget_idle_keys(model: type[AbstractJob], using: str, limit: int) -> int:
     """Delete up to ``limit`` key rows that no ``READY`` or ``RUNNING`` job has (part of
     pruning, so that keys used once do not pile up); how many went.
 

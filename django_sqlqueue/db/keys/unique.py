@@ -21,15 +21,15 @@ from django_sqlqueue.exceptions import SQLQueueError, UniqueJobExists
 from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
-    # Type-only: the manager calls this module, and the model holds the manager.
-    from django_sqlqueue.models import Job
+    # The table, not the model: the model holds the manager, which calls this module.
+    from django_sqlqueue.db.table import AbstractJob, JobT
 
 #: How many times a job is written again when the job that held its key ended between
 #: the conflict and the read of that job: each time it took a new holder to refuse it.
 ROUNDS = 5
 
 
-def holders(model: type[Job], using: str, keys: Collection[str]) -> dict[str, Job]:
+def holders(model: type[JobT], using: str, keys: Collection[str]) -> dict[str, JobT]:
     """The jobs holding ``keys`` (active, or ended and kept until pruned), by key, read
     through the unique index."""
     if not keys:
@@ -45,7 +45,7 @@ def holders(model: type[Job], using: str, keys: Collection[str]) -> dict[str, Jo
     return {job.unique_key: job for job in held if job.unique_key is not None}
 
 
-def write(jobs: Sequence[Job], using: str, batch_size: int, on_conflict: str) -> list[Job]:
+def write(jobs: Sequence[JobT], using: str, batch_size: int, on_conflict: str) -> list[JobT]:
     """:func:`insert_unique` in the caller's transaction, or in one of its own.
 
     On MySQL/MariaDB, enqueues of one key that meet an uncommitted holder which then
@@ -60,14 +60,14 @@ def write(jobs: Sequence[Job], using: str, batch_size: int, on_conflict: str) ->
     return retry_transient(using, lambda: insert_unique(jobs, using, batch_size, on_conflict))
 
 
-def insert_unique(jobs: Sequence[Job], using: str, batch_size: int, on_conflict: str) -> list[Job]:
+def insert_unique(jobs: Sequence[JobT], using: str, batch_size: int, on_conflict: str) -> list[JobT]:
     """Write ``jobs`` (in the caller's transaction); a job whose key an active job (or an
     earlier job of ``jobs``) holds is not written: in its place comes the holder, with
     ``created`` False, its arguments and run time replaced by the job's if it is
     ``READY`` and ``on_conflict`` is ``"replace"``; ``"raise"`` raises
     :class:`UniqueJobExists` instead."""
     model = type(jobs[0])
-    held: dict[int, Job] = {}
+    held: dict[int, JobT] = {}
     waiting = list(jobs)
     for _ in range(ROUNDS):
         first, repeated = _first_per_key(waiting)
@@ -93,10 +93,10 @@ def insert_unique(jobs: Sequence[Job], using: str, batch_size: int, on_conflict:
     return results
 
 
-def _first_per_key(jobs: Sequence[Job]) -> tuple[list[Job], list[Job]]:
+def _first_per_key(jobs: Sequence[JobT]) -> tuple[list[JobT], list[JobT]]:
     """The jobs to insert (the first of each key, and every job without one), and the rest."""
-    first: list[Job] = []
-    repeated: list[Job] = []
+    first: list[JobT] = []
+    repeated: list[JobT] = []
     keys: set[str] = set()
     for job in jobs:
         (repeated if job.unique_key in keys else first).append(job)
@@ -105,7 +105,7 @@ def _first_per_key(jobs: Sequence[Job]) -> tuple[list[Job], list[Job]]:
     return first, repeated
 
 
-def _replace(holder: Job, job: Job, using: str) -> None:
+def _replace(holder: AbstractJob, job: AbstractJob, using: str) -> None:
     """Give a ``READY`` holder ``job``'s arguments and run time; a running one is left alone."""
     run_at = DatabaseNow() if isinstance(job.run_at, DatabaseDefault) else job.run_at
     jobs = type(job)._base_manager.using(using)

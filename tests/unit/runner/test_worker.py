@@ -233,7 +233,7 @@ def test_the_jobs_of_a_claim_whose_answer_was_lost_are_given_back_and_run(
     claim = JobManager.claim
     lost: list[Job] = []
 
-    def committed_then_lost(manager: JobManager, **options: Any) -> list[Job]:
+    def committed_then_lost(manager: JobManager[Job], **options: Any) -> list[Job]:
         claimed = claim(manager, **options)
         if lost:
             return claimed
@@ -256,7 +256,7 @@ def lose_the_answer_and_stop(process: WorkerProcess, monkeypatch: pytest.MonkeyP
     to stop: it gives the jobs back as it exits rather than before a next claim."""
     claim = JobManager.claim
 
-    def committed_then_lost(manager: JobManager, **options: Any) -> list[Job]:
+    def committed_then_lost(manager: JobManager[Job], **options: Any) -> list[Job]:
         claim(manager, **options)
         process.stop.set()
         raise InterfaceError("connection already closed")

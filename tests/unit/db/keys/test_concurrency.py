@@ -245,7 +245,7 @@ def test_a_short_plain_claim_looks_for_keyed_jobs_without_building_its_candidate
     built: list[Any] = []
     init = claiming.Candidates.__init__
 
-    def counted(self: claiming.Candidates, model: Any, using: str, build: Any, shape: Any) -> None:
+    def counted(self: claiming.Candidates[Any], model: Any, using: str, build: Any, shape: Any) -> None:
         def counted_build() -> Any:
             built.append(shape)
             return build()

@@ -1,0 +1,136 @@
+"""The jobs table: its columns, indexes and constraints, as the abstract model that
+:class:`django_sqlqueue.models.Job` completes with its manager.
+
+The statements in ``db/`` read and write these columns. They name this class, not the
+concrete ``Job``: the model holds its manager, the manager calls the statements, so
+the statements cannot import the model without closing a circle."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from django.db import models
+
+from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.failures import FailureIndex
+from django_sqlqueue.db.indexes import ActiveKeyConstraint, KeyedIndex, StatusIndex
+from django_sqlqueue.db.names import NameField
+from django_sqlqueue.rules.limits import (
+    CONCURRENCY_KEY_MAX_LENGTH,
+    MAX_PRIORITY,
+    MIN_PRIORITY,
+    QUEUE_NAME_MAX_LENGTH,
+    TASK_NAME_MAX_LENGTH,
+    UNIQUE_KEY_MAX_LENGTH,
+)
+from django_sqlqueue.status import JobStatus
+
+
+class AbstractJob(models.Model):
+    """The columns of a job; see :class:`django_sqlqueue.models.Job`."""
+
+    id = models.BigAutoField(primary_key=True)
+    queue = NameField(max_length=QUEUE_NAME_MAX_LENGTH)
+    task = models.CharField(max_length=TASK_NAME_MAX_LENGTH, help_text="The registered name of the task.")
+    args = models.JSONField(default=list, blank=True)
+    kwargs = models.JSONField(default=dict, blank=True)
+    priority = models.SmallIntegerField(default=0, help_text="Higher runs first.")
+    status = models.CharField(
+        max_length=max(len(value) for value in JobStatus.values),
+        choices=JobStatus.choices,
+        default=JobStatus.READY,
+    )
+    run_at = models.DateTimeField(db_default=DatabaseNow(), help_text="Not claimed before this time.")
+    attempts = models.PositiveIntegerField(default=0, help_text="Attempts started so far, counted at claim.")
+    max_attempts = models.PositiveIntegerField()
+    timeout = models.FloatField(null=True, blank=True, help_text="Seconds an attempt may run; empty for no limit.")
+    enqueued_at = models.DateTimeField(db_default=DatabaseNow())
+    started_at = models.DateTimeField(null=True, blank=True, help_text="When the latest attempt was claimed.")
+    finished_at = models.DateTimeField(null=True, blank=True)
+    worker = NameField(max_length=255, blank=True, help_text="The worker that holds or last held the job.")
+    errors = models.JSONField(default=list, blank=True, help_text="Every failed attempt's exception and traceback.")
+    # A copy of errors[-1]["exception_class_path"], written with it, so that the admin
+    # groups failures by an index rather than by reading the JSON of every failed row.
+    last_error_class = models.CharField(
+        max_length=255,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The exception class of the last failed attempt; empty when none failed.",
+    )
+    result = models.JSONField(null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(
+        null=True, blank=True, help_text="When someone asked to cancel the job while it ran (the database's clock)."
+    )
+    progress = models.JSONField(
+        null=True, blank=True, help_text='The last progress its task reported: {"done", "total", "message"}.'
+    )
+    # Never more than concurrency_limit jobs with this key RUNNING at once (db/concurrency.py).
+    # NULL, not "", when unset: the claim's partial index holds only keyed jobs.
+    concurrency_key = NameField(max_length=CONCURRENCY_KEY_MAX_LENGTH, null=True, blank=True)
+    concurrency_limit = models.PositiveIntegerField(null=True, blank=True)
+    unique_key = NameField(  # NULL is no key: the unique index leaves those out
+        max_length=UNIQUE_KEY_MAX_LENGTH,
+        null=True,
+        blank=True,
+        help_text="No other ready or running job has this key (see the README, Unique jobs).",
+    )
+    unique_until_pruned = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="It keeps its unique key after it ends, until it is pruned.",
+    )
+
+    #: Set on the jobs ``enqueue`` and ``enqueue_many`` return: False for the job that
+    #: already held the ``unique_key`` and was returned in place of a new one; None on
+    #: jobs read from the table.
+    created: bool | None = None
+
+    class Meta:
+        abstract = True
+        indexes = [
+            # The claim: ready jobs in claim order, on all queues or on some.
+            StatusIndex(status=JobStatus.READY, fields=["-priority", "run_at", "id"], name="sqlqueue_job_ready"),
+            StatusIndex(
+                status=JobStatus.READY, fields=["queue", "-priority", "run_at", "id"], name="sqlqueue_job_ready_queue"
+            ),
+            # The rescue: the jobs a worker holds.
+            StatusIndex(status=JobStatus.RUNNING, fields=["worker"], name="sqlqueue_job_running"),
+            # The claim's count of the RUNNING jobs that hold a concurrency key.
+            KeyedIndex(fields=["concurrency_key", "status"], name="sqlqueue_job_concurrency"),
+            # The admin: the overview's counts by queue and status (read from the index
+            # alone) and the queue filter; the date range filters and the overview's last
+            # hour (with the status, so "failed in this range" is counted from the index).
+            models.Index(fields=["queue", "status"], name="sqlqueue_job_queue_status"),
+            models.Index(fields=["finished_at", "status"], name="sqlqueue_job_finished"),
+            models.Index(fields=["enqueued_at"], name="sqlqueue_job_enqueued"),
+            # The admin's failures page: failed jobs (and on MySQL/MariaDB retrying ones)
+            # by task and exception class, with when they failed, read from the index alone.
+            FailureIndex(name="sqlqueue_job_failed"),
+        ]
+        permissions = [
+            ("retry_job", "Can retry failed or cancelled jobs"),
+            ("cancel_job", "Can cancel jobs (ready ones at once, running ones by request)"),
+            ("run_job_now", "Can run scheduled jobs now"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(priority__gte=MIN_PRIORITY, priority__lte=MAX_PRIORITY),
+                name="sqlqueue_job_priority_range",
+            ),
+            models.CheckConstraint(condition=models.Q(max_attempts__gte=1), name="sqlqueue_job_max_attempts_min"),
+            models.CheckConstraint(condition=models.Q(timeout__gt=0), name="sqlqueue_job_timeout_positive"),
+            models.CheckConstraint(condition=models.Q(status__in=JobStatus.values), name="sqlqueue_job_status_valid"),
+            models.CheckConstraint(condition=~models.Q(queue=""), name="sqlqueue_job_queue_not_empty"),
+            models.CheckConstraint(
+                condition=models.Q(concurrency_key__isnull=True, concurrency_limit__isnull=True)
+                | models.Q(concurrency_key__isnull=False, concurrency_limit__gte=1),
+                name="sqlqueue_job_concurrency_pair",
+            ),
+            ActiveKeyConstraint(name="sqlqueue_job_unique_key", kept=True),
+        ]
+
+
+#: The job model a statement or a manager is given (``models.Job``): what it returns
+#: is of that model, though only the table is named here.
+JobT = TypeVar("JobT", bound=AbstractJob)
