@@ -62,7 +62,7 @@ def status_badge(status: str) -> SafeString:
 
 #: The characters of an error message a list shows, and a table of failures; the rest is on hover.
 ERROR_CHARS = 80
-FOLDED_ERROR_CHARS = 300
+FOLDED_ERROR_CHARS = 200
 
 
 def utf8(text: str) -> str:

@@ -39,7 +39,10 @@ QUEUE_CHARS = 30
 
 #: Per status, the time the list shows of a job (``JobAdmin.moment``) and the word before it;
 #: a finished job's is ``finished_at``.
-MOMENTS = {JobStatus.READY: ("shown_run_at", "due"), JobStatus.RUNNING: ("started_at", "started")}
+MOMENTS: dict[str, tuple[str, str]] = {
+    JobStatus.READY: ("shown_run_at", "due"),
+    JobStatus.RUNNING: ("started_at", "started"),
+}
 
 #: The action names of the changelist, each the name of a change; ``delete_selected``
 #: replaces Django's own so that running jobs are skipped.

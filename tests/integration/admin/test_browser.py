@@ -9,7 +9,7 @@ import datetime
 import os
 import shutil
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -35,11 +35,14 @@ CHROMIUM_ARGS = [
 ]
 IN_RANGE = datetime.datetime(2026, 3, 10, 12, tzinfo=datetime.timezone.utc)
 
+if TYPE_CHECKING:
+    from playwright.sync_api import ViewportSize
+
 pytestmark = pytest.mark.slow
 
 
 @contextlib.contextmanager
-def browser_page(viewport: dict[str, int] | None = None) -> Iterator[Any]:
+def browser_page(viewport: ViewportSize | None = None) -> Iterator[Any]:
     """A Chromium page (1400 by 900 px unless told); a missing browser fails the test
     (CI installs it), never skips it."""
     if not shutil.which(CHROMIUM):
@@ -114,7 +117,7 @@ def test_triage_a_failed_job_in_the_browser(
 # Every page the app adds to the admin, on a laptop's screen.
 
 #: A laptop's viewport: the app's pages must fit it without sideways scrolling.
-LAPTOP = {"width": 1280, "height": 800}
+LAPTOP: ViewportSize = {"width": 1280, "height": 800}
 #: Names as long as real projects' (dotted task paths, queues named after their routes).
 LONG_TASK = "acme.integrations.partners.webhooks.tasks.deliver_signed_webhook_with_exponential_backoff"
 QUEUES = ["default", "notifications.email.transactional.eu-west-1", "reports-nightly-aggregation", "webhooks.outbound"]
@@ -201,9 +204,9 @@ PAGES: dict[str, tuple[Any, list[str]]] = {
     "overview": ("job/overview/", ["input.pause-queue", "input.resume-queue", "input[name=reason]"]),
     "retry-failed": ("job/retry-failed/?queue=webhooks.outbound", ["input[type=submit]", ".cancel-link"]),
     "workers": ("worker/", ["#searchbar"]),
-    "worker": (lambda jobs: f"worker/{Worker.objects.order_by('pk').last().pk}/change/", []),
+    "worker": (lambda jobs: f"worker/{Worker.objects.latest('pk').pk}/change/", []),
     "schedules": ("schedule/", ["select[name=action]", "button[name=index]"]),
-    "schedule": (lambda jobs: f"schedule/{Schedule.objects.order_by('pk').first().pk}/change/", []),
+    "schedule": (lambda jobs: f"schedule/{Schedule.objects.earliest('pk').pk}/change/", []),
 }
 
 
@@ -216,6 +219,9 @@ SCROLLED_SIDEWAYS = """[...document.querySelectorAll("*")]
 def test_every_page_fits_a_laptop_screen(live_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     get_user_model().objects.create_superuser("admin", "admin@example.com", "password")
     jobs = realistic_data()
+    # Read before the browser starts: inside its event loop the ORM would open a connection
+    # of its own, which outlives the test (and the test database's teardown then fails).
+    paths = {name: (path(jobs) if callable(path) else path, controls) for name, (path, controls) in PAGES.items()}
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     too_wide: dict[str, int] = {}
@@ -224,8 +230,8 @@ def test_every_page_fits_a_laptop_screen(live_server: Any, monkeypatch: pytest.M
     wrapped_times: dict[str, int] = {}
     with browser_page(LAPTOP) as page:
         log_in(page, live_server.url)
-        for name, (path, controls) in PAGES.items():
-            page.goto(f"{live_server.url}/admin/django_sqlqueue/{path(jobs) if callable(path) else path}")
+        for name, (path, controls) in paths.items():
+            page.goto(f"{live_server.url}/admin/django_sqlqueue/{path}")
             page.screenshot(path=ARTIFACTS / f"{name}-1280.png", full_page=True)
             width, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
             if width > inner:

@@ -390,3 +390,15 @@ def test_a_clipped_value_is_escaped_and_breaks_after_dots_slashes_and_underscore
         + "x" * 100
         + '.send_mail">app.<wbr>task…x.<wbr>send_<wbr>mail</span>'
     )
+
+
+def test_an_attempts_start_shows_as_every_time_or_as_written(settings: Any) -> None:
+    settings.TIME_ZONE = "UTC"
+    recorded = {"attempt": 1, "started_at": "2026-03-10T12:00:00+00:00", "traceback": "T"}
+    page = display.errors_html([recorded, {**recorded, "attempt": 2, "started_at": "<b>soon</b>"}])
+    assert "started &lt;b&gt;soon&lt;/b&gt;</span>" in page
+    assert 'started <time class="sqlqueue-time" datetime="2026-03-10T12:00:00+00:00"' in page
+    assert '<span class="quiet">2026-03-10 12:00:00 UTC</span></span></p><pre>T</pre>' in page
+    folded = display.errors_html([recorded], folded=True)
+    assert "<details><summary>Traceback</summary><pre>T</pre></details>" in folded
+    assert "2026-03-10 12:00:00 UTC</span>" not in folded  # on hover only
