@@ -1,5 +1,6 @@
 """The schedules admin: each ``SQLQUEUE_SCHEDULE`` entry, when it runs next, its last
-run and job, and the actions disable, enable and run now.
+run and job, and the actions disable, enable and run now. Its times are shown in each
+entry's own time zone, as ``sqlqueue_schedule`` shows them.
 
 Entries come from settings (a supervisor writes them at start-up), so nothing here adds,
 edits or deletes one; the admin only switches an entry off and on, or runs it once."""
@@ -16,7 +17,7 @@ from django.utils.safestring import SafeString
 
 from django_sqlqueue.admin import display, times
 from django_sqlqueue.admin.jobs import TASK_CHARS
-from django_sqlqueue.db import scheduling
+from django_sqlqueue.db import recurrence
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.exceptions import SQLQueueError
 from django_sqlqueue.models import Schedule
@@ -32,8 +33,8 @@ FIELDS = (
     "queue",
     "priority",
     "enabled",
-    "next_tick_at",
-    "last_run_at",
+    "next_tick",
+    "last_run",
     "last_job",
 )
 
@@ -41,8 +42,8 @@ FIELDS = (
 class ScheduleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """Every recurring job, with its next and last run."""
 
-    # Narrow enough for a laptop beside the filter; the time zone is on the schedule's page.
-    list_display = ["key", "task_shown", "expression", "next_run", "last_run", "last_job", "enabled"]
+    # Narrow enough for a laptop beside the filter; each time's zone is in its exact time, on hover.
+    list_display = ["key", "task_shown", "expression", "next_tick", "last_run", "last_job", "enabled"]
     list_filter = ["enabled"]
     search_fields = ["key", "task"]
     ordering = ["key"]
@@ -68,12 +69,17 @@ class ScheduleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def has_run_now_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("django_sqlqueue.run_schedule_now")
 
-    next_run = times.column("next_tick_at", "next run")
-    last_run = times.column("last_run_at", "last run")
-
     @admin.display(description="task", ordering="task")
     def task_shown(self, schedule: Schedule) -> SafeString:
         return display.clipped(schedule.task, TASK_CHARS)
+
+    @admin.display(description="next tick", ordering="next_tick_at")
+    def next_tick(self, schedule: Schedule) -> SafeString | str:
+        return times.when(schedule.next_tick_at, zone=schedule.tz)
+
+    @admin.display(description="last run", ordering="last_run_at")
+    def last_run(self, schedule: Schedule) -> SafeString | str:
+        return "never" if schedule.last_run_at is None else times.when(schedule.last_run_at, zone=schedule.tz)
 
     @admin.display(description="last job")
     def last_job(self, schedule: Schedule) -> SafeString | str:
@@ -94,7 +100,7 @@ class ScheduleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         using = queue_db(Schedule)
         with transaction.atomic(using=using):
             rows = list(queryset.using(using).select_for_update().filter(enabled=False))
-            scheduling.enable(rows, using)
+            recurrence.enable(rows, using)
         self.message_user(request, f"Enabled {len(rows)} schedule(s); they run from their next tick.", messages.SUCCESS)
 
     @admin.action(permissions=["run_now"], description="Run the selected schedules now (once each)")
@@ -102,7 +108,7 @@ class ScheduleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         using = queue_db(Schedule)
         try:
             with transaction.atomic(using=using):
-                jobs = [scheduling.run_now(row, using) for row in queryset.using(using).select_for_update()]
+                jobs = [recurrence.run_now(row, using) for row in queryset.using(using).select_for_update()]
         except SQLQueueError as error:
             self.message_user(request, f"Nothing was enqueued: {error}", messages.ERROR)
             return

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from django.contrib import admin
 from django.db.models import Model
@@ -17,17 +18,20 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from django_sqlqueue.rules.recurrence import wall_time
+
 #: The units of a relative time, largest first, with their length in seconds.
 UNITS = (("y", 365 * 86400), ("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
 
 
-def when(value: datetime.datetime | None, *, exact: bool = False) -> SafeString | str:
+def when(value: datetime.datetime | None, *, exact: bool = False, zone: str | None = None) -> SafeString | str:
     """``value`` as a ``<time>`` element reading its distance from now, the exact time
     and zone in its title; with ``exact``, the exact time written after it as well (a
-    detail page has the room). "-" for no time."""
+    detail page has the room). In the time zone named ``zone`` if given (a schedule's
+    times read in the entry's own), else in the current one. "-" for no time."""
     if value is None:
         return "-"
-    shown = local(value)
+    shown = local(value, zone)
     element = format_html(
         '<time class="sqlqueue-time" datetime="{}" title="{}">{}</time>',
         shown.isoformat(),
@@ -50,23 +54,23 @@ def relative(value: datetime.datetime, now: datetime.datetime) -> str:
     return f"in {amount}" if value > now else f"{amount} ago"
 
 
-def local(value: datetime.datetime) -> datetime.datetime:
-    """``value`` in the current time zone (in its own when that would carry it past the
-    year 9999); a naive one in ``TIME_ZONE``."""
+def local(value: datetime.datetime, zone: str | None = None) -> datetime.datetime:
+    """``value`` in the time zone named ``zone``, else in the current one (in its own when
+    that would carry it past the year 9999); a naive one is taken to be in ``TIME_ZONE``."""
     if timezone.is_naive(value):
-        return value.replace(tzinfo=timezone.get_default_timezone())
+        value = timezone.make_aware(value, timezone.get_default_timezone())
+        if zone is None:
+            return value
     with contextlib.suppress(OverflowError):
-        return timezone.localtime(value)
+        return value.astimezone(ZoneInfo(zone)) if zone else timezone.localtime(value)
     return value
 
 
 def exact_time(value: datetime.datetime) -> str:
-    """``value`` to the second with its zone's abbreviation, and the zone's name when
-    that differs: "2026-03-10 13:00:00 CET (Europe/Paris)", "2026-03-10 12:00:00 UTC"."""
-    abbreviation = value.tzname() or ""
-    name = getattr(value.tzinfo, "key", abbreviation)
-    zone = abbreviation if name == abbreviation else f"{abbreviation} ({name})"
-    return f"{value:%Y-%m-%d %H:%M:%S} {zone}"
+    """``value`` (aware) to the second in its own zone, with the zone's abbreviation and
+    name, as every time of a schedule reads: "2026-03-10 13:00:00 CET (Europe/Paris)".
+    A zone with no name (a fixed offset) is read as UTC."""
+    return wall_time(value, getattr(value.tzinfo, "key", None) or "UTC")
 
 
 def column(field: str, description: str, *, exact: bool = False, ordering: str | None = None) -> Any:

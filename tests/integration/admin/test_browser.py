@@ -254,4 +254,4 @@ def test_every_page_fits_a_laptop_screen(live_server: Any, monkeypatch: pytest.M
     assert off_screen == {}, "controls missing or off screen"
     assert {name: count for name, count in wrapped_times.items() if count} == {}, "times on more than one line"
     assert exact, "no time on the job list"
-    assert all(title.endswith(" UTC") for title in exact), "the exact time and its zone on hover"
+    assert all(title.endswith(" UTC (UTC)") for title in exact), "the exact time and its zone on hover"

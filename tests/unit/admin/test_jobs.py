@@ -253,7 +253,7 @@ def test_a_run_at_past_the_year_9999_the_table_holds_is_shown_capped(admin_clien
         table = connection.ops.quote_name(Job._meta.db_table)
         cursor.execute(f"UPDATE {table} SET run_at = '10000-01-01 04:59:59+00' WHERE id = %s", [job.pk])
     for page in pages_of(admin_client, job):
-        assert 'title="9999-12-31 23:59:59 UTC"' in page
+        assert 'title="9999-12-31 23:59:59 UTC (UTC)"' in page
 
 
 def test_the_last_run_at_is_shown_in_a_time_zone_ahead_of_utc(admin_client: Client, settings: Any) -> None:
@@ -261,7 +261,7 @@ def test_the_last_run_at_is_shown_in_a_time_zone_ahead_of_utc(admin_client: Clie
     settings.TIME_ZONE = "Europe/Paris"
     job = make_job(run_at=datetime.datetime.max.replace(tzinfo=datetime.timezone.utc))
     for page in pages_of(admin_client, job):
-        assert 'title="9999-12-31 23:59:59 UTC"' in page
+        assert 'title="9999-12-31 23:59:59 UTC (UTC)"' in page
 
 
 def test_the_page_shows_arguments_errors_and_timings(admin_client: Client) -> None:
@@ -398,7 +398,7 @@ def test_an_attempts_start_shows_as_every_time_or_as_written(settings: Any) -> N
     page = display.errors_html([recorded, {**recorded, "attempt": 2, "started_at": "<b>soon</b>"}])
     assert "started &lt;b&gt;soon&lt;/b&gt;</span>" in page
     assert 'started <time class="sqlqueue-time" datetime="2026-03-10T12:00:00+00:00"' in page
-    assert '<span class="quiet">2026-03-10 12:00:00 UTC</span></span></p><pre>T</pre>' in page
+    assert '<span class="quiet">2026-03-10 12:00:00 UTC (UTC)</span></span></p><pre>T</pre>' in page
     folded = display.errors_html([recorded], folded=True)
     assert "<details><summary>Traceback</summary><pre>T</pre></details>" in folded
-    assert "2026-03-10 12:00:00 UTC</span>" not in folded  # on hover only
+    assert "2026-03-10 12:00:00 UTC (UTC)</span>" not in folded  # on hover only

@@ -55,9 +55,18 @@ def test_the_exact_time_and_its_zone_are_in_the_title(settings: Any) -> None:
     assert parts["after"] == ""
 
 
-def test_a_zone_whose_abbreviation_is_its_name_is_written_once(settings: Any) -> None:
+def test_the_title_reads_as_a_schedules_times_do(settings: Any) -> None:
     settings.TIME_ZONE = "UTC"
-    assert shown(datetime.datetime(2026, 3, 10, 12, tzinfo=datetime.timezone.utc))["title"] == "2026-03-10 12:00:00 UTC"
+    assert shown(datetime.datetime(2026, 3, 10, 12, tzinfo=datetime.timezone.utc))["title"] == (
+        "2026-03-10 12:00:00 UTC (UTC)"
+    )
+
+
+def test_a_zone_named_shows_the_time_in_that_zone_whatever_the_current_one(settings: Any) -> None:
+    settings.TIME_ZONE = "America/New_York"
+    parts = shown(datetime.datetime(2026, 7, 1, 1, tzinfo=datetime.timezone.utc), zone="Europe/Paris")
+    assert parts["title"] == "2026-07-01 03:00:00 CEST (Europe/Paris)"
+    assert parts["datetime"] == "2026-07-01T03:00:00+02:00"
 
 
 def test_without_use_tz_a_naive_time_is_in_time_zone(settings: Any) -> None:
@@ -73,13 +82,13 @@ def test_without_use_tz_a_naive_time_is_in_time_zone(settings: Any) -> None:
 def test_a_time_the_current_zone_would_carry_past_9999_stays_in_its_own(settings: Any) -> None:
     settings.TIME_ZONE = "Europe/Paris"
     last = datetime.datetime.max.replace(tzinfo=datetime.timezone.utc)
-    assert shown(last)["title"] == "9999-12-31 23:59:59 UTC"
+    assert shown(last)["title"] == "9999-12-31 23:59:59 UTC (UTC)"
 
 
 def test_exact_writes_the_time_after_it_too(settings: Any) -> None:
     settings.TIME_ZONE = "UTC"
     parts = shown(datetime.datetime(2026, 3, 10, 12, tzinfo=datetime.timezone.utc), exact=True)
-    assert parts["after"] == ' <span class="quiet">2026-03-10 12:00:00 UTC</span>'
+    assert parts["after"] == ' <span class="quiet">2026-03-10 12:00:00 UTC (UTC)</span>'
 
 
 def test_no_time_is_a_dash() -> None:
