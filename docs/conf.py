@@ -31,3 +31,21 @@ nitpicky = True
 
 html_theme = "furo"
 html_title = "django-sqlqueue"
+
+# The generated reference (docs/reference/): autodoc imports the models, so Django is set
+# up with settings of the docs' own; docs/_ext/sqlqueue_reference.py writes the settings,
+# commands and checks pages from the code.
+import os  # noqa: E402
+
+import django  # noqa: E402
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "docs_settings")
+django.setup()
+extensions.append("sqlqueue_reference")
+autodoc_member_order = "bysource"
+autodoc_typehints = "none"
+# Python's and Django's own objects have no target without intersphinx.
+nitpick_ignore_regex = [
+    (r"py:(class|exc|obj|func|meth|data)", r"(django|datetime|collections|typing|enum|uuid)\..*"),
+    (r"py:(class|exc|obj)", r"(int|str|float|bool|bytes|dict|list|tuple|set|frozenset|object|type|None|Any)"),
+]

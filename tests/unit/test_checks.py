@@ -45,6 +45,8 @@ def setting_error(message: str, check_id: str) -> checks.Error:
     name = re.match(r"SQLQUEUE_[A-Z_]+", message)
     assert name is not None, message
     return checks.Error(message, hint=SETTINGS_HINT.format(name[0]), id=check_id)
+
+
 SQLITE_HINT = "Add 'OPTIONS': {'transaction_mode': 'IMMEDIATE'} to this database in settings.DATABASES."
 MYSQL_HINT = "Remove 'isolation_level' from this database's OPTIONS, or set it to 'read committed'."
 
