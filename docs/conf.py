@@ -43,9 +43,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "docs_settings")
 django.setup()
 extensions.append("sqlqueue_reference")
 autodoc_member_order = "bysource"
+# Signatures without annotations: the docstrings say what each argument takes, and
+# without intersphinx an annotation naming Django's or a private type has no target.
 autodoc_typehints = "none"
-# Python's and Django's own objects have no target without intersphinx.
-nitpick_ignore_regex = [
-    (r"py:(class|exc|obj|func|meth|data)", r"(django|datetime|collections|typing|enum|uuid)\..*"),
-    (r"py:(class|exc|obj)", r"(int|str|float|bool|bytes|dict|list|tuple|set|frozenset|object|type|None|Any)"),
-]
