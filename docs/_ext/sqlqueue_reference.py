@@ -95,19 +95,42 @@ def _commands() -> list[tuple[str, BaseCommand]]:
 
 
 def _option(action: argparse.Action, directive: SphinxDirective) -> nodes.definition_list_item:
-    names = action.option_strings or [action.metavar or action.dest]
+    if not action.option_strings:
+        return _item([_literal(action.metavar or action.dest)], [_paragraph(action.help or "", directive)])
     metavar = "" if action.nargs == 0 else f" {action.metavar or action.dest.upper()}"
-    body = [_paragraph(action.help or "", directive)] if action.help else []
+    body = [_paragraph(action.help, directive)] if action.help else []
     facts = []
     if action.choices is not None:
         facts.append("one of " + ", ".join(map(str, action.choices)))
     # A help that names its default says it better than the value (one per CPU, not this machine's 2).
-    shown = action.option_strings and action.nargs != 0 and "default" not in (action.help or "")
+    shown = action.nargs != 0 and "default" not in (action.help or "")
     if shown and action.default not in (None, "", argparse.SUPPRESS):
         facts.append(f"default {action.default!r}")
     if facts:
         body.append(nodes.paragraph("", "; ".join(facts).capitalize() + "."))
-    return _item([_literal(", ".join(names) + metavar)], body)
+    return _item([_literal(", ".join(action.option_strings) + metavar)], body)
+
+
+def _subcommands(action: argparse._SubParsersAction[Any], directive: SphinxDirective) -> list[nodes.Node]:
+    helps = {choice.dest: choice.help or "" for choice in action._choices_actions}
+    return [
+        _item(
+            [_literal(" ".join(parser.format_usage().split()).removeprefix("usage: manage.py "))],
+            [_paragraph(helps.get(name, ""), directive), _options(parser, directive)],
+        )
+        for name, parser in action.choices.items()
+    ]
+
+
+def _options(parser: argparse.ArgumentParser, directive: SphinxDirective) -> nodes.definition_list:
+    """The options of ``parser`` (and of its subcommands), less Django's own."""
+    items: list[nodes.Node] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            items += _subcommands(action, directive)
+        elif not DJANGO_OPTIONS & set(action.option_strings):
+            items.append(_option(action, directive))
+    return nodes.definition_list("", *items)
 
 
 class CommandsDirective(SphinxDirective):
@@ -117,13 +140,12 @@ class CommandsDirective(SphinxDirective):
         result: list[nodes.Node] = []
         for name, command in _commands():
             parser = command.create_parser("manage.py", name)
-            options = [a for a in parser._actions if not DJANGO_OPTIONS & set(a.option_strings)]
             usage = " ".join(parser.format_usage().split()).removeprefix("usage: ")
             result += [
                 nodes.rubric("", "", _literal(name)),
                 _paragraph(command.help, self),
                 nodes.literal_block(usage, usage),
-                nodes.definition_list("", *(_option(action, self) for action in options)),
+                _options(parser, self),
             ]
         return result
 
