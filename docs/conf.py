@@ -32,6 +32,11 @@ nitpicky = True
 html_theme = "furo"
 html_title = "django-sqlqueue"
 
+# The versions each page was tested with, from the one place that says: tox.ini's env_list.
+from tested_with import combinations, sentence  # noqa: E402 (docs/_ext is on sys.path above)
+
+myst_substitutions = {"tested_with": sentence(combinations(DOCS.parent / "tox.ini"))}
+
 # The generated reference (docs/reference/): autodoc imports the models, so Django is set
 # up with settings of the docs' own; docs/_ext/sqlqueue_reference.py writes the settings,
 # commands and checks pages from the code.

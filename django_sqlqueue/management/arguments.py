@@ -8,7 +8,8 @@ import datetime
 import math
 import re
 
-from django_sqlqueue.conf import DEFAULT_RETENTION, MAX_CLAIM_LIMIT, MAX_RETENTION, queue_name_problem
+from django_sqlqueue.conf import DEFAULT_RETENTION, MAX_CLAIM_LIMIT, MAX_RETENTION
+from django_sqlqueue.rules.queues import queue_name_problem
 from django_sqlqueue.runner.naming import name_prefix_problem
 from django_sqlqueue.status import JobStatus
 

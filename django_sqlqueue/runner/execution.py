@@ -21,11 +21,11 @@ from django_sqlqueue import current, signals
 from django_sqlqueue.db.finishing import after_failure, error_message, was_cancelled, will_retry
 from django_sqlqueue.exceptions import TransactionLeftOpen
 from django_sqlqueue.models import Job
-from django_sqlqueue.registry import get_task
+from django_sqlqueue.rules.registry import get_task
 from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
-    from django_sqlqueue.tasks_compat import Task, TaskResult
+    from django_sqlqueue.backends.compat import Task, TaskResult
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +177,7 @@ def _run_django_task(task: Task[..., Any], job: Job, worker_id: str) -> Any:
     # Imported here: only Django tasks need the Tasks framework, which Django 5.2 lacks
     # without the backport, and only they need the backend.
     from django_sqlqueue.backends import job_result
-    from django_sqlqueue.tasks_compat import TaskContext, normalize_json, task_finished, task_started
+    from django_sqlqueue.backends.compat import TaskContext, normalize_json, task_finished, task_started
 
     def result_after(**outcome: Any) -> TaskResult[..., Any]:
         """The task's result once ``outcome`` is written: a little later, in a batch

@@ -61,3 +61,19 @@ def export_rows(rows: list[str]) -> int:
 @task(priority=10, queue_name="reports")
 def build_report(kind: str) -> dict[str, int]:
     return {"rows": 42}
+
+
+# The recurring jobs of mysite/recurring.py (the scheduling guide).
+@job
+def nightly_report(kind: str) -> None:
+    exported.append(kind)
+
+
+@job
+def ping() -> None:
+    pass
+
+
+@job
+def sync_stock() -> None:
+    synced.append(0)
