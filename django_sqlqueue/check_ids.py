@@ -32,7 +32,7 @@ class CheckId:
 
 
 def _by_vendor(hints: Mapping[str, str]) -> str:
-    return " ".join(f"On {vendor}: {hint}" for vendor, hint in hints.items())
+    return " ".join(f"On {database}: {hint}" for database, hint in hints.items())
 
 
 #: The check of each ``SQLQUEUE_*`` setting; its message is the setting's own error.
