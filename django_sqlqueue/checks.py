@@ -1,5 +1,5 @@
 """System checks: misconfiguration is reported when Django starts, with a hint that
-says how to fix it. Ids are stable and never reused; the README lists them.
+says how to fix it. Each id, its level and its hint are ``check_ids``'s.
 
 Imported by ``AppConfig.ready()``, once the models are loaded."""
 
@@ -15,14 +15,13 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DEFAULT_DB_ALIAS, connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from django_sqlqueue import check_ids
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import charsets
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.vendors import (
     CLAIM_PROBLEM_HINTS,
     DRIVER_PROBLEM_HINTS,
-    JOURNAL_HINT,
-    VACUUM_HINT,
     claim_problem,
     driver_problem,
     journal_problem,
@@ -35,24 +34,6 @@ from django_sqlqueue.models import Job
 from django_sqlqueue.rules.recurrence import cronsim_installed
 from django_sqlqueue.rules.registry import get_task, registered_tasks
 from django_sqlqueue.rules.validation import arguments_problem, job_options_problem
-
-_SETTING_IDS = {
-    "SQLQUEUE_QUEUES": "sqlqueue.E001",
-    "SQLQUEUE_DEFAULT_QUEUE": "sqlqueue.E002",
-    "SQLQUEUE_MAX_ATTEMPTS": "sqlqueue.E003",
-    "SQLQUEUE_TIMEOUT": "sqlqueue.E004",
-    "SQLQUEUE_RETRY_BACKOFF": "sqlqueue.E005",
-    "SQLQUEUE_RETRY_BACKOFF_MAX": "sqlqueue.E006",
-    "SQLQUEUE_BATCH_SIZE": "sqlqueue.E007",
-    "SQLQUEUE_HEARTBEAT_INTERVAL": "sqlqueue.E012",
-    "SQLQUEUE_LEASE": "sqlqueue.E013",
-    "SQLQUEUE_POLL_INTERVAL": "sqlqueue.E014",
-    "SQLQUEUE_SHUTDOWN_GRACE": "sqlqueue.E015",
-    "SQLQUEUE_RETENTION": "sqlqueue.E017",
-    "SQLQUEUE_SCHEDULE": "sqlqueue.E018",
-    "SQLQUEUE_CANCEL_GRACE": "sqlqueue.E026",
-    "SQLQUEUE_RATE_LIMITS": "sqlqueue.E035",
-}
 
 
 def register() -> None:
@@ -74,15 +55,13 @@ def register() -> None:
 def check_settings(**kwargs: Any) -> list[checks.CheckMessage]:
     """Every ``SQLQUEUE_*`` setting holds a value the queue can use."""
     errors: list[checks.CheckMessage] = []
-    for name, check_id in _SETTING_IDS.items():
+    for name, check_id in check_ids.SETTING_CHECKS.items():
         try:
             getattr(conf, name)
         except ImproperlyConfigured as error:
             # A setting that reads another one fails with that one's message: say it once.
             if all(str(error) != reported.msg for reported in errors):
-                errors.append(
-                    checks.Error(str(error), hint="See the settings table in django-sqlqueue's README.", id=check_id)
-                )
+                errors.append(check_id.message(str(error)))
     return errors
 
 
@@ -95,7 +74,7 @@ def check_database_settings(**kwargs: Any) -> list[checks.CheckMessage]:
 
     Reads settings only, so it runs with every command, not just ``migrate``."""
     return [
-        checks.Error(f"{problem}.", hint=CLAIM_PROBLEM_HINTS[connection.vendor], id="sqlqueue.E010")
+        check_ids.CLAIMS.message(f"{problem}.", CLAIM_PROBLEM_HINTS[connection.vendor])
         for connection in _queue_connections(connections)
         if (problem := claim_problem(connection))
     ]
@@ -106,7 +85,7 @@ def check_database_drivers(**kwargs: Any) -> list[checks.CheckMessage]:
 
     Asks the installed driver, not the server, so it runs with every command."""
     return [
-        checks.Error(f"{problem}.", hint=DRIVER_PROBLEM_HINTS[connection.vendor], id="sqlqueue.E016")
+        check_ids.DRIVER.message(f"{problem}.", DRIVER_PROBLEM_HINTS[connection.vendor])
         for connection in _queue_connections(connections)
         if (problem := driver_problem(connection))
     ]
@@ -115,7 +94,7 @@ def check_database_drivers(**kwargs: Any) -> list[checks.CheckMessage]:
 def check_database_version(databases: Sequence[str] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """The database servers that hold the jobs table can lock rows with SKIP LOCKED."""
     return [
-        checks.Error(f"{problem}.", hint="Upgrade the database server.", id="sqlqueue.E011")
+        check_ids.VERSION.message(f"{problem}.")
         for connection in _queue_connections(databases or ())
         if (problem := version_problem(connection))
     ]
@@ -125,7 +104,7 @@ def check_database_journal(databases: Sequence[str] | None = None, **kwargs: Any
     """The SQLite databases that hold the jobs table are in WAL mode: a warning, since the
     queue works without it, only several times slower."""
     return [
-        checks.Warning(f"{problem}.", hint=JOURNAL_HINT, id="sqlqueue.W001")
+        check_ids.JOURNAL.message(f"{problem}.")
         for connection in _queue_connections(databases or ())
         if (problem := journal_problem(connection))
     ]
@@ -135,7 +114,7 @@ def check_database_vacuum(databases: Sequence[str] | None = None, **kwargs: Any)
     """Autovacuum cleans the jobs table of the PostgreSQL databases that hold it: a
     warning, since the queue works without it, slower with every job."""
     return [
-        checks.Warning(f"{problem}.", hint=VACUUM_HINT, id="sqlqueue.W002")
+        check_ids.VACUUM.message(f"{problem}.")
         for connection in _queue_connections(databases or ())
         if (problem := vacuum_problem(connection, Job._meta.db_table))
     ]
@@ -148,12 +127,12 @@ def check_database_charsets(databases: Sequence[str] | None = None, **kwargs: An
     Warnings: ``enqueue`` refuses what would not be stored, so nothing is lost."""
     tables = [model._meta.db_table for model in apps.get_app_config("django_sqlqueue").get_models()]
     return [
-        checks.Warning(f"{problem}.", hint=hint, id=check_id)
+        check_id.message(f"{problem}.")
         for connection in _queue_connections(databases or ())
-        for check_id, hint, problem in (
-            ("sqlqueue.W003", charsets.TABLES_HINT, charsets.tables_charset_problem(connection, tables)),
-            ("sqlqueue.W004", charsets.CONNECTION_HINT, charsets.connection_charset_problem(connection)),
-            ("sqlqueue.W005", charsets.STRICT_HINT, charsets.strict_mode_problem(connection)),
+        for check_id, problem in (
+            (check_ids.TABLES_CHARSET, charsets.tables_charset_problem(connection, tables)),
+            (check_ids.CONNECTION_CHARSET, charsets.connection_charset_problem(connection)),
+            (check_ids.STRICT_MODE, charsets.strict_mode_problem(connection)),
         )
         if problem
     ]
@@ -179,26 +158,18 @@ def check_schedule(**kwargs: Any) -> list[checks.CheckMessage]:
             problem = str(error)
         if problem:
             errors.append(
-                checks.Error(
-                    f"SQLQUEUE_SCHEDULE[{key!r}] cannot enqueue {entry.task!r}: {problem}",
-                    hint="Name a registered task (its @job name) and arguments it can take as JSON.",
-                    id="sqlqueue.E019",
-                )
+                check_ids.SCHEDULE_ENTRY.message(f"SQLQUEUE_SCHEDULE[{key!r}] cannot enqueue {entry.task!r}: {problem}")
             )
         elif unfit := get_task(job.task).binding_problem(job.args, job.kwargs):
             errors.append(
-                checks.Error(
-                    f"SQLQUEUE_SCHEDULE[{key!r}] cannot enqueue {entry.task!r}: {unfit}.",
-                    hint="Give the entry the args and kwargs its task takes: as it is, every tick would be refused.",
-                    id="sqlqueue.E037",
+                check_ids.SCHEDULE_ARGUMENTS.message(
+                    f"SQLQUEUE_SCHEDULE[{key!r}] cannot enqueue {entry.task!r}: {unfit}."
                 )
             )
     if not cronsim_installed() and (crons := [key for key, entry in entries.items() if entry.cron is not None]):
         errors.append(
-            checks.Error(
-                f"SQLQUEUE_SCHEDULE entries {crons} use cron, which needs cronsim, and it is not installed.",
-                hint='pip install "django-sqlqueue[cron]"',
-                id="sqlqueue.E020",
+            check_ids.SCHEDULE_CRON.message(
+                f"SQLQUEUE_SCHEDULE entries {crons} use cron, which needs cronsim, and it is not installed."
             )
         )
     return errors
@@ -212,11 +183,8 @@ def check_metrics_directory(**kwargs: Any) -> list[checks.CheckMessage]:
     if path is None or not client_installed() or (os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK)):
         return []
     return [
-        checks.Error(
-            f"PROMETHEUS_MULTIPROC_DIR is {path!r}, which is not a directory this process can write.",
-            hint="Create it (and empty it before each start), or unset it: "
-            "runworkers --metrics-port then uses a directory of its own.",
-            id="sqlqueue.E023",
+        check_ids.METRICS_DIRECTORY.message(
+            f"PROMETHEUS_MULTIPROC_DIR is {path!r}, which is not a directory this process can write."
         )
     ]
 
@@ -232,11 +200,10 @@ def check_rate_limit_names(**kwargs: Any) -> list[checks.CheckMessage]:
     except TaskModuleError:
         return []  # a tasks module that fails to import: runworkers says so, in one line
     return [
-        checks.Error(
+        check_ids.RATE_LIMIT_NAME.message(
             f"Task {task.name!r} has rate_limit={task.rate_limit!r}, which SQLQUEUE_RATE_LIMITS does not define.",
-            hint=f"Add {task.rate_limit!r} to SQLQUEUE_RATE_LIMITS (e.g. {{{task.rate_limit!r}: '25/s'}}), or "
+            f"Add {task.rate_limit!r} to SQLQUEUE_RATE_LIMITS (e.g. {{{task.rate_limit!r}: '25/s'}}), or "
             f"name one of {sorted(limits)}.",
-            id="sqlqueue.E036",
         )
         for task in tasks
         if task.rate_limit is not None and task.rate_limit not in limits
@@ -251,14 +218,13 @@ def check_jobs_database(**kwargs: Any) -> list[checks.CheckMessage]:
     if alias == DEFAULT_DB_ALIAS:
         return []
     return [
-        checks.Warning(
+        check_ids.JOBS_DATABASE.message(
             f"DATABASE_ROUTERS send the jobs table's writes to the database {alias!r}, not {DEFAULT_DB_ALIAS!r}: "
             "transaction.atomic() does not cover enqueue(), so a job stays enqueued when the rest of "
             "that transaction rolls back.",
-            hint=f"Enqueue inside transaction.atomic(using={alias!r}), which commits apart from "
+            f"Enqueue inside transaction.atomic(using={alias!r}), which commits apart from "
             f"{DEFAULT_DB_ALIAS!r} (no transaction spans two databases), or route the jobs table to "
             f"{DEFAULT_DB_ALIAS!r}. Silence sqlqueue.W006 if that is what you want.",
-            id="sqlqueue.W006",
         )
     ]
 
@@ -270,10 +236,8 @@ def check_admin_apps(**kwargs: Any) -> list[checks.CheckMessage]:
     if not apps.is_installed("django.contrib.admin") or apps.is_installed("rangefilter"):
         return []
     return [
-        checks.Error(
+        check_ids.RANGEFILTER.message(
             "The jobs' admin needs 'rangefilter' (django-admin-rangefilter) in INSTALLED_APPS: the job list's "
-            "date filters render its templates.",
-            hint="Add 'rangefilter' to INSTALLED_APPS, e.g. next to 'django_sqlqueue'.",
-            id="sqlqueue.E038",
+            "date filters render its templates."
         )
     ]

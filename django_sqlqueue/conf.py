@@ -16,7 +16,7 @@ import datetime
 import math
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast, overload
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -92,16 +92,14 @@ def remembered(key: tuple[str, str], make: Callable[[], T]) -> T:
         return value
 
 
-def _positive_number(name: str, default: float) -> float:
-    value = _read(name, default)
+def _positive_number(name: str, value: Any) -> float:
     # An int past the largest float is below infinity, but not a number of seconds.
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= sys.float_info.max:
         raise ImproperlyConfigured(f"{name} must be a positive number of seconds, not {value!r}.")
     return float(value)
 
 
-def _positive_int(name: str, default: int, most: int) -> int:
-    value = _read(name, default)
+def _positive_int(name: str, value: Any, most: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ImproperlyConfigured(f"{name} must be an integer of at least 1, not {value!r}.")
     if value > most:
@@ -143,13 +141,47 @@ def _retention_period(status: str, value: Any) -> datetime.timedelta:
     return kept
 
 
+class Setting(Generic[T]):
+    """One ``SQLQUEUE_*`` setting of :class:`Settings`: its name, its default and the
+    function that checks and converts the value read, whose docstring and return type
+    document it. The one place a default is written: the settings reference
+    (``docs/reference/settings.md``) is generated from these."""
+
+    def __init__(self, parse: Callable[[Settings, Any], T], default: object) -> None:
+        self.name = parse.__name__
+        self.default = default
+        self.parse = parse
+        self.__doc__ = parse.__doc__
+
+    @property
+    def annotation(self) -> str:
+        """The value's type, as its annotation spells it."""
+        return str(self.parse.__annotations__["return"])
+
+    @overload
+    def __get__(self, instance: None, owner: type[Settings]) -> Setting[T]: ...
+
+    @overload
+    def __get__(self, instance: Settings, owner: type[Settings]) -> T: ...
+
+    def __get__(self, instance: Settings | None, owner: type[Settings]) -> Setting[T] | T:
+        if instance is None:
+            return self
+        return self.parse(instance, _read(self.name, self.default))
+
+
+def setting(default: object) -> Callable[[Callable[[Settings, Any], T]], Setting[T]]:
+    """Make the decorated ``parse(settings, value)`` the setting of its name, read with
+    ``default`` when the project leaves it out."""
+    return lambda parse: Setting(parse, default)
+
+
 class Settings:
     """Typed access to every ``SQLQUEUE_*`` setting, with its default."""
 
-    @property
-    def SQLQUEUE_QUEUES(self) -> frozenset[str] | None:
-        """The queue names jobs may be enqueued on; ``None`` (the default) allows any."""
-        value = _read("SQLQUEUE_QUEUES", None)
+    @setting(default=None)
+    def SQLQUEUE_QUEUES(self, value: Any) -> frozenset[str] | None:
+        """The queue names jobs may be enqueued on; ``None`` allows any."""
         if value is None:
             return None
         if isinstance(value, str) or not hasattr(value, "__iter__"):
@@ -164,99 +196,95 @@ class Settings:
             )
         return queues
 
-    @property
-    def SQLQUEUE_DEFAULT_QUEUE(self) -> str:
-        """The queue of a job whose task and enqueue call name none (default ``"default"``)."""
-        value = _read("SQLQUEUE_DEFAULT_QUEUE", "default")
+    @setting(default="default")
+    def SQLQUEUE_DEFAULT_QUEUE(self, value: Any) -> str:
+        """The queue of a job whose task and enqueue call name none; one of
+        ``SQLQUEUE_QUEUES`` when that is set."""
         if problem := queue_name_problem(value):
             raise ImproperlyConfigured(f"SQLQUEUE_DEFAULT_QUEUE: {problem}.")
         if problem := unlisted_queues_problem([value], self.SQLQUEUE_QUEUES):
             raise ImproperlyConfigured(f"SQLQUEUE_DEFAULT_QUEUE: {problem}.")
         return str(value)
 
-    @property
-    def SQLQUEUE_MAX_ATTEMPTS(self) -> int:
-        """How many times a job runs before it is FAILED, unless its task says otherwise (default 3)."""
-        return _positive_int("SQLQUEUE_MAX_ATTEMPTS", 3, most=MAX_ATTEMPTS)
+    @setting(default=3)
+    def SQLQUEUE_MAX_ATTEMPTS(self, value: Any) -> int:
+        """How many times a job runs before it is FAILED, unless its task says otherwise."""
+        return _positive_int("SQLQUEUE_MAX_ATTEMPTS", value, most=MAX_ATTEMPTS)
 
-    @property
-    def SQLQUEUE_TIMEOUT(self) -> float | None:
-        """Seconds a job may run before the worker stops it; ``None`` (the default) means no limit."""
-        if _read("SQLQUEUE_TIMEOUT", None) is None:
-            return None
-        return _positive_number("SQLQUEUE_TIMEOUT", 0)
+    @setting(default=None)
+    def SQLQUEUE_TIMEOUT(self, value: Any) -> float | None:
+        """Seconds a job may run before the worker stops it; ``None`` means no limit."""
+        return None if value is None else _positive_number("SQLQUEUE_TIMEOUT", value)
 
-    @property
-    def SQLQUEUE_RETRY_BACKOFF(self) -> float:
-        """Seconds before the first retry; each later retry waits twice as long, with jitter (default 10)."""
-        return _positive_number("SQLQUEUE_RETRY_BACKOFF", 10.0)
+    @setting(default=10.0)
+    def SQLQUEUE_RETRY_BACKOFF(self, value: Any) -> float:
+        """Seconds before the first retry; each later retry waits twice as long, with jitter."""
+        return _positive_number("SQLQUEUE_RETRY_BACKOFF", value)
 
-    @property
-    def SQLQUEUE_RETRY_BACKOFF_MAX(self) -> float:
-        """The longest wait between two attempts, in seconds (default 3600)."""
-        value = _positive_number("SQLQUEUE_RETRY_BACKOFF_MAX", 3600.0)
-        if value < self.SQLQUEUE_RETRY_BACKOFF:
+    @setting(default=3600.0)
+    def SQLQUEUE_RETRY_BACKOFF_MAX(self, value: Any) -> float:
+        """The longest wait between two attempts, in seconds; not below ``SQLQUEUE_RETRY_BACKOFF``."""
+        longest = _positive_number("SQLQUEUE_RETRY_BACKOFF_MAX", value)
+        if longest < self.SQLQUEUE_RETRY_BACKOFF:
             raise ImproperlyConfigured("SQLQUEUE_RETRY_BACKOFF_MAX must not be smaller than SQLQUEUE_RETRY_BACKOFF.")
-        return value
+        return longest
 
-    @property
-    def SQLQUEUE_BATCH_SIZE(self) -> int:
-        """How many jobs one claim takes at most when the caller names no limit (default 100)."""
-        return _positive_int("SQLQUEUE_BATCH_SIZE", 100, most=MAX_CLAIM_LIMIT)
+    @setting(default=100)
+    def SQLQUEUE_BATCH_SIZE(self, value: Any) -> int:
+        """How many jobs one claim takes at most when the caller names no limit."""
+        return _positive_int("SQLQUEUE_BATCH_SIZE", value, most=MAX_CLAIM_LIMIT)
 
-    @property
-    def SQLQUEUE_HEARTBEAT_INTERVAL(self) -> float:
-        """Seconds between two heartbeats of a worker process (default 5)."""
-        return _positive_number("SQLQUEUE_HEARTBEAT_INTERVAL", 5.0)
+    @setting(default=5.0)
+    def SQLQUEUE_HEARTBEAT_INTERVAL(self, value: Any) -> float:
+        """Seconds between two heartbeats of a worker process."""
+        return _positive_number("SQLQUEUE_HEARTBEAT_INTERVAL", value)
 
-    @property
-    def SQLQUEUE_LEASE(self) -> float:
+    @setting(default=60.0)
+    def SQLQUEUE_LEASE(self, value: Any) -> float:
         """Seconds without a heartbeat after which a worker counts as dead and its jobs are
-        rescued by any live supervisor (default 60); at least three heartbeats."""
-        value = _positive_number("SQLQUEUE_LEASE", 60.0)
-        if value < 3 * self.SQLQUEUE_HEARTBEAT_INTERVAL:
+        rescued by any live supervisor; at least three heartbeats."""
+        lease = _positive_number("SQLQUEUE_LEASE", value)
+        if lease < 3 * self.SQLQUEUE_HEARTBEAT_INTERVAL:
             raise ImproperlyConfigured("SQLQUEUE_LEASE must be at least three SQLQUEUE_HEARTBEAT_INTERVALs.")
-        return value
+        return lease
 
-    @property
-    def SQLQUEUE_POLL_INTERVAL(self) -> float:
-        """The longest an idle worker waits before it looks for jobs again (default 1 second).
+    @setting(default=1.0)
+    def SQLQUEUE_POLL_INTERVAL(self, value: Any) -> float:
+        """The longest an idle worker waits, in seconds, before it looks for jobs again.
         It starts at 50 ms after a busy spell and doubles up to this; on PostgreSQL a new job
         wakes it at once."""
-        return _positive_number("SQLQUEUE_POLL_INTERVAL", 1.0)
+        return _positive_number("SQLQUEUE_POLL_INTERVAL", value)
 
-    @property
-    def SQLQUEUE_SHUTDOWN_GRACE(self) -> float:
-        """Seconds a stopping worker lets its running jobs finish before it kills them (default 30)."""
-        return _positive_number("SQLQUEUE_SHUTDOWN_GRACE", 30.0)
+    @setting(default=30.0)
+    def SQLQUEUE_SHUTDOWN_GRACE(self, value: Any) -> float:
+        """Seconds a stopping worker lets its running jobs finish before it kills them."""
+        return _positive_number("SQLQUEUE_SHUTDOWN_GRACE", value)
 
-    @property
-    def SQLQUEUE_CANCEL_GRACE(self) -> float:
+    @setting(default=30.0)
+    def SQLQUEUE_CANCEL_GRACE(self, value: Any) -> float:
         """Seconds a running job may go on after its worker learnt it was cancelled before
-        it is stopped like a job past its timeout (default 30)."""
-        return _positive_number("SQLQUEUE_CANCEL_GRACE", 30.0)
+        it is stopped like a job past its timeout."""
+        return _positive_number("SQLQUEUE_CANCEL_GRACE", value)
 
-    @property
-    def SQLQUEUE_RETENTION(self) -> dict[JobStatus, datetime.timedelta | None]:
+    @setting(default=DEFAULT_RETENTION)
+    def SQLQUEUE_RETENTION(self, value: Any) -> dict[JobStatus, datetime.timedelta | None]:
         """How long finished jobs are kept after ``finished_at``, by status: seconds or a
-        ``timedelta``, ``None`` to keep them for ever. A status left out keeps its default
-        (``DEFAULT_RETENTION``: successes a day, cancellations a week, failures 30 days).
+        ``timedelta``, ``None`` to keep them for ever. A status left out keeps its default.
         ``SUCCESSFUL: 0`` deletes a job as its success is recorded."""
-        return _retention(_read("SQLQUEUE_RETENTION", {}))
+        return _retention(value)
 
-    @property
-    def SQLQUEUE_SCHEDULE(self) -> dict[str, Entry]:
-        """Recurring jobs by name (default none): each entry a dict with ``task``, one of
+    @setting(default={})
+    def SQLQUEUE_SCHEDULE(self, value: Any) -> dict[str, Entry]:
+        """Recurring jobs by name: each entry a dict with ``task``, one of
         ``cron`` (five fields) or ``every`` (seconds or a ``timedelta``), and optionally
         ``args``, ``kwargs``, ``queue``, ``priority``, ``tz`` (default ``TIME_ZONE``),
         ``enabled`` and ``missed`` (``"skip"``, ``"latest"``, ``"all"``)."""
-        return parse_schedule(_read("SQLQUEUE_SCHEDULE", {}), default_tz=settings.TIME_ZONE or "UTC")
+        return parse_schedule(value, default_tz=settings.TIME_ZONE or "UTC")
 
-    @property
-    def SQLQUEUE_RATE_LIMITS(self) -> dict[str, Rate]:
-        """Rate limits by name (default none), for ``@job(rate_limit=name)``: ``"25/s"``,
+    @setting(default={})
+    def SQLQUEUE_RATE_LIMITS(self, value: Any) -> dict[str, Rate]:
+        """Rate limits by name, for ``@job(rate_limit=name)``: ``"25/s"``,
         ``"100/m"``, ``"1000/h"``, with an optional ``" burst N"`` (default one second's worth)."""
-        value = _read("SQLQUEUE_RATE_LIMITS", {})
         if not isinstance(value, Mapping):
             raise ImproperlyConfigured(f"SQLQUEUE_RATE_LIMITS must be a dict of names to rates, not {value!r}.")
         try:

@@ -184,9 +184,10 @@ class JobManager(models.Manager[JobT]):
         When an active job already holds its ``unique_key``, nothing is written and
         that job is returned, with ``created`` False (``on_conflict="skip"``); with
         ``"replace"`` it gets this job's arguments and run time first if it is still
-        ``READY``; ``"raise"`` raises :class:`UniqueJobExists`.
+        ``READY``; ``"raise"`` raises :class:`~django_sqlqueue.exceptions.UniqueJobExists`.
 
-        Raises :class:`UnknownTaskError` or :class:`InvalidJobError` and writes nothing
+        Raises :class:`~django_sqlqueue.exceptions.UnknownTaskError` or
+        :class:`~django_sqlqueue.exceptions.InvalidJobError` and writes nothing
         when the job cannot be run as given. Options are those of :meth:`build`."""
         job = self.build(task, args, kwargs, **options)
         _validate(job)
@@ -201,7 +202,8 @@ class JobManager(models.Manager[JobT]):
         active job that holds its ``unique_key``, as :meth:`enqueue` says; with
         ``on_conflict="raise"`` a conflict writes none of them (a savepoint).
 
-        Raises :class:`UnknownTaskError` or :class:`InvalidJobError` and writes nothing
+        Raises :class:`~django_sqlqueue.exceptions.UnknownTaskError` or
+        :class:`~django_sqlqueue.exceptions.InvalidJobError` and writes nothing
         when any job cannot be run as given."""
         jobs = list(jobs)
         for job in jobs:
@@ -221,7 +223,8 @@ class JobManager(models.Manager[JobT]):
         ``options`` apply to every row, over each task's own ``@job(...)`` options and
         settings, as in :meth:`build`. All or none: the rows are read, checked and
         written as they come, in one transaction (a savepoint inside the caller's), so a
-        bad row anywhere raises :class:`UnknownTaskError` or :class:`InvalidJobError` and
+        bad row anywhere raises :class:`~django_sqlqueue.exceptions.UnknownTaskError` or
+        :class:`~django_sqlqueue.exceptions.InvalidJobError` and
         leaves no job written. Nothing is read back: no ids, no ``Job`` objects. A task
         with ``@job(unique=...)`` is refused (use :meth:`enqueue_many`, which says which
         jobs a conflict kept out); concurrency keys are derived for each row as usual.

@@ -36,3 +36,18 @@ html_title = "django-sqlqueue"
 from tested_with import combinations, sentence  # noqa: E402 (docs/_ext is on sys.path above)
 
 myst_substitutions = {"tested_with": sentence(combinations(DOCS.parent / "tox.ini"))}
+
+# The generated reference (docs/reference/): autodoc imports the models, so Django is set
+# up with settings of the docs' own; docs/_ext/sqlqueue_reference.py writes the settings,
+# commands and checks pages from the code.
+import os  # noqa: E402
+
+import django  # noqa: E402
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "docs_settings")
+django.setup()
+extensions.append("sqlqueue_reference")
+autodoc_member_order = "bysource"
+# Signatures without annotations: the docstrings say what each argument takes, and
+# without intersphinx an annotation naming Django's or a private type has no target.
+autodoc_typehints = "none"

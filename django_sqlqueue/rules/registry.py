@@ -196,7 +196,7 @@ def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     ``concurrency=("tenant_id",)``, at most ``n`` per value of those arguments.
     ``rate_limit="payments"`` starts its jobs no faster than ``SQLQUEUE_RATE_LIMITS["payments"]``.
     ``unique=("order_id",)`` (or ``True``: all its arguments) gives each job a
-    ``unique_key`` made from those arguments (see :meth:`RegisteredTask.unique_key`), held
+    ``unique_key`` made from those arguments (see ``RegisteredTask.unique_key``), held
     while the job is ready or running, or with ``unique_until="pruned"`` until it is pruned.
 
     The function is returned unchanged, so it can still be called directly."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import types
 from collections.abc import Callable, Iterator
 from io import StringIO
@@ -36,7 +37,16 @@ from django_sqlqueue.models import Job
 from tests.support.charsets import column_in, session_variable
 from tests.support.messages import SQLITE_DEFERRED, mysql_isolation_problem
 
-SETTINGS_HINT = "See the settings table in django-sqlqueue's README."
+SETTINGS_HINT = "See {} in the settings reference of django-sqlqueue's documentation."
+
+
+def setting_error(message: str, check_id: str) -> checks.Error:
+    """The error of a bad setting: its hint names the setting the message starts with."""
+    name = re.match(r"SQLQUEUE_[A-Z_]+", message)
+    assert name is not None, message
+    return checks.Error(message, hint=SETTINGS_HINT.format(name[0]), id=check_id)
+
+
 SQLITE_HINT = "Add 'OPTIONS': {'transaction_mode': 'IMMEDIATE'} to this database in settings.DATABASES."
 MYSQL_HINT = "Remove 'isolation_level' from this database's OPTIONS, or set it to 'read committed'."
 
@@ -209,7 +219,7 @@ def test_checks_are_registered_when_django_starts() -> None:
 def test_bad_setting_is_one_error(overrides: dict[str, Any], check_id: str, message: str) -> None:
     with override_settings(**overrides):
         errors = check_settings()
-    assert errors == [checks.Error(message, hint=SETTINGS_HINT, id=check_id)]
+    assert errors == [setting_error(message, check_id)]
 
 
 @pytest.mark.parametrize(
@@ -243,7 +253,7 @@ def test_bad_setting_is_reported_once(overrides: dict[str, Any], check_id: str, 
     other setting's id (E002, E006, E013), which names a setting the user got right."""
     with override_settings(**overrides):
         errors = check_settings()
-    assert errors == [checks.Error(message, hint=SETTINGS_HINT, id=check_id)]
+    assert errors == [setting_error(message, check_id)]
 
 
 def test_every_bad_setting_is_reported() -> None:

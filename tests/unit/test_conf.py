@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 from django_sqlqueue import conf as conf_module
-from django_sqlqueue.conf import conf
+from django_sqlqueue.conf import Setting, Settings, conf
 from django_sqlqueue.status import JobStatus
 
 DAY = datetime.timedelta(days=1)
@@ -331,7 +333,25 @@ def test_number_settings_refuse_nan_and_infinity(name: str, value: float) -> Non
     assert str(excinfo.value) == f"{name} must be a positive number of seconds, not {value!r}."
 
 
-SETTING_NAMES = [name for name, value in vars(conf_module.Settings).items() if isinstance(value, property)]
+def test_every_setting_the_package_reads_is_a_documented_setting() -> None:
+    """The settings reference is generated from ``Settings``: every ``SQLQUEUE_*`` name the
+    package mentions is one of its settings, with a docstring, a type and a default of its
+    own (the docstring does not repeat the default, which would drift)."""
+    package = Path(conf_module.__file__).parent
+    named = {
+        name
+        for path in package.rglob("*.py")
+        for name in re.findall(r"\bSQLQUEUE_[A-Z][A-Z0-9_]*", path.read_text(encoding="utf-8"))
+    }
+    documented = {name: value for name, value in vars(Settings).items() if isinstance(value, Setting)}
+    assert named == set(documented)
+    for name, setting in documented.items():
+        assert setting.__doc__, name
+        assert re.search(r"\(default (\d|``None``|none)", setting.__doc__) is None, name
+        assert setting.annotation, name
+
+
+SETTING_NAMES = [name for name, value in vars(Settings).items() if isinstance(value, Setting)]
 
 
 def plain(name: str) -> Any:

@@ -1,0 +1,173 @@
+"""Directives that generate the reference pages from the code, so they cannot drift:
+
+- ``sqlqueue-settings``: every setting of ``conf.Settings`` (name, type, default, docstring);
+- ``sqlqueue-commands``: every management command's options, from its own argparse parser;
+- ``sqlqueue-checks``: every system check id of ``check_ids.CHECK_IDS``.
+
+Docstrings are written in reStructuredText's inline markup (double backquotes), which
+these directives parse as such."""
+
+from __future__ import annotations
+
+import argparse
+import pkgutil
+from collections.abc import Iterable
+from typing import Any
+
+from django.core.management import BaseCommand, load_command_class
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.util.docutils import SphinxDirective
+
+#: Options every Django command has; the Django documentation describes them.
+DJANGO_OPTIONS = {
+    "--version",
+    "--verbosity",
+    "--settings",
+    "--pythonpath",
+    "--traceback",
+    "--no-color",
+    "--force-color",
+    "--skip-checks",
+    "--help",
+}
+
+
+def _inline(text: str, directive: SphinxDirective) -> list[nodes.Node]:
+    """``text`` with its reStructuredText inline markup parsed (double backquotes)."""
+    parsed, messages = directive.state.inline_text(" ".join(text.split()), directive.lineno)
+    return [*parsed, *messages]
+
+
+def _paragraph(text: str, directive: SphinxDirective) -> nodes.paragraph:
+    return nodes.paragraph("", "", *_inline(text, directive))
+
+
+def _item(term: list[nodes.Node], body: Iterable[nodes.Node]) -> nodes.definition_list_item:
+    return nodes.definition_list_item("", nodes.term("", "", *term), nodes.definition("", *body))
+
+
+def _literal(text: str) -> nodes.literal:
+    return nodes.literal(text, text)
+
+
+def _format_default(value: object) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key!s}: {_format_default(item)}" for key, item in value.items()) + "}"
+    return repr(value)
+
+
+class SettingsDirective(SphinxDirective):
+    """Every ``SQLQUEUE_*`` setting, in the order ``Settings`` declares them."""
+
+    def run(self) -> list[nodes.Node]:
+        from django_sqlqueue.conf import Setting, Settings
+
+        items = [
+            _item(
+                [_literal(name)],
+                [
+                    nodes.paragraph(
+                        "",
+                        "",
+                        nodes.Text("Type "),
+                        _literal(setting.annotation),
+                        nodes.Text(", default "),
+                        _literal(_format_default(setting.default)),
+                        nodes.Text("."),
+                    ),
+                    *(_paragraph(part, self) for part in (setting.__doc__ or "").split("\n\n")),
+                ],
+            )
+            for name, setting in vars(Settings).items()
+            if isinstance(setting, Setting)
+        ]
+        return [nodes.definition_list("", *items)]
+
+
+def _commands() -> list[tuple[str, BaseCommand]]:
+    from django_sqlqueue.management import commands
+
+    return [
+        (module.name, load_command_class("django_sqlqueue", module.name))
+        for module in pkgutil.iter_modules(commands.__path__)
+    ]
+
+
+def _option(action: argparse.Action, directive: SphinxDirective) -> nodes.definition_list_item:
+    if not action.option_strings:
+        return _item([_literal(action.metavar or action.dest)], [_paragraph(action.help or "", directive)])
+    metavar = "" if action.nargs == 0 else f" {action.metavar or action.dest.upper()}"
+    body = [_paragraph(action.help, directive)] if action.help else []
+    facts = []
+    if action.choices is not None:
+        facts.append("one of " + ", ".join(map(str, action.choices)))
+    # A help that names its default says it better than the value (one per CPU, not this machine's 2).
+    shown = action.nargs != 0 and "default" not in (action.help or "")
+    if shown and action.default not in (None, "", argparse.SUPPRESS):
+        facts.append(f"default {action.default!r}")
+    if facts:
+        body.append(nodes.paragraph("", "; ".join(facts).capitalize() + "."))
+    return _item([_literal(", ".join(action.option_strings) + metavar)], body)
+
+
+def _subcommands(action: argparse._SubParsersAction[Any], directive: SphinxDirective) -> list[nodes.Node]:
+    helps = {choice.dest: choice.help or "" for choice in action._choices_actions}
+    return [
+        _item(
+            [_literal(" ".join(parser.format_usage().split()).removeprefix("usage: manage.py "))],
+            [_paragraph(helps.get(name, ""), directive), _options(parser, directive)],
+        )
+        for name, parser in action.choices.items()
+    ]
+
+
+def _options(parser: argparse.ArgumentParser, directive: SphinxDirective) -> nodes.definition_list:
+    """The options of ``parser`` (and of its subcommands), less Django's own."""
+    items: list[nodes.Node] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            items += _subcommands(action, directive)
+        elif not DJANGO_OPTIONS & set(action.option_strings):
+            items.append(_option(action, directive))
+    return nodes.definition_list("", *items)
+
+
+class CommandsDirective(SphinxDirective):
+    """Every management command: its help and options, as ``manage.py COMMAND --help`` has them."""
+
+    def run(self) -> list[nodes.Node]:
+        result: list[nodes.Node] = []
+        for name, command in _commands():
+            parser = command.create_parser("manage.py", name)
+            usage = " ".join(parser.format_usage().split()).removeprefix("usage: ")
+            result += [
+                nodes.rubric("", "", _literal(name)),
+                _paragraph(command.help, self),
+                nodes.literal_block(usage, usage),
+                _options(parser, self),
+            ]
+        return result
+
+
+class ChecksDirective(SphinxDirective):
+    """Every system check id, with its level, what it reports and its hint."""
+
+    def run(self) -> list[nodes.Node]:
+        from django_sqlqueue.check_ids import CHECK_IDS
+
+        items = [
+            _item(
+                [_literal(check.id), nodes.Text(f" ({check.level.__name__.lower()})")],
+                [_paragraph(check.reports, self), _paragraph(f"Hint: {check.hint}", self)],
+            )
+            for check in CHECK_IDS.values()
+        ]
+        return [nodes.definition_list("", *items)]
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_directive("sqlqueue-settings", SettingsDirective)
+    app.add_directive("sqlqueue-commands", CommandsDirective)
+    app.add_directive("sqlqueue-checks", ChecksDirective)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
