@@ -15,7 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from django_sqlqueue.exceptions import UnknownTaskError
 from django_sqlqueue.registry import get_task, register
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.tasks_compat import (
     BaseTaskBackend,
     InvalidTask,

@@ -21,7 +21,7 @@ from django.db import connections
 from django.db.models import Count, Max, Min, Q
 
 from django_sqlqueue.managers import JobQuerySet
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 
 #: Counted exactly at any size, one query each, so that each reads its own index.
 ACTIVE = (JobStatus.READY, JobStatus.RUNNING)

@@ -19,7 +19,7 @@ from django_sqlqueue.db.concurrency import with_free_slot
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.registry import RegisteredTask, get_task
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.validation import (
     ON_CONFLICT,
     arguments_problem,

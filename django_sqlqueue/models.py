@@ -15,7 +15,7 @@ from django_sqlqueue.managers import JobManager
 from django_sqlqueue.rates import NAME_MAX_LENGTH as RATE_LIMIT_NAME_MAX_LENGTH
 from django_sqlqueue.recurrence import KEY_MAX_LENGTH, MISSED
 from django_sqlqueue.registry import TASK_NAME_MAX_LENGTH
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.validation import MAX_PRIORITY, MIN_PRIORITY, UNIQUE_KEY_MAX_LENGTH
 
 __all__ = [

@@ -19,8 +19,8 @@ from django.db.models import Q
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.models import Job
 from django_sqlqueue.registry import get_task
+from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.runner.execution import JobOutcome, attempt
-from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
     from typing import TypeAlias

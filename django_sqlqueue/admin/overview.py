@@ -18,8 +18,8 @@ from django_sqlqueue.counting import queue_counts
 from django_sqlqueue.db.routing import read_db
 from django_sqlqueue.models import Job, PausedQueue
 from django_sqlqueue.pausing import paused_queues
+from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.stats import queue_lags, whole_seconds
-from django_sqlqueue.status import JobStatus
 
 
 @dataclass

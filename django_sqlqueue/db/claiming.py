@@ -20,7 +20,7 @@ from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.ratelimits import Limited, draw
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import CLAIM_PROBLEM_HINTS, claim_problem
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 
 if TYPE_CHECKING:
     # Type-only: the manager calls this module, and the model holds the manager.

@@ -17,7 +17,7 @@ from django.db import connections, models
 from django.db.models.functions import Coalesce
 
 from django_sqlqueue.db.transient import retry_transient
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 
 if TYPE_CHECKING:
     from django_sqlqueue.models import Job

@@ -26,7 +26,7 @@ from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import is_away, is_unwritable
 from django_sqlqueue.exceptions import InvalidJobError, JobCancelled
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.validation import json_problem
 
 if TYPE_CHECKING:

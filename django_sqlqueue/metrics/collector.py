@@ -15,8 +15,8 @@ from prometheus_client.registry import Collector
 
 from django_sqlqueue.db.routing import read_db
 from django_sqlqueue.models import Job
+from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.stats import snapshot
-from django_sqlqueue.status import JobStatus
 
 
 class QueueCollector(Collector):

@@ -22,7 +22,7 @@ from django_sqlqueue.db.finishing import after_failure, error_message, was_cance
 from django_sqlqueue.exceptions import TransactionLeftOpen
 from django_sqlqueue.models import Job
 from django_sqlqueue.registry import get_task
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 
 if TYPE_CHECKING:
     from django_sqlqueue.tasks_compat import Task, TaskResult

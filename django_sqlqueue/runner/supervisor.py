@@ -31,6 +31,7 @@ from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.exceptions import JobCancelled, JobTimeout, WorkerLost
 from django_sqlqueue.models import Job, Leader, Schedule, Worker
 from django_sqlqueue.pausing import paused_queues
+from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.capacity import connections_per_process
 from django_sqlqueue.runner.config import WorkerConfig
@@ -40,7 +41,6 @@ from django_sqlqueue.runner.rescue import Rescued, rescue_expired, rescue_worker
 from django_sqlqueue.runner.spawning import main_module_hidden
 from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.worker import Budget
-from django_sqlqueue.status import JobStatus
 
 logger = logging.getLogger(__name__)
 

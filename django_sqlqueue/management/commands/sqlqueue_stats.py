@@ -15,8 +15,8 @@ from django_sqlqueue.db.routing import read_db
 from django_sqlqueue.management.arguments import positive_number
 from django_sqlqueue.management.migrated import QueueCommand, does_not_answer
 from django_sqlqueue.models import Job
+from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.stats import Snapshot, snapshot, whole_seconds
-from django_sqlqueue.status import JobStatus
 
 #: Move the cursor home and clear the screen: how a terminal redraws in place.
 CLEAR_SCREEN = "\033[H\033[2J"
