@@ -15,7 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from django_sqlqueue.exceptions import UnknownTaskError
 from django_sqlqueue.registry import get_task, register
-from django_sqlqueue.rules.lifecycle import JobStatus
+from django_sqlqueue.rules.lifecycle import TASK_RESULT_STATUS, JobStatus
 from django_sqlqueue.tasks_compat import (
     BaseTaskBackend,
     InvalidTask,
@@ -135,6 +135,11 @@ class SQLQueueBackend(BaseTaskBackend):
             raise TaskResultDoesNotExist(f"Job {result_id} runs {job.task!r}, which is not a registered Django task.")
         return job_result(job, task, backend=self.alias)
 
+    def job_result(self, job: Job, task: Task[_P, _R]) -> TaskResult[_P, _R]:
+        """``job`` as this backend's ``TaskResult`` of ``task``: how the runner tells
+        Django's task signals of the jobs it runs (``runner.execution.ResultsBackend``)."""
+        return job_result(job, task, backend=self.alias)
+
 
 def _own_options(task: Task[..., Any]) -> dict[str, Any]:
     # A Task made directly rather than by @task may be Django's own class, without them.
@@ -144,7 +149,8 @@ def _own_options(task: Task[..., Any]) -> dict[str, Any]:
 def job_result(job: Job, task: Task[_P, _R], *, backend: str) -> TaskResult[_P, _R]:
     """``job`` as Django's ``TaskResult`` of ``task``.
 
-    A cancelled job is ``FAILED`` (Django has no such status: it will not run again).
+    A cancelled job is ``FAILED`` (``rules.lifecycle.TASK_RESULT_STATUS``: Django has
+    no such status, and it will not run again).
     ``worker_ids`` has the worker of each attempt of the job's life, so ``attempts``
     counts them across admin Retries: every attempt that ended without success left an
     error naming its worker, and a running or successful job's last attempt is its own."""
@@ -156,7 +162,7 @@ def job_result(job: Job, task: Task[_P, _R], *, backend: str) -> TaskResult[_P, 
     result = TaskResult(
         task=task,
         id=str(job.pk),
-        status=TaskResultStatus.FAILED if job.status == JobStatus.CANCELLED else TaskResultStatus(job.status),
+        status=TaskResultStatus(TASK_RESULT_STATUS[JobStatus(job.status)]),
         enqueued_at=job.enqueued_at,
         started_at=job.started_at,
         last_attempted_at=job.started_at,

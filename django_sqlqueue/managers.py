@@ -16,10 +16,11 @@ from django_sqlqueue.conf import conf, remembered
 from django_sqlqueue.db import charsets, claiming, finishing, inserting, instances, ratelimits, uniqueness
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_sqlqueue.db.concurrency import with_free_slot
+from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.registry import RegisteredTask, get_task
-from django_sqlqueue.rules.lifecycle import JobStatus
+from django_sqlqueue.rules.lifecycle import CANCEL, REQUEST_CANCEL, JobStatus
 from django_sqlqueue.validation import (
     ON_CONFLICT,
     arguments_problem,
@@ -362,10 +363,11 @@ class JobManager(models.Manager["Job"]):
         *,
         worker_id: str,
         succeeded: Mapping[Job, Any] | None = None,
-        failed: Mapping[Job, BaseException] | None = None,
+        failed: Mapping[Job, BaseException | finishing.Failure] | None = None,
     ) -> int:
         """Record the outcomes of claimed jobs in one statement: ``succeeded`` maps each job
-        to its (JSON) return value, ``failed`` to the exception it raised.
+        to its (JSON) return value, ``failed`` to the exception it raised (or to the
+        :class:`~django_sqlqueue.db.finishing.Failure` the runner decided of it).
 
         A failure with attempts left goes back to ``READY`` after a backoff; otherwise it
         is ``FAILED``. A return value or error the database refuses to store fails that
@@ -382,7 +384,7 @@ class JobManager(models.Manager["Job"]):
         *,
         worker_id: str,
         succeeded: Mapping[Job, Any] | None = None,
-        failed: Mapping[Job, BaseException] | None = None,
+        failed: Mapping[Job, BaseException | finishing.Failure] | None = None,
     ) -> Counter[str]:
         """:meth:`finish`, counting the jobs written by the status each was given
         (``READY`` for a failed attempt that will be retried): what ``runworkers``
@@ -402,11 +404,9 @@ class JobManager(models.Manager["Job"]):
         else:
             targets = targets.filter(pk__in=list(jobs))
         with transaction.atomic(using=targets.db):
-            cancelled = targets.filter(status=JobStatus.READY).update(
-                status=JobStatus.CANCELLED, finished_at=DatabaseNow()
-            )
-            requested = targets.filter(status=JobStatus.RUNNING, cancel_requested_at__isnull=True).update(
-                cancel_requested_at=DatabaseNow()
+            cancelled = targets.filter(allowed(CANCEL)).update(**written(CANCEL, finished_at=DatabaseNow()))
+            requested = targets.filter(allowed(REQUEST_CANCEL)).update(
+                **written(REQUEST_CANCEL, cancel_requested_at=DatabaseNow())
             )
         return CancelCount(cancelled, requested)
 
