@@ -20,7 +20,7 @@ from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.registry import RegisteredTask, get_task
-from django_sqlqueue.rules.lifecycle import CANCEL, REQUEST_CANCEL, JobStatus
+from django_sqlqueue.rules.lifecycle import CANCEL, CLAIM, REQUEST_CANCEL
 from django_sqlqueue.validation import (
     ON_CONFLICT,
     arguments_problem,
@@ -73,7 +73,7 @@ class JobQuerySet(models.QuerySet["Job"]):
 
     def ready(self) -> JobQuerySet:
         """Jobs waiting to run whose time has come by the database's clock."""
-        return self.filter(status=JobStatus.READY, run_at__lte=DatabaseNow())
+        return self.filter(allowed(CLAIM))
 
     def in_queues(self, queues: Iterable[str] | None) -> JobQuerySet:
         """Jobs on any of ``queues``; every job when ``queues`` is None."""

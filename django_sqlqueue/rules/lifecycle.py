@@ -86,6 +86,13 @@ class Transition:
     #: it, ``job_finished`` sends it, the metrics label it and ``run_jobs`` counts it.
     outcome: str = ""
 
+    @property
+    def status(self) -> JobStatus:
+        """:attr:`target`, for a transition that keeps its row."""
+        if self.target is None:
+            raise ValueError(f"{self.name} deletes its row: it has no status.")
+        return self.target
+
 
 def _transition(
     name: str,
