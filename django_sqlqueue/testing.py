@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from django.db.models import Q
 
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.models import Job
 from django_sqlqueue.registry import get_task
-from django_sqlqueue.rules.lifecycle import ATTEMPT_ENDINGS, JobStatus
+from django_sqlqueue.rules.lifecycle import ATTEMPT_ENDINGS, RUN_NOW, JobStatus
 from django_sqlqueue.runner.execution import JobOutcome, attempt
 
 if TYPE_CHECKING:
@@ -202,9 +203,9 @@ def _tally(ran: Ran, written: Counter[str]) -> Ran:
 
 
 def _make_due(queues: list[str] | None) -> None:
-    Job.objects.on_queue_db().filter(status=JobStatus.READY, run_at__gt=DatabaseNow()).in_queues(queues).update(
-        run_at=DatabaseNow()
-    )
+    """Run now every waiting job of ``queues``, as the admin's Run now does."""
+    waiting = Job.objects.on_queue_db().filter(allowed(RUN_NOW)).in_queues(queues)
+    waiting.update(**written(RUN_NOW, run_at=DatabaseNow()))
 
 
 def _task_name(task: AnyTask) -> str:

@@ -48,7 +48,8 @@ def attempt(job: Job, worker_id: str) -> JobOutcome:
     """Run ``job`` in ``worker_id`` with ``job_started`` and ``job_finished`` sent around
     it, ``current_job()`` giving its handle meanwhile, and logs the attempt (at the level
     of :data:`LOG_LEVELS`, with the fields of :func:`job_fields` as the record's extras).
-    Whatever the task raises is its outcome, never the worker's."""
+    Whatever the task raises is its outcome, never the worker's: its failure is decided
+    here, once (:func:`~django_sqlqueue.db.finishing.decide`), for the finisher to write."""
     with current.JobHandle(job, worker_id):
         _send(signals.job_started, Job, job, job=job)
         began = time.perf_counter()
@@ -209,9 +210,9 @@ def _run_django_task(task: Task[..., Any], job: Job, worker_id: str, decided: li
         value = normalize_json(value)
     except Exception as error:
         failure = decide(job, error, worker_id)
+        decided.append(failure)
         # Sent while the exception is handled, so that Django's task logger logs its traceback.
         _send(task_finished, sender, task.module_path, task_result=result_after(**after_failure(job, failure, now())))
-        decided.append(failure)
         raise
     succeeded = result_after(status=SUCCEED.target, result=value, finished_at=now())
     _send(task_finished, sender, task.module_path, task_result=succeeded)

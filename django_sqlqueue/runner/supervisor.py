@@ -31,7 +31,7 @@ from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.exceptions import JobCancelled, JobTimeout, WorkerLost
 from django_sqlqueue.models import Job, Leader, Schedule, Worker
 from django_sqlqueue.pausing import paused_queues
-from django_sqlqueue.rules.lifecycle import JobStatus
+from django_sqlqueue.rules.lifecycle import FINISHED, JobStatus
 from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.capacity import connections_per_process
 from django_sqlqueue.runner.config import WorkerConfig
@@ -539,7 +539,7 @@ class Supervisor:
 
     def _finished(self) -> int:
         """The jobs its processes and rescues ended (``SUCCESSFUL``, ``FAILED``, ``CANCELLED``)."""
-        return sum(count for status, count in self.written.items() if status != JobStatus.READY)
+        return sum(count for status, count in self.written.items() if status in FINISHED)
 
     def _status(self, elapsed: float) -> None:
         """Counts in jobs, by the status written, as ``sqlqueue_stats`` counts them; and
