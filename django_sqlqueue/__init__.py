@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django_sqlqueue.current import JobHandle, current_job
-from django_sqlqueue.registry import job
+from django_sqlqueue.rules.registry import job
 
 __all__ = ["JobHandle", "current_job", "job", "pause_queue", "resume_queue"]
 

@@ -32,9 +32,9 @@ from django_sqlqueue.db.vendors import (
 from django_sqlqueue.exceptions import SQLQueueError, TaskModuleError
 from django_sqlqueue.metrics import client_installed
 from django_sqlqueue.models import Job
-from django_sqlqueue.recurrence import cronsim_installed
-from django_sqlqueue.registry import get_task, registered_tasks
-from django_sqlqueue.validation import arguments_problem, job_options_problem
+from django_sqlqueue.rules.recurrence import cronsim_installed
+from django_sqlqueue.rules.registry import get_task, registered_tasks
+from django_sqlqueue.rules.validation import arguments_problem, job_options_problem
 
 _SETTING_IDS = {
     "SQLQUEUE_QUEUES": "sqlqueue.E001",

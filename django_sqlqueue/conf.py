@@ -15,9 +15,9 @@ from typing import Any, TypeVar, cast
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from django_sqlqueue.rates import Rate, parse_rate
-from django_sqlqueue.recurrence import Entry, parse_schedule
 from django_sqlqueue.rules.lifecycle import JobStatus
+from django_sqlqueue.rules.rates import Rate, parse_rate
+from django_sqlqueue.rules.recurrence import Entry, parse_schedule
 
 QUEUE_NAME_MAX_LENGTH = 100
 #: ``max_attempts`` is an ``integer`` column on PostgreSQL (the smallest of the three).

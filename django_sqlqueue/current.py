@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from django.db import DatabaseError, transaction
 
 from django_sqlqueue.exceptions import JobCancelled
-from django_sqlqueue.validation import json_problem
+from django_sqlqueue.rules.validation import json_problem
 
 if TYPE_CHECKING:
     from django_sqlqueue.models import Job

@@ -11,17 +11,18 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 from django.conf import settings
 from django.db import models, transaction
 
-from django_sqlqueue import keys
 from django_sqlqueue.conf import conf, remembered
-from django_sqlqueue.db import charsets, claiming, finishing, inserting, instances, ratelimits, uniqueness
+from django_sqlqueue.db import charsets, claiming, finishing, inserting, instances, rates
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
-from django_sqlqueue.db.concurrency import with_free_slot
+from django_sqlqueue.db.keys import unique
+from django_sqlqueue.db.keys.concurrency import with_free_slot
 from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.exceptions import InvalidJobError
-from django_sqlqueue.registry import RegisteredTask, get_task
+from django_sqlqueue.rules import keys
 from django_sqlqueue.rules.lifecycle import CANCEL, CLAIM, REQUEST_CANCEL
-from django_sqlqueue.validation import (
+from django_sqlqueue.rules.registry import RegisteredTask, get_task
+from django_sqlqueue.rules.validation import (
     ON_CONFLICT,
     arguments_problem,
     claim_limit_problem,
@@ -295,7 +296,7 @@ class JobManager(models.Manager["Job"]):
                 texts = {"queue": job.queue, "task": job.task, "concurrency_key": job.concurrency_key}
                 self._storable(using, job.task, {**texts, "unique_key": job.unique_key})
         if any(job.unique_key is not None for job in jobs):
-            return uniqueness.write(jobs, using, batch_size, on_conflict)
+            return unique.write(jobs, using, batch_size, on_conflict)
         if len(jobs) == 1:
             inserting.insert(jobs, using, batch_size=1)
         else:
@@ -330,13 +331,13 @@ class JobManager(models.Manager["Job"]):
         skip_queues = frozenset(skip_queues)
         queues = None if queues is None else [queue for queue in queues if queue not in skip_queues]
         jobs = self.on_queue_db()
-        limited = ratelimits.limited_tasks()
+        limited = rates.limited_tasks()
 
         def candidates() -> JobQuerySet:
             ready = jobs.ready().in_queues(queues)
             ready = ready.filter(with_free_slot(self.model, ready.db))
             if limited:
-                ready = ready.filter(ratelimits.with_tokens(ready.db, limited))
+                ready = ready.filter(rates.with_tokens(ready.db, limited))
             if skip_queues and queues is None:
                 ready = ready.exclude(queue__in=list(skip_queues))
             if filter is not None:

@@ -7,16 +7,16 @@ from django.db import models
 
 from django_sqlqueue.conf import QUEUE_NAME_MAX_LENGTH, conf
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.concurrency import CONCURRENCY_KEY_MAX_LENGTH
 from django_sqlqueue.db.failures import FailureIndex
 from django_sqlqueue.db.indexes import ActiveKeyConstraint, KeyedIndex, StatusIndex
+from django_sqlqueue.db.keys.concurrency import CONCURRENCY_KEY_MAX_LENGTH
 from django_sqlqueue.db.names import NameField
 from django_sqlqueue.managers import JobManager
-from django_sqlqueue.rates import NAME_MAX_LENGTH as RATE_LIMIT_NAME_MAX_LENGTH
-from django_sqlqueue.recurrence import KEY_MAX_LENGTH, MISSED
-from django_sqlqueue.registry import TASK_NAME_MAX_LENGTH
 from django_sqlqueue.rules.lifecycle import JobStatus
-from django_sqlqueue.validation import MAX_PRIORITY, MIN_PRIORITY, UNIQUE_KEY_MAX_LENGTH
+from django_sqlqueue.rules.rates import NAME_MAX_LENGTH as RATE_LIMIT_NAME_MAX_LENGTH
+from django_sqlqueue.rules.recurrence import KEY_MAX_LENGTH, MISSED
+from django_sqlqueue.rules.registry import TASK_NAME_MAX_LENGTH
+from django_sqlqueue.rules.validation import MAX_PRIORITY, MIN_PRIORITY, UNIQUE_KEY_MAX_LENGTH
 
 __all__ = [
     "ConcurrencyKey",

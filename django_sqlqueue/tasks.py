@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django_sqlqueue.registry import job
+from django_sqlqueue.rules.registry import job
 
 
 @job(name="sqlqueue.noop")

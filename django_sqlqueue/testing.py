@@ -20,14 +20,14 @@ from django.db.models import Q
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.models import Job
-from django_sqlqueue.registry import get_task
 from django_sqlqueue.rules.lifecycle import ATTEMPT_ENDINGS, RUN_NOW, JobStatus
+from django_sqlqueue.rules.registry import get_task
 from django_sqlqueue.runner.execution import JobOutcome, attempt
 
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from django_sqlqueue.tasks_compat import Task
+    from django_sqlqueue.backends.compat import Task
 
     #: A ``@job`` function, a Django ``@task``, or a task's registered name.
     AnyTask: TypeAlias = Callable[..., Any] | str | Task[..., Any]

@@ -31,3 +31,8 @@ nitpicky = True
 
 html_theme = "furo"
 html_title = "django-sqlqueue"
+
+# The versions each page was tested with, from the one place that says: tox.ini's env_list.
+from tested_with import combinations, sentence  # noqa: E402 (docs/_ext is on sys.path above)
+
+myst_substitutions = {"tested_with": sentence(combinations(DOCS.parent / "tox.ini"))}

@@ -12,8 +12,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.functional import cached_property
 
-from django_sqlqueue import registry
 from django_sqlqueue.conf import conf
+from django_sqlqueue.rules import registry
 
 #: A filtered changelist counts its rows up to this many and no further.
 COUNT_CAP = 10_000

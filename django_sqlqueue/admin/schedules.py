@@ -1,5 +1,6 @@
 """The schedules admin: each ``SQLQUEUE_SCHEDULE`` entry, when it runs next, its last
-run and job, and the actions disable, enable and run now.
+run and job, and the actions disable, enable and run now. Its times are shown in each
+entry's own time zone, as ``sqlqueue_schedule`` shows them.
 
 Entries come from settings (a supervisor writes them at start-up), so nothing here adds,
 edits or deletes one; the admin only switches an entry off and on, or runs it once."""
@@ -14,7 +15,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from django_sqlqueue.db import scheduling
+from django_sqlqueue.db import recurrence
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.exceptions import SQLQueueError
 from django_sqlqueue.models import Schedule
@@ -30,8 +31,8 @@ FIELDS = (
     "queue",
     "priority",
     "enabled",
-    "next_tick_at",
-    "last_run_at",
+    "next_tick",
+    "last_run",
     "last_job",
 )
 
@@ -39,7 +40,7 @@ FIELDS = (
 class ScheduleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """Every recurring job, with its next and last run."""
 
-    list_display = ["key", "task", "expression", "tz", "next_tick_at", "last_run_at", "last_job", "enabled"]
+    list_display = ["key", "task", "expression", "tz", "next_tick", "last_run", "last_job", "enabled"]
     list_filter = ["enabled"]
     search_fields = ["key", "task"]
     ordering = ["key"]
@@ -62,6 +63,14 @@ class ScheduleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def has_run_now_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("django_sqlqueue.run_schedule_now")
 
+    @admin.display(description="next tick", ordering="next_tick_at")
+    def next_tick(self, schedule: Schedule) -> str:
+        return "-" if schedule.next_tick_at is None else recurrence.shown(schedule.next_tick_at, schedule.tz)
+
+    @admin.display(description="last run", ordering="last_run_at")
+    def last_run(self, schedule: Schedule) -> str:
+        return "never" if schedule.last_run_at is None else recurrence.shown(schedule.last_run_at, schedule.tz)
+
     @admin.display(description="last job")
     def last_job(self, schedule: Schedule) -> SafeString | str:
         if schedule.last_job_id is None:
@@ -81,7 +90,7 @@ class ScheduleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         using = queue_db(Schedule)
         with transaction.atomic(using=using):
             rows = list(queryset.using(using).select_for_update().filter(enabled=False))
-            scheduling.enable(rows, using)
+            recurrence.enable(rows, using)
         self.message_user(request, f"Enabled {len(rows)} schedule(s); they run from their next tick.", messages.SUCCESS)
 
     @admin.action(permissions=["run_now"], description="Run the selected schedules now (once each)")
@@ -89,7 +98,7 @@ class ScheduleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         using = queue_db(Schedule)
         try:
             with transaction.atomic(using=using):
-                jobs = [scheduling.run_now(row, using) for row in queryset.using(using).select_for_update()]
+                jobs = [recurrence.run_now(row, using) for row in queryset.using(using).select_for_update()]
         except SQLQueueError as error:
             self.message_user(request, f"Nothing was enqueued: {error}", messages.ERROR)
             return

@@ -20,7 +20,7 @@ from django.db import connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.db.per_connection import PerConnection
-from django_sqlqueue.validation import charset_problem
+from django_sqlqueue.rules.validation import charset_problem
 
 #: The character set that holds every character, the one the queue's tables and
 #: connections need on MySQL/MariaDB.

@@ -13,11 +13,11 @@ from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.concurrency import admit, keys_seen, note_keys
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.instances import job_rows
+from django_sqlqueue.db.keys.concurrency import admit, keys_seen, note_keys
 from django_sqlqueue.db.per_connection import PerConnection
-from django_sqlqueue.db.ratelimits import Limited, draw
+from django_sqlqueue.db.rates import Limited, draw
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import CLAIM_PROBLEM_HINTS, claim_problem
 from django_sqlqueue.rules.lifecycle import CLAIM

@@ -36,7 +36,7 @@ from django_sqlqueue.rules.lifecycle import (
     Transition,
     failure_transition,
 )
-from django_sqlqueue.validation import json_problem
+from django_sqlqueue.rules.validation import json_problem
 
 if TYPE_CHECKING:
     # Type-only: the manager calls this module, and the model holds the manager.

@@ -20,9 +20,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from django_sqlqueue.db import concurrency, rollup
+from django_sqlqueue.db import rollup
 from django_sqlqueue.db.clock import DatabaseNowPlus
 from django_sqlqueue.db.expressions import PrimaryKeyIn
+from django_sqlqueue.db.keys import concurrency
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.rules.lifecycle import JobStatus
 

@@ -6,26 +6,21 @@ Our own ``job_started`` and ``job_finished`` are sent around every job."""
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 from asgiref.sync import async_to_sync, iscoroutinefunction
 from django.db import DatabaseError, connections
 from django.dispatch import Signal
-from django.utils.timezone import now
 
 from django_sqlqueue import current, signals
-from django_sqlqueue.db.finishing import Failure, after_failure, decide, error_message
+from django_sqlqueue.db.finishing import Failure, decide, error_message
 from django_sqlqueue.exceptions import TransactionLeftOpen
 from django_sqlqueue.models import Job
-from django_sqlqueue.registry import get_task
 from django_sqlqueue.rules.lifecycle import FAIL, RETRY, STOP, SUCCEED
-
-if TYPE_CHECKING:
-    from django_sqlqueue.tasks_compat import Task, TaskResult
+from django_sqlqueue.rules.registry import get_task
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +46,7 @@ def attempt(job: Job, worker_id: str) -> JobOutcome:
     Whatever the task raises is its outcome, never the worker's: its failure is decided
     here, once (:func:`~django_sqlqueue.db.finishing.decide`), for the finisher to write."""
     with current.JobHandle(job, worker_id):
-        _send(signals.job_started, Job, job, job=job)
+        send(signals.job_started, Job, job, job=job)
         began = time.perf_counter()
         decided: list[Failure] = []
         try:
@@ -75,7 +70,7 @@ def attempt(job: Job, worker_id: str) -> JobOutcome:
                 "" if outcome.error is None else f": {type(outcome.error).__name__}: {error_message(outcome.error)}",
                 extra=job_fields(job, result, duration),
             )
-        _send(
+        send(
             signals.job_finished,
             Job,
             job,
@@ -132,11 +127,12 @@ def run(job: Job, worker_id: str, *, decided: list[Failure] | None = None) -> An
             # context (current_job()), its sync_to_async calls back on this thread and its
             # connections.
             func = async_to_sync(func)
-        return _call(func, *job.args, **job.kwargs)
-    return _run_django_task(registered.django_task, job, worker_id, [] if decided is None else decided)
+        return call(func, *job.args, **job.kwargs)
+    backend = cast(TaskBackend, registered.django_task.get_backend())
+    return backend.run_job(registered.django_task, job, worker_id, [] if decided is None else decided)
 
 
-def _call(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def call(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``func(*args, **kwargs)``, then close each of this thread's connections the task
     left with autocommit off (``set_autocommit(False)`` not undone), which rolls back
     what it wrote since its last ``commit()``; raise ``TransactionLeftOpen`` naming them
@@ -175,51 +171,18 @@ def _close_left_open() -> list[str]:
     return closed
 
 
-class ResultsBackend(Protocol):
+class TaskBackend(Protocol):
     """What the runner asks of a Django task's backend (``SQLQueueBackend``, which
-    registered the task): a job as the task's ``TaskResult``. Asked of the task's
-    backend, so that the runner never imports the Tasks adapter."""
+    registered the task): to run the task of a claimed job, with Django's task signals
+    around it. Asked of the task's own backend, so that the runner never imports the
+    Tasks adapter, which depends on it."""
 
-    def job_result(self, job: Job, task: Task[..., Any]) -> TaskResult[..., Any]: ...
-
-
-def _run_django_task(task: Task[..., Any], job: Job, worker_id: str, decided: list[Failure]) -> Any:
-    # Imported here: only Django tasks need the Tasks framework, which Django 5.2 lacks
-    # without the backport.
-    from django_sqlqueue.tasks_compat import TaskContext, normalize_json, task_finished, task_started
-
-    backend = cast(ResultsBackend, task.get_backend())
-
-    def result_after(**outcome: Any) -> TaskResult[..., Any]:
-        """The task's result once ``outcome`` is written: a little later, in a batch
-        with other jobs' outcomes, by the database's clock."""
-        finished = copy.copy(job)
-        for name, value in outcome.items():
-            setattr(finished, name, value)
-        return backend.job_result(finished, task)
-
-    sender = type(backend)
-    running = backend.job_result(job, task)
-    _send(task_started, sender, task.module_path, task_result=running)
-    try:
-        if task.takes_context:
-            value = _call(task.call, TaskContext(task_result=running), *running.args, **running.kwargs)
-        else:
-            value = _call(task.call, *running.args, **running.kwargs)
-        # What Django's own backends store: tuples become lists, for one.
-        value = normalize_json(value)
-    except Exception as error:
-        failure = decide(job, error, worker_id)
-        decided.append(failure)
-        # Sent while the exception is handled, so that Django's task logger logs its traceback.
-        _send(task_finished, sender, task.module_path, task_result=result_after(**after_failure(job, failure, now())))
-        raise
-    succeeded = result_after(status=SUCCEED.target, result=value, finished_at=now())
-    _send(task_finished, sender, task.module_path, task_result=succeeded)
-    return value
+    def run_job(self, task: Any, job: Job, worker_id: str, decided: list[Failure]) -> Any:
+        """The task's return value, as :func:`run` returns it; a failure it decides (to
+        tell ``task_finished``) is appended to ``decided``."""
 
 
-def _send(signal: Signal, sender: type[Any], about: object, **named: Any) -> None:
+def send(signal: Signal, sender: type[Any], about: object, **named: Any) -> None:
     """Send a signal around a job; a receiver's exception is logged, naming ``about``
     (made a string only then), and changes nothing about the job, whose outcome is the
     task's alone."""

@@ -16,7 +16,7 @@ import socket
 from django.db import models
 
 from django_sqlqueue.models import Job, Leader, Worker
-from django_sqlqueue.validation import text_problem
+from django_sqlqueue.rules.validation import text_problem
 
 #: The widest process id: ``pid_t`` is a signed 32-bit integer on every POSIX system.
 WIDEST_PID = 2**31 - 1

@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import Error, close_old_connections, connections
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import leadership, pruning, scheduling
+from django_sqlqueue.db import leadership, pruning, recurrence
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.exceptions import JobCancelled, JobTimeout, WorkerLost
@@ -453,7 +453,7 @@ class Supervisor:
             self._count(self._database(rescue_expired, Rescued()))
             self.next_rescue = now + min(conf.SQLQUEUE_LEASE / 2, 10.0)
         if now >= self.next_schedule:
-            self._database(lambda: scheduling.tick(queue_db(Schedule), self.schedule_problems), 0)
+            self._database(lambda: recurrence.tick(queue_db(Schedule), self.schedule_problems), 0)
             self.next_schedule = now + SCHEDULE_SECONDS
         if now >= self.next_prune:
             began = time.monotonic()
@@ -488,7 +488,7 @@ class Supervisor:
         """Write ``SQLQUEUE_SCHEDULE`` to its rows before the first check (every
         supervisor does, at start-up: the rows follow the settings last deployed)."""
         entries = conf.SQLQUEUE_SCHEDULE
-        self._database(lambda: scheduling.sync(entries, queue_db(Schedule)), None)
+        self._database(lambda: recurrence.sync(entries, queue_db(Schedule)), None)
         if entries:
             logger.info("Recurring jobs: %s", ", ".join(entries))
 

@@ -25,7 +25,7 @@ from django_sqlqueue.db.finishing import still_held
 from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.models import Job, JobStatus, Worker
 from django_sqlqueue.pausing import REFRESH_SECONDS, PausedQueues
-from django_sqlqueue.registry import autodiscover
+from django_sqlqueue.rules.registry import autodiscover
 from django_sqlqueue.runner.config import WorkerConfig
 from django_sqlqueue.runner.execution import JobOutcome, attempt
 from django_sqlqueue.runner.memory import resident_mib

@@ -41,7 +41,7 @@ def consume(number: int, producers: int, producers_done: Any, lost: Any, log: An
     from django.db.models import Q
 
     from django_sqlqueue.models import Job
-    from django_sqlqueue.registry import get_task
+    from django_sqlqueue.rules.registry import get_task
 
     name = f"consumer {number}"
     while True:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django_sqlqueue import current_job
-from django_sqlqueue.tasks_compat import TaskContext, task
+from django_sqlqueue.backends.compat import TaskContext, task
 
 
 @task

@@ -14,7 +14,7 @@ def test_creating_the_backend_touches_no_model(python: str) -> None:
     code = (
         "import sys; from django.conf import settings; settings.INSTALLED_APPS;"
         "import tests.djtasks.tasks as tasks;"
-        "from django_sqlqueue.registry import get_task;"
+        "from django_sqlqueue.rules.registry import get_task;"
         "print(get_task('tests.djtasks.tasks.add').django_task is tasks.add,"
         " 'django_sqlqueue.models' in sys.modules)"
     )

@@ -13,7 +13,7 @@ from typing import Any
 def enqueue() -> list[str]:
     from django.db import transaction
 
-    from django_sqlqueue.tasks_compat import TaskResult
+    from django_sqlqueue.backends.compat import TaskResult
     from tests.djtasks.tasks import add, async_double, fail, whoami
 
     with transaction.atomic():
@@ -28,7 +28,7 @@ def enqueue() -> list[str]:
 
 
 def report(ids: list[str]) -> list[dict[str, Any]]:
-    from django_sqlqueue.tasks_compat import TaskResultStatus, task_backends
+    from django_sqlqueue.backends.compat import TaskResultStatus, task_backends
 
     reports = []
     for result_id in ids:

@@ -3,12 +3,15 @@ database server's, each combination a case."""
 
 from __future__ import annotations
 
+import datetime
 import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from django.conf import settings
 from django.db import connections
 from django.test import override_settings
+from django.utils import timezone
 
 #: ``TIME_ZONE``s: UTC, one ahead of it without daylight saving time, one behind with it.
 PROJECT_ZONES = ["UTC", "Asia/Tokyo", "America/New_York"]
@@ -47,3 +50,9 @@ def zones(use_tz: bool, time_zone: str, server: str | None, alias: str = "defaul
                 cursor.execute(connection.ops.set_time_zone_sql(), [server])
             connection.ensure_timezone()
         yield
+
+
+def stored(moment: datetime.datetime) -> datetime.datetime:
+    """An aware time as Django stores it under the current settings: itself with
+    ``USE_TZ``, the naive local time of ``TIME_ZONE`` without."""
+    return moment if settings.USE_TZ else timezone.make_naive(moment, timezone.get_default_timezone())

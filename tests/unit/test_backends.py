@@ -17,10 +17,7 @@ from django.utils import timezone
 
 from django_sqlqueue.admin import changes
 from django_sqlqueue.backends import SQLQueueBackend, SQLQueueTask
-from django_sqlqueue.exceptions import InvalidJobError
-from django_sqlqueue.models import Job, JobStatus
-from django_sqlqueue.registry import get_task
-from django_sqlqueue.tasks_compat import (
+from django_sqlqueue.backends.compat import (
     InvalidTask,
     TaskResult,
     TaskResultDoesNotExist,
@@ -30,6 +27,9 @@ from django_sqlqueue.tasks_compat import (
     task_backends,
     task_enqueued,
 )
+from django_sqlqueue.exceptions import InvalidJobError
+from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.rules.registry import get_task
 from tests.djtasks.tasks import add, async_double, fail, whoami
 from tests.testapp.tasks import noop
 

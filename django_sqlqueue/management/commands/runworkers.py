@@ -21,7 +21,7 @@ from django_sqlqueue.management.arguments import claim_limit, name_prefix, posit
 from django_sqlqueue.management.migrated import QueueCommand
 from django_sqlqueue.metrics import INSTALL_HINT, client_installed
 from django_sqlqueue.models import Job, Leader, Worker
-from django_sqlqueue.registry import autodiscover
+from django_sqlqueue.rules.registry import autodiscover
 from django_sqlqueue.runner.capacity import connections_problem
 from django_sqlqueue.runner.supervisor import Options, Supervisor
 

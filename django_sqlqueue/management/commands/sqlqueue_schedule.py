@@ -11,14 +11,13 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import Error
-from django.utils import timezone
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import scheduling
+from django_sqlqueue.db import recurrence
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.management.arguments import positive_int
 from django_sqlqueue.models import Schedule
-from django_sqlqueue.recurrence import Entry, cronsim_installed
+from django_sqlqueue.rules.recurrence import cronsim_installed, wall_time
 
 
 class Command(BaseCommand):
@@ -48,15 +47,11 @@ class Command(BaseCommand):
                 state = "disabled in the admin"
             self.stdout.write(f"{key}: {entry.task}, {entry.expression} ({entry.tz}), missed={entry.missed}, {state}")
             if row is not None:
-                last = "never" if row.last_run_at is None else _shown(scheduling.aware(row.last_run_at), entry)
+                last = "never" if row.last_run_at is None else recurrence.shown(row.last_run_at, entry.tz)
                 job = "" if row.last_job_id is None else f" (job #{row.last_job_id})"
                 self.stdout.write(f"  last run: {last}{job}")
             for tick in entry.next_ticks(now, count):
-                self.stdout.write(f"  {_shown(tick, entry)}")
-
-
-def _shown(moment: datetime.datetime, entry: Entry) -> str:
-    return f"{timezone.localtime(moment, entry.zone):%Y-%m-%d %H:%M:%S %Z}"
+                self.stdout.write(f"  {wall_time(tick, entry.tz)}")
 
 
 def _rows() -> dict[str, Schedule]:

@@ -10,9 +10,9 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
+from django_sqlqueue.backends.compat import TaskResultStatus
 from django_sqlqueue.exceptions import UnknownTaskError
 from django_sqlqueue.models import Job, JobStatus
-from django_sqlqueue.tasks_compat import TaskResultStatus
 from tests.djtasks.tasks import add, async_double, fail, whoami
 from tests.support.workers import FAST_CLOCKS, KEEP_FINISHED, ROOT, Workers
 from tests.testapp import tasks

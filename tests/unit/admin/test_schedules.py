@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
 from django.db import DEFAULT_DB_ALIAS
-from django.test import Client
+from django.test import Client, override_settings
 
-from django_sqlqueue.db import scheduling
+from django_sqlqueue.db import recurrence
 from django_sqlqueue.models import Job, Schedule
-from django_sqlqueue.recurrence import parse_schedule
+from django_sqlqueue.rules.recurrence import parse_schedule
 from tests.support.admin_helpers import messages_of, staff_client
+from tests.support.zones import stored
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +23,7 @@ NOOP = "tests.testapp.tasks.noop"
 
 @pytest.fixture
 def rows() -> list[Schedule]:
-    scheduling.sync(
+    recurrence.sync(
         parse_schedule(
             {
                 "nightly": {"task": NOOP, "cron": "0 3 * * *", "tz": "Europe/Paris"},
@@ -40,11 +42,32 @@ def act(client: Client, name: str, rows: list[Schedule]) -> Any:
 
 
 def test_the_list_shows_expression_zone_and_last_job(admin_client: Client, rows: list[Schedule]) -> None:
-    job = scheduling.run_now(rows[1], DEFAULT_DB_ALIAS)
+    job = recurrence.run_now(rows[1], DEFAULT_DB_ALIAS)
     page = admin_client.get(SCHEDULES).content.decode()
     assert '<td class="field-expression">0 3 * * *</td>' in page
     assert '<td class="field-tz">Europe/Paris</td>' in page
     assert f'<a href="/admin/django_sqlqueue/job/{job.pk}/change/">#{job.pk}</a>' in page
+
+
+@pytest.mark.parametrize("use_tz", [True, False])
+@pytest.mark.parametrize("time_zone", ["UTC", "America/New_York"])
+def test_times_are_shown_in_the_entrys_zone_whatever_the_projects(
+    admin_client: Client, rows: list[Schedule], use_tz: bool, time_zone: str
+) -> None:
+    """``0 3 * * *`` in Europe/Paris reads 03:00 on both sides of the night its clocks go back."""
+    utc = datetime.timezone.utc
+    with override_settings(USE_TZ=use_tz, TIME_ZONE=time_zone):
+        Schedule.objects.filter(key="nightly").update(
+            last_run_at=stored(datetime.datetime(2026, 10, 24, 1, tzinfo=utc)),
+            next_tick_at=stored(datetime.datetime(2026, 10, 25, 2, tzinfo=utc)),
+        )
+        listed = admin_client.get(SCHEDULES).content.decode()
+        detail = admin_client.get(f"{SCHEDULES}{rows[0].pk}/change/").content.decode()
+    assert '<td class="field-next_tick">2026-10-25 03:00:00 CET (Europe/Paris)</td>' in listed
+    assert '<td class="field-last_run">2026-10-24 03:00:00 CEST (Europe/Paris)</td>' in listed
+    assert '<td class="field-last_run">never</td>' in listed  # ping has not run
+    assert "2026-10-25 03:00:00 CET (Europe/Paris)" in detail
+    assert "2026-10-24 03:00:00 CEST (Europe/Paris)" in detail
 
 
 def test_disable_and_enable(admin_client: Client, rows: list[Schedule]) -> None:

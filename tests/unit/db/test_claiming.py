@@ -19,9 +19,10 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.conf import MAX_CLAIM_LIMIT
-from django_sqlqueue.db import claiming, concurrency
+from django_sqlqueue.db import claiming
 from django_sqlqueue.db.claiming import ClaimedJobs
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.keys import concurrency
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.spies import counting
 from tests.testapp.tasks import noop, report

@@ -18,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from django_sqlqueue.db import inserting
 from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
 from django_sqlqueue.models import Job, JobStatus
-from django_sqlqueue.validation import MAX_DELAY
+from django_sqlqueue.rules.validation import MAX_DELAY
 from tests.support.hostile import HOLDS_NUL, HOLDS_SURROGATE, PAST_64_BITS, TOO_DEEP, holding_itself, nested
 from tests.support.spies import counting
 from tests.testapp.tasks import noop, report, send_welcome

@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+from django_sqlqueue.backends.compat import TaskResultStatus
 from django_sqlqueue.rules import lifecycle
 from django_sqlqueue.rules.lifecycle import (
     ACTIVE,
@@ -29,7 +30,6 @@ from django_sqlqueue.rules.lifecycle import (
     failure_transition,
     mermaid_diagram,
 )
-from django_sqlqueue.tasks_compat import TaskResultStatus
 from django_sqlqueue.testing import Ran
 
 

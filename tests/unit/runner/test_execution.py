@@ -16,11 +16,11 @@ from django.utils import timezone
 
 from django_sqlqueue import signals
 from django_sqlqueue.backends import SQLQueueBackend
+from django_sqlqueue.backends.compat import TaskResult, TaskResultStatus, task_finished, task_started
 from django_sqlqueue.exceptions import TransactionLeftOpen, UnknownTaskError
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.rules.lifecycle import FAIL, RETRY, SUCCEED
 from django_sqlqueue.runner import execution
-from django_sqlqueue.tasks_compat import TaskResult, TaskResultStatus, task_finished, task_started
 from tests.djtasks.tasks import add, async_double, fail, whoami
 from tests.testapp.models import Receipt
 from tests.testapp.tasks import async_receipt, autocommit_left_off, raise_unprintable, report

@@ -10,16 +10,18 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import queue
+import socket
 import time
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Count
 
 from django_sqlqueue.management.arguments import positive_int
 from testproject.demo.pipeline import QUEUE, consume, produce
+from testproject.demo.workers import runworkers_command, workers_running
 
 USERNAME = PASSWORD = "demo"
 
@@ -33,8 +35,16 @@ class Command(BaseCommand):
         parser.add_argument("--consumers", type=positive_int, default=10, help="Consumer processes (default 10).")
         parser.add_argument("--no-serve", action="store_false", dest="serve", help="Do not serve the admin after.")
         parser.add_argument("--port", type=positive_int, default=8000, help="The admin's port (default 8000).")
+        parser.add_argument(
+            "--no-workers",
+            action="store_false",
+            dest="workers",
+            help="Serve without running manage.py runworkers beside the server (run it yourself).",
+        )
 
-    def handle(self, *, jobs: int, producers: int, consumers: int, serve: bool, port: int, **options: Any) -> None:
+    def handle(
+        self, *, jobs: int, producers: int, consumers: int, serve: bool, port: int, workers: bool, **options: Any
+    ) -> None:
         from django_sqlqueue.models import Job
 
         call_command("migrate", verbosity=0)
@@ -46,7 +56,24 @@ class Command(BaseCommand):
             self.stdout.write(f"{status} | {count}")
         self._make_superuser()
         if serve:
+            self._serve(port, workers)
+
+    def _serve(self, port: int, workers: bool) -> None:
+        """The admin and the page that enqueues a job, with workers beside them unless
+        ``--no-workers``; the port is tried first, as runserver ends the process at once
+        (leaving the workers behind) when it cannot bind it."""
+        try:
+            socket.create_server(("127.0.0.1", port)).close()
+        except OSError as error:
+            raise CommandError(f"Port {port} is not free ({error.strerror}): pass another with --port.") from None
+        with contextlib.ExitStack() as stack:
+            if workers:
+                process = stack.enter_context(workers_running())
+                self.stdout.write(f"Workers: manage.py runworkers (pid {process.pid}), stopped with the demo")
+            else:
+                self.stdout.write(f"No workers: run them with {runworkers_command()}")
             self.stdout.write(f"The admin: http://127.0.0.1:{port}/admin/  user {USERNAME!r}, password {PASSWORD!r}")
+            self.stdout.write(f"The page that enqueues a job: http://127.0.0.1:{port}/")
             self.stdout.flush()  # piped (| tee, a CI log), it would wait until the server stops
             call_command("runserver", f"127.0.0.1:{port}", use_reloader=False)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import itertools
+import re
 from io import StringIO
 
 import pytest
@@ -11,9 +12,10 @@ from django.core.management import CommandError, call_command
 from django.db import DEFAULT_DB_ALIAS
 from django.test import override_settings
 
-from django_sqlqueue.db import scheduling
+from django_sqlqueue.db import recurrence
 from django_sqlqueue.models import Schedule
-from django_sqlqueue.recurrence import parse_schedule
+from django_sqlqueue.rules.recurrence import parse_schedule
+from tests.support.zones import stored
 
 NOOP = "tests.testapp.tasks.noop"
 SCHEDULE = {
@@ -33,7 +35,7 @@ def schedule(*args: str) -> str:
 def test_lists_each_entry_with_its_next_run_times_in_its_time_zone() -> None:
     lines = schedule("--count", "3").splitlines()
     assert lines[0] == f"nightly: {NOOP}, 30 2 * * * (Europe/Paris), missed=latest, enabled"
-    assert all(line.startswith("  ") and line.endswith((":30:00 CET", ":30:00 CEST")) for line in lines[1:4])
+    assert all(re.fullmatch(r"  \S+ 02:30:00 CES?T \(Europe/Paris\)", line) for line in lines[1:4]), lines
     nightly = [datetime.datetime.strptime(line.strip()[:19], "%Y-%m-%d %H:%M:%S") for line in lines[1:4]]
     assert [later - earlier for earlier, later in itertools.pairwise(nightly)] == [datetime.timedelta(days=1)] * 2
     assert lines[4] == f"ping: {NOOP}, every 30 s (UTC), missed=all, disabled in settings"
@@ -43,12 +45,28 @@ def test_lists_each_entry_with_its_next_run_times_in_its_time_zone() -> None:
 @pytest.mark.django_db
 @override_settings(SQLQUEUE_SCHEDULE=SCHEDULE)
 def test_shows_the_last_run_when_the_table_is_there() -> None:
-    scheduling.sync(parse_schedule(SCHEDULE, "UTC"), DEFAULT_DB_ALIAS)
-    job = scheduling.run_now(Schedule.objects.get(key="nightly"), DEFAULT_DB_ALIAS)
+    recurrence.sync(parse_schedule(SCHEDULE, "UTC"), DEFAULT_DB_ALIAS)
+    job = recurrence.run_now(Schedule.objects.get(key="nightly"), DEFAULT_DB_ALIAS)
     lines = schedule("--count", "1").splitlines()
     assert lines[1].startswith("  last run: ")
     assert lines[1].endswith(f" (job #{job.pk})")
     assert lines[4] == "  last run: never"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("use_tz", [True, False])
+@pytest.mark.parametrize("time_zone", ["UTC", "America/New_York"])
+def test_times_are_shown_in_the_entrys_zone_as_the_admin_shows_them(use_tz: bool, time_zone: str) -> None:
+    """The cron entry's wall time, in its zone, whatever the project's: 03:00 on both
+    sides of the night Europe/Paris's clocks go back, as the admin shows it."""
+    entries = {"nightly": {"task": NOOP, "cron": "0 3 * * *", "tz": "Europe/Paris"}}
+    with override_settings(SQLQUEUE_SCHEDULE=entries, USE_TZ=use_tz, TIME_ZONE=time_zone):
+        recurrence.sync(parse_schedule(entries, "UTC"), DEFAULT_DB_ALIAS)
+        last_run = datetime.datetime(2026, 10, 25, 2, tzinfo=datetime.timezone.utc)  # 03:00 CET
+        Schedule.objects.update(last_run_at=stored(last_run))
+        lines = schedule("--count", "3").splitlines()
+    assert lines[1] == "  last run: 2026-10-25 03:00:00 CET (Europe/Paris)"
+    assert all(re.fullmatch(r"  \S+ 03:00:00 CES?T \(Europe/Paris\)", line) for line in lines[2:5]), lines
 
 
 @override_settings(SQLQUEUE_SCHEDULE={})

@@ -1,0 +1,186 @@
+"""django-sqlqueue as a backend for Django's Tasks framework (``django.tasks``, or the
+``django-tasks`` backport on Django 5.2)::
+
+    TASKS = {"default": {"BACKEND": "django_sqlqueue.backends.SQLQueueBackend"}}
+
+A task result is a job row: ``enqueue`` writes one inside the caller's transaction and
+``get_result`` reads it back, from any process. ``runworkers`` runs the jobs."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from django.core.exceptions import ImproperlyConfigured
+
+from django_sqlqueue.backends.compat import (
+    BaseTaskBackend,
+    InvalidTask,
+    Task,
+    TaskError,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    task_enqueued,
+)
+from django_sqlqueue.exceptions import UnknownTaskError
+from django_sqlqueue.rules.lifecycle import TASK_RESULT_STATUS, JobStatus
+from django_sqlqueue.rules.registry import get_task, register
+from django_sqlqueue.rules.validation import job_options_problem
+
+if TYPE_CHECKING:
+    # The methods import it when they run: Django imports this module to create the
+    # backend when a module defining a task is imported, which may be before models load.
+    from django_sqlqueue.db.finishing import Failure
+    from django_sqlqueue.models import Job
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+#: Our job options a task or the backend's ``OPTIONS`` may set; Django's own
+#: ``queue_name`` and ``priority`` are the job's queue and priority.
+JOB_OPTIONS = ("max_attempts", "timeout")
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class SQLQueueTask(Task):  # type: ignore[type-arg]  # generic in the stubs, not at run time
+    """Django's ``Task`` with our retry and timeout options. Where ``@task`` passes extra
+    keyword arguments on (Django 6.1, the backport), ``@task(max_attempts=5, timeout=60)``
+    sets them; ``None`` falls back to the backend's ``OPTIONS``, then to settings."""
+
+    max_attempts: int | None = None
+    timeout: float | None = None
+    #: ``@job``'s ``unique``, ``unique_queue`` and ``unique_until``: the job's ``unique_key`` is derived from
+    #: these arguments; when an active job holds it, ``enqueue`` returns that job's result.
+    unique: bool | tuple[str, ...] | None = None
+    unique_queue: bool = False
+    unique_until: str | None = None
+
+
+class SQLQueueBackend(BaseTaskBackend):
+    """Runs Django tasks on the jobs table.
+
+    ``OPTIONS`` may hold ``max_attempts`` and ``timeout``: the defaults of every task of
+    this backend that does not set its own. Creating the backend reads settings only:
+    Django creates it when a task module is imported, which may be before models load."""
+
+    task_class = SQLQueueTask
+    supports_defer = True
+    supports_priority = True
+    supports_get_result = True
+    supports_async_task = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        if unknown := sorted(set(self.options) - set(JOB_OPTIONS)):
+            raise ImproperlyConfigured(
+                f"TASKS[{alias!r}]['OPTIONS'] has unknown keys {unknown}: it takes {', '.join(JOB_OPTIONS)}."
+            )
+        if problem := job_options_problem(**self.options):
+            raise ImproperlyConfigured(f"TASKS[{alias!r}]['OPTIONS']: {problem}.")
+
+    def validate_task(self, task: Task[..., Any]) -> None:
+        """Django's rules, then ours (queue names, ``SQLQUEUE_QUEUES``, option ranges).
+
+        Django validates every task it creates, when its module is imported: that is
+        when the task is registered, so that a worker finds it by name and imports
+        nothing a row names."""
+        super().validate_task(task)
+        if problem := job_options_problem(queue=task.queue_name, **_own_options(task)):
+            raise InvalidTask(f"{task.module_path}: {problem}.")
+        try:
+            get_task(task.func)
+        except UnknownTaskError:
+            unique = {name: getattr(task, name, None) for name in ("unique", "unique_queue", "unique_until")}
+            register(task.func, name=task.module_path, django_task=task, **{k: v for k, v in unique.items() if v})
+
+    def enqueue(self, task: Task[_P, _R], args: list[Any], kwargs: dict[str, Any]) -> TaskResult[_P, _R]:
+        """Write the job on the caller's connection, inside the caller's transaction.
+
+        Raises ``InvalidTask``, or ``InvalidJobError`` for arguments that are not plain JSON
+        or that the task's function cannot take."""
+        from django_sqlqueue.models import Job
+
+        self.validate_task(task)
+        options = {name: value for name, value in _own_options(task).items() if value is not None}
+        job = Job.objects.enqueue(
+            task.func,
+            args,
+            kwargs,
+            queue=task.queue_name,
+            priority=task.priority,
+            run_at=task.run_after,
+            **{**self.options, **options},
+        )
+        result = job_result(job, task, backend=self.alias)
+        task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def get_result(self, result_id: str) -> TaskResult[..., Any]:
+        """The job's current state, read from its row.
+
+        Raises ``TaskResultDoesNotExist`` for an id that is no job (one deleted by
+        ``SQLQUEUE_RETENTION``, or pruned, is none), or a job that does not run a
+        registered Django task."""
+        from django_sqlqueue.models import Job
+
+        result_id = str(result_id)
+        job = Job.objects.filter(pk=int(result_id)).first() if result_id.isascii() and result_id.isdigit() else None
+        if job is None:
+            raise TaskResultDoesNotExist(result_id)
+        try:
+            task = get_task(job.task).django_task
+        except UnknownTaskError:
+            task = None
+        if task is None:
+            raise TaskResultDoesNotExist(f"Job {result_id} runs {job.task!r}, which is not a registered Django task.")
+        return job_result(job, task, backend=self.alias)
+
+    def run_job(self, task: Task[..., Any], job: Job, worker_id: str, decided: list[Failure]) -> Any:
+        """Run a claimed job of ``task`` in ``worker_id``, with Django's task signals
+        around it: what the runner asks of the backend of a Django task
+        (``runner.execution.TaskBackend``), so that it never imports this adapter."""
+        # Imported here: it imports the models, which load after this module.
+        from django_sqlqueue.backends.running import run_task
+
+        return run_task(task, job, worker_id, decided, backend=self.alias, sender=type(self))
+
+
+def _own_options(task: Task[..., Any]) -> dict[str, Any]:
+    # A Task made directly rather than by @task may be Django's own class, without them.
+    return {name: getattr(task, name, None) for name in JOB_OPTIONS}
+
+
+def job_result(job: Job, task: Task[_P, _R], *, backend: str) -> TaskResult[_P, _R]:
+    """``job`` as Django's ``TaskResult`` of ``task``.
+
+    A cancelled job is ``FAILED`` (``rules.lifecycle.TASK_RESULT_STATUS``: Django has
+    no such status, and it will not run again).
+    ``worker_ids`` has the worker of each attempt of the job's life, so ``attempts``
+    counts them across admin Retries: every attempt that ended without success left an
+    error naming its worker, and a running or successful job's last attempt is its own."""
+    if (task.queue_name, task.priority) != (job.queue, job.priority):
+        task = task.using(queue_name=job.queue, priority=job.priority)
+    worker_ids = [error.get("worker") or "" for error in job.errors]
+    if job.status in (JobStatus.RUNNING, JobStatus.SUCCESSFUL):
+        worker_ids.append(job.worker)
+    result = TaskResult(
+        task=task,
+        id=str(job.pk),
+        status=TaskResultStatus(TASK_RESULT_STATUS[JobStatus(job.status)]),
+        enqueued_at=job.enqueued_at,
+        started_at=job.started_at,
+        last_attempted_at=job.started_at,
+        finished_at=job.finished_at,
+        args=job.args,
+        kwargs=job.kwargs,
+        backend=backend,
+        errors=[
+            TaskError(exception_class_path=error["exception_class_path"], traceback=error["traceback"])
+            for error in job.errors
+        ],
+        worker_ids=worker_ids,
+    )
+    # Django's own backends set the return value this way: it is not an init field.
+    object.__setattr__(result, "_return_value", job.result)
+    return result

@@ -1,0 +1,79 @@
+"""The shop's tasks: an installed app's ``tasks.py``, which ``runworkers``
+imports. Each guide includes the tasks it explains."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import User
+from django.core.mail import send_mail
+
+from django_sqlqueue import current_job, job
+
+# [django-task-import]
+try:
+    from django.tasks import task
+except ImportError:  # Django 5.2: the django-tasks backport
+    from django_tasks import task  # type: ignore[no-redef]
+# [/django-task-import]
+
+#: What the tasks below write, so that the guides' tests can see them run.
+synced: list[int] = []
+exported: list[str] = []
+charged: list[int] = []
+
+
+@job(queue="mail")
+def send_welcome(user_id: int) -> None:
+    user = User.objects.get(pk=user_id)
+    send_mail("Welcome", "Glad to have you.", None, [user.email])
+
+
+@job
+def send_receipt(order_id: int) -> None:
+    synced.append(order_id)
+
+
+@job(unique=("order_id",))  # the key: the task's name and order_id's value
+def sync_order(order_id: int, note: str = "") -> None:
+    synced.append(order_id)
+
+
+@job(concurrency=("tenant_id",), concurrency_limit=2)
+def export(tenant_id: int, fmt: str = "csv") -> None:
+    exported.append(f"{tenant_id}.{fmt}")
+
+
+@job(rate_limit="payments")
+def charge(order_id: int) -> None:
+    charged.append(order_id)
+
+
+@job
+def export_rows(rows: list[str]) -> int:
+    handle = current_job()  # None outside a job
+    assert handle is not None
+    for done, row in enumerate(rows, 1):
+        handle.raise_if_cancelled()  # JobCancelled once someone cancelled it
+        exported.append(row)
+        handle.report_progress(done, len(rows), message=f"row {done}")
+    return len(rows)
+
+
+@task(priority=10, queue_name="reports")
+def build_report(kind: str) -> dict[str, int]:
+    return {"rows": 42}
+
+
+# The recurring jobs of mysite/recurring.py (the scheduling guide).
+@job
+def nightly_report(kind: str) -> None:
+    exported.append(kind)
+
+
+@job
+def ping() -> None:
+    pass
+
+
+@job
+def sync_stock() -> None:
+    synced.append(0)

@@ -1,0 +1,86 @@
+"""The guides' enqueueing and steering code, run on the test database."""
+
+from __future__ import annotations
+
+import pytest
+
+from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.pausing import paused_queues
+from shop import producers, tasks
+
+
+@pytest.fixture(autouse=True)
+def _fresh_records():
+    for record in (tasks.synced, tasks.exported, tasks.charged):
+        record.clear()
+
+
+def test_enqueue_many_writes_every_job(sqlqueue):
+    jobs = producers.enqueue_receipts([1, 2, 3])
+    assert all(job.created for job in jobs)
+    assert sqlqueue.run_jobs() == sqlqueue.Ran(succeeded=3)
+    assert sorted(tasks.synced) == [1, 2, 3]
+
+
+def test_enqueue_rows_writes_plain_rows_on_the_queue_it_names(sqlqueue):
+    assert producers.backfill_receipts(range(5)) == 5
+    assert (
+        len(
+            sqlqueue.assert_enqueued(
+                tasks.send_receipt, queue="backfill", count=5
+            )
+        )
+        == 5
+    )
+
+
+def test_a_unique_job_is_written_once_while_it_waits(sqlqueue):
+    first = producers.request_sync(42)
+    again = producers.request_sync(42)
+    assert (first.created, again.created, again.pk) == (True, False, first.pk)
+    assert first.unique_key == 'shop.tasks.sync_order:{"order_id":42}'
+    assert sqlqueue.run_jobs() == sqlqueue.Ran(succeeded=1)
+    assert producers.request_sync(
+        42
+    ).created  # the key is free once the job ended
+
+
+def test_replace_gives_the_waiting_holder_the_new_arguments(sqlqueue):
+    first = producers.request_sync_by_key(7)
+    again = producers.request_sync_by_key(7)
+    assert (again.created, again.pk) == (False, first.pk)
+    sqlqueue.assert_enqueued(tasks.sync_order, args=[7], count=1)
+
+
+def test_concurrency_keys_come_from_the_arguments_or_the_caller(sqlqueue):
+    job = producers.request_export(7)
+    assert (job.concurrency_key, job.concurrency_limit) == (
+        'shop.tasks.export:{"tenant_id":7}',
+        2,
+    )
+    named = producers.request_receipt_per_tenant(1, tenant_id=7)
+    assert (named.concurrency_key, named.concurrency_limit) == ("tenant-7", 1)
+    assert sqlqueue.run_jobs() == sqlqueue.Ran(succeeded=2)
+
+
+def test_a_rate_limited_task_runs_within_its_burst(sqlqueue):
+    for order_id in range(3):
+        Job.objects.enqueue(tasks.charge, (order_id,))
+    assert sqlqueue.run_jobs() == sqlqueue.Ran(succeeded=3)
+    assert sorted(tasks.charged) == [0, 1, 2]
+
+
+def test_pausing_and_resuming_the_mail_queue(db):
+    assert producers.hold_mail("provider down") is True
+    assert producers.hold_mail("again") is False
+    assert paused_queues()["mail"].reason == "provider down"
+    assert producers.release_mail() is True
+    assert "mail" not in paused_queues()
+
+
+def test_cancelling_a_ready_job(sqlqueue):
+    job = Job.objects.enqueue(tasks.export_rows, (["a"],))
+    assert producers.cancel_exports() == (1, 0)
+    job.refresh_from_db()
+    assert job.status == JobStatus.CANCELLED
+    assert sqlqueue.run_jobs() == sqlqueue.Ran()

@@ -1,0 +1,216 @@
+"""Recurring jobs' statements (``db/recurrence.py``): rows written from settings, due
+ticks enqueued once, the compare-and-set that refuses a stale read."""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import zoneinfo
+from typing import Any
+
+import pytest
+from django.db import DEFAULT_DB_ALIAS
+from django.utils import timezone
+
+from django_sqlqueue.db import recurrence
+from django_sqlqueue.models import Job, Schedule
+from django_sqlqueue.rules.recurrence import Entry, parse_schedule
+from tests.support.zones import COMBINATIONS, zones
+
+pytestmark = pytest.mark.django_db
+
+DB = DEFAULT_DB_ALIAS
+NOOP = "tests.testapp.tasks.noop"
+MINUTE = datetime.timedelta(minutes=1)
+
+
+def entries(**raw: dict[str, object]) -> dict[str, Entry]:
+    return parse_schedule(raw, "UTC")
+
+
+def rewind(key: str, seconds: float) -> Schedule:
+    """Make ``key``'s row look as if it last ticked ``seconds`` ago, and due."""
+    past = timezone.now() - datetime.timedelta(seconds=seconds)
+    Schedule.objects.filter(key=key).update(last_tick_at=past, next_tick_at=past)
+    return Schedule.objects.get(key=key)
+
+
+def test_sync_creates_rows_that_tick_from_now_on() -> None:
+    before = timezone.now() - datetime.timedelta(seconds=5)
+    recurrence.sync(entries(ping={"task": NOOP, "every": 30, "kwargs": {"a": 1}, "queue": "mail"}), DB)
+    row = Schedule.objects.get()
+    assert (row.key, row.task, row.expression, row.kwargs, row.queue, row.enabled) == (
+        "ping",
+        NOOP,
+        "every 30 s",
+        {"a": 1},
+        "mail",
+        True,
+    )
+    assert row.last_tick_at > before
+    assert row.next_tick_at is not None
+    assert datetime.timedelta(0) < row.next_tick_at - row.last_tick_at <= datetime.timedelta(seconds=30)
+    assert recurrence.tick(DB) == 0
+
+
+def test_sync_updates_keeps_the_last_tick_and_deletes_removed_entries() -> None:
+    recurrence.sync(entries(ping={"task": NOOP, "every": 30}, old={"task": NOOP, "every": 5}), DB)
+    last_tick = rewind("ping", 3600).last_tick_at
+    recurrence.sync(entries(ping={"task": NOOP, "cron": "0 * * * *", "missed": "all"}), DB)
+    row = Schedule.objects.get()
+    assert (row.key, row.expression, row.every, row.missed, row.last_tick_at) == (
+        "ping",
+        "0 * * * *",
+        None,
+        "all",
+        last_tick,
+    )
+
+
+def test_sync_keeps_an_admin_disable_unless_settings_disable() -> None:
+    recurrence.sync(entries(ping={"task": NOOP, "every": 30}), DB)
+    Schedule.objects.update(enabled=False)
+    recurrence.sync(entries(ping={"task": NOOP, "every": 30}), DB)
+    assert not Schedule.objects.get().enabled
+    recurrence.sync(entries(new={"task": NOOP, "every": 30, "enabled": False}), DB)
+    assert not Schedule.objects.get(key="new").enabled
+
+
+def test_a_due_tick_enqueues_one_job_due_at_its_tick() -> None:
+    recurrence.sync(entries(ping={"task": NOOP, "every": 60, "args": [1], "kwargs": {"b": 2}, "priority": 5}), DB)
+    rewind("ping", 61)
+    assert recurrence.tick(DB) == 1
+    job = Job.objects.get()
+    row = Schedule.objects.get()
+    assert (job.task, job.args, job.kwargs, job.priority) == (NOOP, [1], {"b": 2}, 5)
+    assert job.run_at == row.last_tick_at == row.last_run_at
+    assert job.run_at.timestamp() % 60 == 0
+    assert row.last_job_id == job.pk
+    assert row.next_tick_at == row.last_tick_at + datetime.timedelta(seconds=60)
+    assert recurrence.tick(DB) == 0
+
+
+def test_a_stale_read_enqueues_nothing() -> None:
+    """Two supervisors read the same due row: the second's compare-and-set fails."""
+    recurrence.sync(entries(ping={"task": NOOP, "every": 60}), DB)
+    rewind("ping", 61)
+    read_by_both = recurrence.due_rows(DB)
+    assert recurrence.tick(DB) == 1
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(recurrence, "due_rows", lambda using: read_by_both)
+        assert recurrence.tick(DB) == 0
+    assert Job.objects.count() == 1
+
+
+def test_missed_all_enqueues_each_tick_with_its_time() -> None:
+    recurrence.sync(entries(ping={"task": NOOP, "every": 60, "missed": "all"}), DB)
+    # From a whole minute (every 60 s ticks on them): 5 minutes hold exactly 5 ticks,
+    # whatever second of the minute the test runs in.
+    past = timezone.now().replace(second=0, microsecond=0) - datetime.timedelta(minutes=5)
+    Schedule.objects.filter(key="ping").update(last_tick_at=past, next_tick_at=past)
+    assert recurrence.tick(DB) == 5
+    run_ats = sorted(Job.objects.values_list("run_at", flat=True))
+    assert [later - earlier for earlier, later in itertools.pairwise(run_ats)] == [datetime.timedelta(seconds=60)] * 4
+    assert Schedule.objects.get().last_job_id == Job.objects.latest("pk").pk
+
+
+def test_a_disabled_row_never_fires() -> None:
+    recurrence.sync(entries(ping={"task": NOOP, "every": 60, "enabled": False}), DB)
+    rewind("ping", 120)
+    assert recurrence.tick(DB) == 0
+    assert not Job.objects.exists()
+
+
+def test_an_unregistered_task_never_enqueues_and_stays_due(caplog: pytest.LogCaptureFixture) -> None:
+    recurrence.sync(entries(gone={"task": "no.such.task", "every": 60}), DB)
+    row = rewind("gone", 120)
+    assert recurrence.tick(DB) == 0
+    assert not Job.objects.exists()
+    assert Schedule.objects.get().last_tick_at == row.last_tick_at
+    assert "Schedule 'gone' did not enqueue: UnknownTaskError" in caplog.text
+
+
+def test_arguments_the_task_cannot_take_never_enqueue(caplog: pytest.LogCaptureFixture) -> None:
+    """The tick is refused (and sqlqueue.E037 says so at check time), not a job that fails every run."""
+    welcome = "tests.testapp.tasks.send_welcome"
+    recurrence.sync(entries(welcome={"task": welcome, "every": 60, "kwargs": {"user": 1}}), DB)
+    rewind("welcome", 120)
+    assert recurrence.tick(DB) == 0
+    assert not Job.objects.exists()
+    assert (
+        f"Schedule 'welcome' did not enqueue: InvalidJobError: Cannot enqueue {welcome}: its arguments do not fit "
+        "send_welcome(user_id, *, greeting='Hello'): missing a required argument: 'user_id'." in caplog.text
+    )
+
+
+def test_a_problem_is_logged_once_until_its_row_fires(caplog: pytest.LogCaptureFixture) -> None:
+    recurrence.sync(entries(gone={"task": "no.such.task", "every": 60}), DB)
+    rewind("gone", 120)
+    logged: set[tuple[str, str]] = set()
+    for _ in range(3):  # a supervisor ticks every second
+        assert recurrence.tick(DB, logged) == 0
+    assert caplog.text.count("did not enqueue") == 1
+    Schedule.objects.filter(key="gone").update(task=NOOP)  # deployed: the task is there now
+    assert recurrence.tick(DB, logged) == 1
+    assert logged == set()
+
+
+def test_run_now_enqueues_one_job_and_leaves_the_ticks_alone() -> None:
+    recurrence.sync(entries(ping={"task": NOOP, "every": 3600, "kwargs": {"x": 1}}), DB)
+    row = Schedule.objects.get()
+    job = recurrence.run_now(row, DB)
+    after = Schedule.objects.get()
+    assert (job.task, job.kwargs) == (NOOP, {"x": 1})
+    assert after.last_job_id == job.pk
+    assert after.last_run_at is not None
+    assert (after.last_tick_at, after.next_tick_at) == (row.last_tick_at, row.next_tick_at)
+
+
+def test_enable_ticks_from_now_on() -> None:
+    recurrence.sync(entries(ping={"task": NOOP, "every": 60, "missed": "all", "enabled": False}), DB)
+    rewind("ping", 3600)
+    recurrence.enable(list(Schedule.objects.all()), DB)
+    row = Schedule.objects.get()
+    assert row.enabled
+    assert row.last_tick_at > timezone.now() - datetime.timedelta(seconds=30)
+    assert recurrence.tick(DB) == 0
+
+
+def test_without_use_tz_ticks_are_stored_as_naive_local_times(settings: Any) -> None:
+    settings.USE_TZ = False
+    recurrence.sync(entries(ping={"task": NOOP, "every": 60}), DB)
+    rewind("ping", 61)
+    assert recurrence.tick(DB) == 1
+    job = Job.objects.get()
+    row = Schedule.objects.get()
+    assert timezone.is_naive(job.run_at)
+    assert job.run_at == row.last_tick_at
+    assert row.next_tick_at == row.last_tick_at + datetime.timedelta(seconds=60)
+
+
+@pytest.mark.parametrize(("use_tz", "time_zone", "server"), COMBINATIONS)
+def test_ticks_fire_at_their_instant_in_every_time_zone(use_tz: bool, time_zone: str, server: str | None) -> None:
+    """Issue 36, case 4: on MariaDB with ``USE_TZ = False`` and ``TIME_ZONE`` Asia/Tokyo,
+    ``0 3 * * *`` in Asia/Tokyo fired at 12:00 JST. A tick of the last minute fires, once,
+    and the next, less than a minute ahead, does not; a tick in an activated zone of
+    another offset (a request's) is stored as the project's local time."""
+    with zones(use_tz, time_zone, server), timezone.override("Pacific/Kiritimati"):
+        daily: dict[str, object] = {"task": NOOP, "cron": "0 3 * * *", "tz": "Asia/Tokyo"}
+        recurrence.sync(entries(minutely={"task": NOOP, "cron": "* * * * *", "tz": "Asia/Tokyo"}, daily=daily), DB)
+        next_tick_at = Schedule.objects.get(key="daily").next_tick_at
+        assert next_tick_at is not None
+        next_daily = instant(next_tick_at)
+        tokyo = next_daily.astimezone(zoneinfo.ZoneInfo("Asia/Tokyo"))
+        assert (tokyo.hour, tokyo.minute) == (3, 0)
+        assert datetime.timedelta(0) < next_daily - instant(timezone.now()) <= datetime.timedelta(days=1)
+        rewind("minutely", 61)
+        assert recurrence.tick(DB) == 1
+        run_at = Job.objects.get().run_at
+        assert run_at.second == 0
+        assert datetime.timedelta(0) <= timezone.now() - run_at <= MINUTE
+        assert recurrence.tick(DB) == 0
+
+
+def instant(stored: datetime.datetime) -> datetime.datetime:
+    """A stored time as an instant: naive ones are ``TIME_ZONE``'s local time."""
+    return stored if timezone.is_aware(stored) else timezone.make_aware(stored, timezone.get_default_timezone())
