@@ -148,7 +148,7 @@ def run_jobs(
             time.sleep(HELD_BACK_POLL_SECONDS)
             continue
         waiting_since = None
-        ran = _tally(ran, _finish(attempt(batch[0], WORKER_ID))[1])
+        ran = _tally(ran, _finish(attempt(batch[0], WORKER_ID)))
         if sum(ran) >= MAX_ATTEMPTS_RUN:
             raise AssertionError(
                 f"run_jobs() ran {sum(ran)} attempts and jobs are still ready: does a job enqueue itself?"
@@ -170,7 +170,8 @@ def perform(task: AnyTask, *args: Any, **kwargs: Any) -> Any:
             f"perform() could not claim job #{job.pk} ({job.task}): its concurrency key is at its limit "
             "or its rate limit has no token left; it is left READY"
         )
-    outcome, _written = _finish(attempt(batch[0], WORKER_ID))
+    outcome = attempt(batch[0], WORKER_ID)
+    _finish(outcome)
     if outcome.error is not None:
         raise outcome.error
     if not Job.objects.on_queue_db().filter(pk=job.pk).exists():
@@ -183,14 +184,12 @@ def perform(task: AnyTask, *args: Any, **kwargs: Any) -> Any:
     return job.result
 
 
-def _finish(outcome: JobOutcome) -> tuple[JobOutcome, Counter[str]]:
-    """Write ``outcome`` as a worker does: the job's failure as the runner decided it.
-    Returns it, with the statuses written."""
+def _finish(outcome: JobOutcome) -> Counter[str]:
+    """Write ``outcome`` as a worker does (its failure as the runner decided it); the
+    statuses written."""
     if outcome.failure is None:
-        written = Job.objects.finish_by_status(worker_id=WORKER_ID, succeeded={outcome.job: outcome.result})
-    else:
-        written = Job.objects.finish_by_status(worker_id=WORKER_ID, failed={outcome.job: outcome.failure})
-    return outcome, written
+        return Job.objects.finish_by_status(worker_id=WORKER_ID, succeeded={outcome.job: outcome.result})
+    return Job.objects.finish_by_status(worker_id=WORKER_ID, failed={outcome.job: outcome.failure})
 
 
 def _tally(ran: Ran, written: Counter[str]) -> Ran:

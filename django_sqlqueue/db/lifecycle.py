@@ -38,10 +38,11 @@ CHECKED_ELSEWHERE: dict[Condition, str] = {
 
 
 def guard(transition: Transition) -> Q:
-    """The SQL conditions of ``transition``'s guard (all rows when it has none)."""
-    return functools.reduce(
-        operator.and_, (SQL_CONDITIONS[c]() for c in sorted(transition.guard, key=_order) if c in SQL_CONDITIONS), Q()
-    )
+    """The SQL conditions of ``transition``'s guard (all rows when it has none), in the
+    order of their names: a set's order changes with each process's string hashes, and
+    the same guard must make the same statement."""
+    conditions = sorted(transition.guard & SQL_CONDITIONS.keys(), key=operator.attrgetter("name"))
+    return functools.reduce(operator.and_, (SQL_CONDITIONS[condition]() for condition in conditions), Q())
 
 
 def allowed(transition: Transition) -> Q:
@@ -78,7 +79,3 @@ def column_case(transitions: Sequence[Transition], column: str, value: Any) -> C
     *guarded, last = transitions
     whens = [When(guard(t), then=value if column in t.writes else F(column)) for t in guarded]
     return Case(*whens, default=value if column in last.writes else F(column))
-
-
-def _order(condition: Condition) -> str:
-    return condition.name
