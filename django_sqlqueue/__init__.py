@@ -2,26 +2,25 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django_sqlqueue.current import JobHandle, current_job
 from django_sqlqueue.rules.registry import job
 
-__all__ = ["JobHandle", "current_job", "job", "pause_queue", "resume_queue"]
+if TYPE_CHECKING:
+    from django_sqlqueue.operations import cancel_jobs, pause_queue, queue_stats, resume_queue
+
+__all__ = ["JobHandle", "cancel_jobs", "current_job", "job", "pause_queue", "queue_stats", "resume_queue"]
+
+#: The operators' controls (``django_sqlqueue.operations``) import the models, which
+#: cannot be imported with the package (before Django's apps are ready): they are
+#: imported when first asked for.
+_OPERATIONS = frozenset({"cancel_jobs", "pause_queue", "queue_stats", "resume_queue"})
 
 
-# The operator controls import the models, which cannot be imported with the package
-# (before Django's apps are ready): each imports them when called.
+def __getattr__(name: str) -> Any:
+    if name in _OPERATIONS:
+        from django_sqlqueue import operations
 
-
-def pause_queue(name: str, reason: str = "") -> bool:
-    """Stop workers claiming from queue ``name`` within a second; True if it was not
-    paused already. See ``django_sqlqueue.pausing``."""
-    from django_sqlqueue import pausing
-
-    return pausing.pause_queue(name, reason)
-
-
-def resume_queue(name: str) -> bool:
-    """Let workers claim from queue ``name`` again; True if it was paused."""
-    from django_sqlqueue import pausing
-
-    return pausing.resume_queue(name)
+        return getattr(operations, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,7 +2,13 @@
 every access (through a memo that every ``override_settings`` starts again, so
 that it works), and validated where they are read so that a bad value
 fails loudly (``checks.py`` turns the same errors into system check errors at
-start-up)."""
+start-up).
+
+The memo is hidden state kept on Django's private ``settings._wrapped``: the holder
+``override_settings`` swaps, so a swap starts the memo again. It exists because a
+setting a project leaves out costs Django an exception on every read, several per job
+built; a read through it equals a plain read, under any override
+(``test_every_setting_read_through_the_memo_equals_a_plain_read``)."""
 
 from __future__ import annotations
 
@@ -16,12 +22,11 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from django_sqlqueue.rules.lifecycle import JobStatus
+from django_sqlqueue.rules.limits import MAX_ATTEMPTS
+from django_sqlqueue.rules.queues import queue_name_problem, unlisted_queues_problem
 from django_sqlqueue.rules.rates import Rate, parse_rate
 from django_sqlqueue.rules.recurrence import Entry, parse_schedule
 
-QUEUE_NAME_MAX_LENGTH = 100
-#: ``max_attempts`` is an ``integer`` column on PostgreSQL (the smallest of the three).
-MAX_ATTEMPTS = 2**31 - 1
 #: The most jobs one claim may take: far more than a batch needs, few enough to hold
 #: in memory and to pass to every database as a ``LIMIT``.
 MAX_CLAIM_LIMIT = 100_000
@@ -138,15 +143,6 @@ def _retention_period(status: str, value: Any) -> datetime.timedelta:
     return kept
 
 
-def queue_name_problem(name: object) -> str | None:
-    """Why ``name`` cannot name a queue, or None when it can."""
-    if not isinstance(name, str) or not name:
-        return f"a queue name must be a non-empty string, not {name!r}"
-    if len(name) > QUEUE_NAME_MAX_LENGTH:
-        return f"queue name {name!r} is longer than {QUEUE_NAME_MAX_LENGTH} characters"
-    return None
-
-
 class Settings:
     """Typed access to every ``SQLQUEUE_*`` setting, with its default."""
 
@@ -174,11 +170,8 @@ class Settings:
         value = _read("SQLQUEUE_DEFAULT_QUEUE", "default")
         if problem := queue_name_problem(value):
             raise ImproperlyConfigured(f"SQLQUEUE_DEFAULT_QUEUE: {problem}.")
-        queues = self.SQLQUEUE_QUEUES
-        if queues is not None and value not in queues:
-            raise ImproperlyConfigured(
-                f"SQLQUEUE_DEFAULT_QUEUE {value!r} is not one of SQLQUEUE_QUEUES {sorted(queues)}."
-            )
+        if problem := unlisted_queues_problem([value], self.SQLQUEUE_QUEUES):
+            raise ImproperlyConfigured(f"SQLQUEUE_DEFAULT_QUEUE: {problem}.")
         return str(value)
 
     @property

@@ -5,18 +5,24 @@ from typing import Any
 
 from django.db import models
 
-from django_sqlqueue.conf import QUEUE_NAME_MAX_LENGTH, conf
+from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.failures import FailureIndex
 from django_sqlqueue.db.indexes import ActiveKeyConstraint, KeyedIndex, StatusIndex
-from django_sqlqueue.db.keys.concurrency import CONCURRENCY_KEY_MAX_LENGTH
 from django_sqlqueue.db.names import NameField
 from django_sqlqueue.managers import JobManager
 from django_sqlqueue.rules.lifecycle import JobStatus
-from django_sqlqueue.rules.rates import NAME_MAX_LENGTH as RATE_LIMIT_NAME_MAX_LENGTH
-from django_sqlqueue.rules.recurrence import KEY_MAX_LENGTH, MISSED
-from django_sqlqueue.rules.registry import TASK_NAME_MAX_LENGTH
-from django_sqlqueue.rules.validation import MAX_PRIORITY, MIN_PRIORITY, UNIQUE_KEY_MAX_LENGTH
+from django_sqlqueue.rules.limits import (
+    CONCURRENCY_KEY_MAX_LENGTH,
+    MAX_PRIORITY,
+    MIN_PRIORITY,
+    QUEUE_NAME_MAX_LENGTH,
+    RATE_LIMIT_NAME_MAX_LENGTH,
+    SCHEDULE_KEY_MAX_LENGTH,
+    TASK_NAME_MAX_LENGTH,
+    UNIQUE_KEY_MAX_LENGTH,
+)
+from django_sqlqueue.rules.recurrence import MISSED
 
 __all__ = [
     "ConcurrencyKey",
@@ -192,7 +198,7 @@ class Schedule(models.Model):
     moves it from the value it read to the tick it enqueues, in the transaction that
     inserts the job, and only one supervisor can move it from any one value."""
 
-    key = NameField(max_length=KEY_MAX_LENGTH, unique=True, help_text="The entry's name in SQLQUEUE_SCHEDULE.")
+    key = NameField(max_length=SCHEDULE_KEY_MAX_LENGTH, unique=True, help_text="The entry's name in SQLQUEUE_SCHEDULE.")
     task = models.CharField(max_length=TASK_NAME_MAX_LENGTH)
     expression = models.CharField(max_length=255, help_text="A cron expression, or every N seconds.")
     cron = models.CharField(max_length=255, blank=True, default="")

@@ -1,4 +1,8 @@
-"""Registers the job, schedule and worker admins (built in ``jobs``, ``schedules`` and ``workers``)."""
+"""Registers the job, schedule and worker admins (built in ``jobs``, ``schedules`` and
+``workers``), with their filters, displays, actions and the overview page.
+
+It may import the figures (``stats``, ``counting``), the models, ``db/``, ``rules/``
+and the root's settings and exceptions; never ``management/`` or ``runner/``."""
 
 from __future__ import annotations
 

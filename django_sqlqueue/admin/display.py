@@ -9,14 +9,13 @@ import datetime
 import json
 from typing import TYPE_CHECKING, Any
 
-from django.conf import settings
-from django.db import connections
-from django.db.models import Case, F, QuerySet, Value, When
+from django.db.models import QuerySet
 from django.utils import formats, timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
+from django_sqlqueue.db.far_times import readable
 from django_sqlqueue.rules.lifecycle import JobStatus
 
 if TYPE_CHECKING:
@@ -106,15 +105,9 @@ def errors_html(errors: list[dict[str, Any]]) -> SafeString:
 
 def readable_run_at(jobs: QuerySet[Job]) -> QuerySet[Job]:
     """``jobs`` with their ``run_at`` read as ``shown_run_at``, capped at the last time
-    Python holds. PostgreSQL holds later ones, which an old version could write (a
-    ``run_at`` with an offset, a long delay) and which the database driver cannot read:
-    capped, such a row is listed and shown instead of failing the whole page. (MariaDB's
-    and SQLite's columns end with Python's years.)"""
-    shown: Any = F("run_at")
-    if connections[jobs.db].vendor == "postgresql":
-        last = datetime.datetime.max.replace(tzinfo=datetime.timezone.utc) if settings.USE_TZ else datetime.datetime.max
-        shown = Case(When(run_at__gt=last, then=Value(last)), default=shown)
-    return jobs.defer("run_at").annotate(shown_run_at=shown)
+    Python holds (``db/far_times.py``): a row an old version wrote past it is listed and
+    shown instead of failing the whole page."""
+    return jobs.defer("run_at").annotate(shown_run_at=readable("run_at", jobs.db))
 
 
 def time(value: datetime.datetime) -> str:

@@ -7,13 +7,14 @@ from typing import Any, cast
 
 from django.contrib import admin
 from django.core.paginator import Paginator
-from django.db import connections
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.functional import cached_property
 
 from django_sqlqueue.conf import conf
+from django_sqlqueue.db.estimates import estimated_rows
 from django_sqlqueue.rules import registry
+from django_sqlqueue.rules.queues import offered_queues
 
 #: A filtered changelist counts its rows up to this many and no further.
 COUNT_CAP = 10_000
@@ -37,25 +38,6 @@ class CheapCountPaginator(Paginator):  # type: ignore[type-arg]
         count = rows.order_by()[: COUNT_CAP + 1].count()
         self.capped = count > COUNT_CAP
         return min(count, COUNT_CAP)
-
-
-def estimated_rows(rows: QuerySet[Any]) -> int:
-    """The database's own estimate of the rows in the queryset's table (kept by
-    ANALYZE / InnoDB statistics), or -1 where there is none (SQLite)."""
-    connection = connections[rows.db]
-    table = rows.model._meta.db_table
-    if connection.vendor == "postgresql":
-        sql = "SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)"
-        params = [connection.ops.quote_name(table)]
-    elif connection.vendor == "mysql":
-        sql = "SELECT table_rows FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = %s"
-        params = [table]
-    else:
-        return -1
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    return -1 if row is None or row[0] is None else int(row[0])
 
 
 class ChoicesFromCodeFilter(admin.SimpleListFilter):
@@ -84,9 +66,8 @@ class QueueFilter(ChoicesFromCodeFilter):
     parameter_name = "queue"
 
     def values(self) -> set[str]:
-        if (allowed := conf.SQLQUEUE_QUEUES) is not None:
-            return set(allowed)
-        return {conf.SQLQUEUE_DEFAULT_QUEUE} | {task.queue for task in registry.registered_tasks() if task.queue}
+        registered = (task.queue for task in registry.registered_tasks() if task.queue)
+        return offered_queues(conf.SQLQUEUE_QUEUES, conf.SQLQUEUE_DEFAULT_QUEUE, registered)
 
 
 class TaskFilter(ChoicesFromCodeFilter):

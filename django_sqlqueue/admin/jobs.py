@@ -24,10 +24,10 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 from rangefilter.filters import DateRangeFilterBuilder
 
-from django_sqlqueue import pausing
 from django_sqlqueue.admin import changes, display, failures, overview, throughput
 from django_sqlqueue.admin.changes import CHANGES, Change
 from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, TaskFilter
+from django_sqlqueue.db import pausing
 from django_sqlqueue.models import Job, JobStatus, Worker
 
 #: The largest id a job can have (the id is a signed 64-bit integer on every database).

@@ -14,12 +14,12 @@ import datetime
 from dataclasses import dataclass, field
 
 from django_sqlqueue.admin.throughput import SPANS, Chart, throughput
-from django_sqlqueue.counting import queue_counts
+from django_sqlqueue.db.pausing import paused_queues
 from django_sqlqueue.db.routing import read_db
 from django_sqlqueue.models import Job, PausedQueue
-from django_sqlqueue.pausing import paused_queues
+from django_sqlqueue.reporting.counting import queue_counts
+from django_sqlqueue.reporting.stats import queue_lags, whole_seconds
 from django_sqlqueue.rules.lifecycle import JobStatus
-from django_sqlqueue.stats import queue_lags, whole_seconds
 
 
 @dataclass

@@ -56,6 +56,14 @@ class SQLQueueTask(Task):  # type: ignore[type-arg]  # generic in the stubs, not
     unique_queue: bool = False
     unique_until: str | None = None
 
+    def __post_init__(self) -> None:
+        """Validated by the backend (what Django's ``Task`` does), then registered, so
+        that a worker finds the task by name and imports nothing a row names."""
+        Task.__post_init__(self)  # not super(): a slots dataclass is a new class
+        if _unregistered(self):
+            unique = {name: getattr(self, name) for name in ("unique", "unique_queue", "unique_until")}
+            register(self.func, name=self.module_path, django_task=self, **{k: v for k, v in unique.items() if v})
+
 
 class SQLQueueBackend(BaseTaskBackend):
     """Runs Django tasks on the jobs table.
@@ -81,18 +89,10 @@ class SQLQueueBackend(BaseTaskBackend):
 
     def validate_task(self, task: Task[..., Any]) -> None:
         """Django's rules, then ours (queue names, ``SQLQUEUE_QUEUES``, option ranges).
-
-        Django validates every task it creates, when its module is imported: that is
-        when the task is registered, so that a worker finds it by name and imports
-        nothing a row names."""
+        Only checks: a task of ours registers itself once valid (``SQLQueueTask``)."""
         super().validate_task(task)
         if problem := job_options_problem(queue=task.queue_name, **_own_options(task)):
             raise InvalidTask(f"{task.module_path}: {problem}.")
-        try:
-            get_task(task.func)
-        except UnknownTaskError:
-            unique = {name: getattr(task, name, None) for name in ("unique", "unique_queue", "unique_until")}
-            register(task.func, name=task.module_path, django_task=task, **{k: v for k, v in unique.items() if v})
 
     def enqueue(self, task: Task[_P, _R], args: list[Any], kwargs: dict[str, Any]) -> TaskResult[_P, _R]:
         """Write the job on the caller's connection, inside the caller's transaction.
@@ -184,3 +184,13 @@ def job_result(job: Job, task: Task[_P, _R], *, backend: str) -> TaskResult[_P, 
     # Django's own backends set the return value this way: it is not an init field.
     object.__setattr__(result, "_return_value", job.result)
     return result
+
+
+def _unregistered(task: Task[..., Any]) -> bool:
+    """Whether ``task``'s function is not yet a registered task (``using()`` makes a
+    copy of a task: the function is registered once)."""
+    try:
+        get_task(task.func)
+    except UnknownTaskError:
+        return True
+    return False

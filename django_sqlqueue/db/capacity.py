@@ -34,6 +34,18 @@ _POSTGRESQL = """
 """
 
 
+def connections_per_process(threads: int, vendor: str) -> int:
+    """The most connections to the jobs' database one worker process opens: its claims
+    and finishes, its heartbeat, one per thread for the tasks, and on PostgreSQL its
+    ``LISTEN`` (``notifying.listening_connection``)."""
+    return 2 + threads + (vendor == "postgresql")
+
+
+def process_connections(threads: int, using: str) -> int:
+    """:func:`connections_per_process` for a worker process of ``threads`` threads on ``using``."""
+    return connections_per_process(threads, connections[using].vendor)
+
+
 def server_connections(using: str) -> ServerConnections | None:
     """The connection limit of ``using``'s server and how much of it is used, or None
     where there is no server to ask: SQLite, or PostgreSQL through a transaction pooler

@@ -5,7 +5,10 @@ A claim builds a hundred jobs each time, and ``enqueue_many`` as many as it is g
 Django's ``__init__`` sends ``pre_init`` and ``post_init`` and sets each field
 through the descriptor machinery, and that cost more than the no-op job it builds.
 The instances are the same ``Job`` objects, and where a receiver of ``pre_init`` or
-``post_init`` listens for jobs, they are made by ``__init__`` as usual."""
+``post_init`` listens for jobs, they are made by ``__init__`` as usual. This module is
+the one place that builds jobs so; a built job equals ``Job(**fields)`` field for field
+(``test_a_built_job_is_the_job_the_model_makes``), a claimed one the job the ORM reads
+(``test_claimed_jobs_are_the_jobs_the_orm_reads``)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,9 @@ ended (a web server's, say).
 
 What is made holds the database's clock as ``USE_TZ`` and ``TIME_ZONE`` have it, so a
 change of either (a test's ``override_settings``) makes everything again, as Django
-then resets its connections' time zones."""
+then resets its connections' time zones. Hidden state, kept here alone: what a
+connection keeps reads a row as what is made afresh does
+(``test_what_a_connection_keeps_equals_what_is_made_afresh``)."""
 
 from __future__ import annotations
 

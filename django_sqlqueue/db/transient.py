@@ -1,18 +1,23 @@
-"""Run a short transaction again when the database gave up on it for a reason that
-passes: a deadlock, a lock wait timeout, SQLite's write lock held too long."""
+"""Errors that pass: run a short transaction again when the database gave up on it for
+a reason that passes (a deadlock, a lock wait timeout, SQLite's write lock held too
+long), and carry a long-lived process through a database that is away for a while."""
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from django.db import OperationalError, connections, transaction
+from django.db import Error, OperationalError, close_old_connections, connections, transaction
 
-from django_sqlqueue.db.vendors import is_transient
+from django_sqlqueue.db.vendors import is_away, is_transient
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+F = TypeVar("F")
 
 ATTEMPTS = 8
 
@@ -55,3 +60,20 @@ def retried(
         # Jittered so that the claimers that collided do not collide again.
         time.sleep(random.uniform(0, 0.005 * 2**attempt))
     raise AssertionError("unreachable")
+
+
+def unless_away(work: Callable[[], T], fallback: F) -> T | F:
+    """``work()``, or ``fallback`` while its database is away (a restart, a failover, a
+    killed connection: logged, and the caller tries again at its next turn), so that a
+    long-lived process carries on through an outage. Any other database error (a missing
+    table) is raised. Its connections are closed afterwards if broken or past their age,
+    as Django does after a request (``close_old_connections``)."""
+    try:
+        return work()
+    except Error as error:
+        if not is_away(error):
+            raise
+        logger.warning("Database error in the supervisor (%s); retrying", error)
+        return fallback
+    finally:
+        close_old_connections()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple, cast
 
-from django.db import DataError, InterfaceError, OperationalError
+from django.db import DataError, InterfaceError, OperationalError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 
@@ -247,3 +247,9 @@ def _numbers(version: str) -> tuple[int, ...]:
 
 def _dotted(version: tuple[int, ...]) -> str:
     return ".".join(map(str, version))
+
+
+def database_label(using: str) -> str:
+    """``using``'s database as the ``runworkers`` banner names it: its vendor and name."""
+    connection = connections[using]
+    return f"{connection.vendor} {connection.settings_dict['NAME']}"

@@ -5,7 +5,10 @@ Two kinds: gauges read from the database at each scrape (:mod:`.collector`), the
 whichever process serves them; and counters and a histogram of finished jobs that the
 worker processes record from the job signals (:mod:`.recorder`) in the client's
 multiprocess mode. ``runworkers --metrics-port`` serves both from its supervisor
-(:mod:`.server`); :func:`.views.metrics` serves them from the web process."""
+(:mod:`.server`); :func:`.views.metrics` serves them from the web process.
+
+It may import the figures (``stats``), the models, ``db/`` and the root's settings and
+signals; never ``management/`` or ``runner/``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The gauges read from the database at scrape time: jobs by queue and status, the lag
-of each queue, the live workers. They come from :func:`django_sqlqueue.stats.snapshot`,
+of each queue, the live workers. They come from :func:`django_sqlqueue.reporting.stats.snapshot`,
 whose queries read indexes (and past a million rows estimate the finished statuses,
 see ``counting``), so a scrape stays cheap at any size."""
 
@@ -15,8 +15,8 @@ from prometheus_client.registry import Collector
 
 from django_sqlqueue.db.routing import read_db
 from django_sqlqueue.models import Job
+from django_sqlqueue.reporting.stats import snapshot
 from django_sqlqueue.rules.lifecycle import JobStatus
-from django_sqlqueue.stats import snapshot
 
 
 class QueueCollector(Collector):

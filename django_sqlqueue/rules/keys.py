@@ -9,9 +9,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from django_sqlqueue.db.keys.concurrency import CONCURRENCY_KEY_MAX_LENGTH
 from django_sqlqueue.exceptions import InvalidJobError
-from django_sqlqueue.rules.validation import UNIQUE_KEY_MAX_LENGTH
+from django_sqlqueue.rules.limits import CONCURRENCY_KEY_MAX_LENGTH, UNIQUE_KEY_MAX_LENGTH
 
 if TYPE_CHECKING:
     from django_sqlqueue.rules.registry import RegisteredTask

@@ -18,6 +18,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.core.exceptions import ImproperlyConfigured
 
+from django_sqlqueue.rules.limits import SCHEDULE_KEY_MAX_LENGTH
+
 #: What an entry may say; ``task`` and one of ``cron`` or ``every`` are required.
 KEYS = frozenset({"task", "cron", "every", "args", "kwargs", "queue", "priority", "tz", "enabled", "missed"})
 #: What a check does with ticks it finds past due, per entry (``missed``).
@@ -158,9 +160,10 @@ def parse_schedule(value: Any, default_tz: str) -> dict[str, Entry]:
 
 def parse_entry(key: Any, raw: Any, default_tz: str) -> Entry:
     """One entry, validated (see :func:`parse_schedule`)."""
-    if not isinstance(key, str) or not key or len(key) > KEY_MAX_LENGTH:
+    if not isinstance(key, str) or not key or len(key) > SCHEDULE_KEY_MAX_LENGTH:
         raise ImproperlyConfigured(
-            f"SQLQUEUE_SCHEDULE: an entry's name must be a string of 1 to {KEY_MAX_LENGTH} characters, not {key!r}."
+            "SQLQUEUE_SCHEDULE: an entry's name must be a string of 1 to "
+            f"{SCHEDULE_KEY_MAX_LENGTH} characters, not {key!r}."
         )
     where = f"SQLQUEUE_SCHEDULE[{key!r}]"
     if not isinstance(raw, Mapping):
@@ -206,10 +209,6 @@ def parse_entry(key: Any, raw: Any, default_tz: str) -> Entry:
         enabled=enabled,
         missed=missed,
     )
-
-
-#: The longest entry name: the ``Schedule.key`` column.
-KEY_MAX_LENGTH = 200
 
 
 def _cron(where: str, expression: Any) -> str:

@@ -19,6 +19,7 @@ from django.utils.module_loading import module_has_submodule
 
 from django_sqlqueue.exceptions import TaskModuleError, UnknownTaskError
 from django_sqlqueue.rules.keys import concurrency_names_problem
+from django_sqlqueue.rules.limits import TASK_NAME_MAX_LENGTH
 from django_sqlqueue.rules.rates import rate_limit_name_problem
 from django_sqlqueue.rules.validation import concurrency_problem, job_options_problem, unique_until_problem
 
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-TASK_NAME_MAX_LENGTH = 255
 #: How many shapes of arguments (how many positional, which names) a task remembers
 #: the binding of: every shape a producer uses, short of one that makes up new names.
 BINDING_SHAPES_KEPT = 1000

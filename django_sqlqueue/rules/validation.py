@@ -15,14 +15,13 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from django_sqlqueue.conf import MAX_ATTEMPTS, MAX_CLAIM_LIMIT, conf, queue_name_problem
+from django_sqlqueue.conf import MAX_CLAIM_LIMIT, conf
+from django_sqlqueue.rules.limits import MAX_ATTEMPTS, MAX_PRIORITY, MIN_PRIORITY, UNIQUE_KEY_MAX_LENGTH
+from django_sqlqueue.rules.queues import queue_name_problem, unlisted_queues_problem
 
-MIN_PRIORITY = -100
-MAX_PRIORITY = 100
 #: The longest delay: the database's clock plus this stays before the year 9999 while
 #: that clock reads a year before 8999, whatever the database and however it rounds.
 MAX_DELAY = datetime.timedelta(days=1000 * 365)
-UNIQUE_KEY_MAX_LENGTH = 255
 #: What ``enqueue`` does when an active job already holds the new job's ``unique_key``.
 ON_CONFLICT = ("skip", "replace", "raise")
 #: How long a job holds its ``unique_key``: while it is ready or running, or until it is pruned.
@@ -182,9 +181,8 @@ def job_options_problem(
             return problem
         if problem := text_problem(queue):
             return f"queue name {queue!r} {problem}"
-        allowed = conf.SQLQUEUE_QUEUES
-        if allowed is not None and queue not in allowed:
-            return f"queue {queue!r} is not one of SQLQUEUE_QUEUES {sorted(allowed)}"
+        if problem := unlisted_queues_problem([queue], conf.SQLQUEUE_QUEUES):
+            return problem
     if priority is not None and not _int_in(priority, MIN_PRIORITY, MAX_PRIORITY):
         return f"priority must be an integer from {MIN_PRIORITY} to {MAX_PRIORITY}, not {_shown(priority)}"
     if max_attempts is not None and not _int_in(max_attempts, 1, MAX_ATTEMPTS):

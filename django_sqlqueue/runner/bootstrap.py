@@ -21,11 +21,11 @@ from django.db import connections
 
 from django_sqlqueue.db.pooling import without_pool
 from django_sqlqueue.logs import configure_logging
-from django_sqlqueue.runner.config import WorkerConfig
+from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.started import StartedJobs
 
 
-def main(config: WorkerConfig, channel: Connection, started: StartedJobs, budget: Any) -> None:
+def main(config: WorkerOptions, channel: Connection, started: StartedJobs, budget: Any) -> None:
     """The worker process's entry point: set Django up, then run the worker until it
     is told to stop (SIGTERM, SIGINT), runs out of work (``--burst``) or of budget.
 

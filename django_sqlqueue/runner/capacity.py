@@ -5,19 +5,12 @@ processes one by one, each start failing, rather than saying so once."""
 
 from __future__ import annotations
 
-from django.db import Error, connections
+from django.db import Error
 
-from django_sqlqueue.db.capacity import server_connections
+from django_sqlqueue.db.capacity import process_connections, server_connections
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.models import Job
-
-
-def connections_per_process(threads: int, vendor: str) -> int:
-    """The most connections to the jobs' database one worker process opens: its claims
-    and finishes, its heartbeat, one per thread for the tasks, and on PostgreSQL its
-    ``LISTEN``."""
-    return 2 + threads + (vendor == "postgresql")
 
 
 def connections_problem(processes: int, threads: int) -> str | None:
@@ -31,7 +24,7 @@ def connections_problem(processes: int, threads: int) -> str | None:
         if not is_away(error):
             raise
         return None
-    each = connections_per_process(threads, connections[using].vendor)
+    each = process_connections(threads, using)
     if server is None or processes * each <= server.free:
         return None
     return (

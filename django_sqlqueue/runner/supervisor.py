@@ -1,7 +1,7 @@
 """The ``runworkers`` supervisor: starts worker processes, restarts those that die,
 stops jobs that overrun their timeout, and shuts down gracefully on SIGTERM/SIGINT.
-The one that holds the maintenance lease also rescues jobs of dead workers, enqueues
-recurring jobs and prunes finished ones."""
+The one that holds the maintenance lease ticks the maintenance services
+(``django_sqlqueue/maintenance/``): rescue, recurring jobs, rollups and pruning."""
 
 from __future__ import annotations
 
@@ -22,22 +22,24 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from django.conf import settings
-from django.db import Error, close_old_connections, connections
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import leadership, pruning, recurrence
+from django_sqlqueue.db import leadership
+from django_sqlqueue.db.capacity import process_connections
+from django_sqlqueue.db.pausing import paused_queues
 from django_sqlqueue.db.routing import queue_db
-from django_sqlqueue.db.vendors import is_away
+from django_sqlqueue.db.transient import unless_away
+from django_sqlqueue.db.vendors import database_label
 from django_sqlqueue.exceptions import JobCancelled, JobTimeout, WorkerLost
-from django_sqlqueue.models import Job, Leader, Schedule, Worker
-from django_sqlqueue.pausing import paused_queues
+from django_sqlqueue.maintenance.rescue import Rescued, rescue_worker
+from django_sqlqueue.maintenance.schedules import sync_settings
+from django_sqlqueue.maintenance.services import maintenance_services
+from django_sqlqueue.models import Job, Leader, Worker
 from django_sqlqueue.rules.lifecycle import FINISHED, JobStatus
 from django_sqlqueue.runner import bootstrap
-from django_sqlqueue.runner.capacity import connections_per_process
-from django_sqlqueue.runner.config import WorkerConfig
+from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.leases import keep_lease, stopped
 from django_sqlqueue.runner.naming import holder_name, worker_name
-from django_sqlqueue.runner.rescue import Rescued, rescue_expired, rescue_worker
 from django_sqlqueue.runner.spawning import main_module_hidden
 from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.worker import Budget
@@ -54,36 +56,18 @@ STARTUP_BACKOFF_FIRST = 0.5
 STARTUP_BACKOFF_MAX = 30.0
 #: With ``--burst``, this many start-up failures in a row end the run with an error.
 STARTUP_ATTEMPTS = 5
-#: Finished jobs past ``SQLQUEUE_RETENTION`` are pruned this often, at most this many
-#: chunks (of ``pruning.BATCH_SIZE``) at a time so that one tick never stalls the loop;
-#: while more are left, the next chunks follow after the backlog pause.
-PRUNE_SECONDS = 60.0
-PRUNE_BACKLOG_SECONDS = 1.0
-PRUNE_CHUNKS = 5
 #: The maintenance lease (``SQLQUEUE_LEASE`` long) is renewed this often, at most.
 LEAD_SECONDS = 10.0
 #: A follower tries to take the lease this long after it runs out (past the holder's
 #: renewal in flight, if it is alive).
 TAKEOVER_MARGIN_SECONDS = 0.1
-#: Due recurring jobs (``SQLQUEUE_SCHEDULE``) are looked for this often.
-SCHEDULE_SECONDS = 1.0
-
-
-def prune_again_in(busy: float, *, complete: bool) -> float:
-    """Seconds until the next pruning turn, after one that took ``busy`` seconds: a
-    minute once nothing is left to delete; while jobs are left, a second, or longer
-    when turns are slow (a big table, a loaded database), so that pruning keeps to its
-    share of the time (``pruning.DUTY_CYCLE``) and the workers keep the rest."""
-    if complete:
-        return PRUNE_SECONDS
-    return max(PRUNE_BACKLOG_SECONDS, pruning.rest_after(busy, pruning.DUTY_CYCLE))
 
 
 @dataclass
 class Child:
     """A worker process, and the jobs it has started and not yet recorded."""
 
-    config: WorkerConfig
+    config: WorkerOptions
     process: BaseProcess
     channel: Connection
     started: StartedJobs
@@ -101,29 +85,10 @@ class Child:
     recycled: str | None = None
 
 
-@dataclass(frozen=True)
-class Options:
-    """What ``runworkers`` was asked to do (validated by the command)."""
-
-    queues: list[str] | None
-    processes: int
-    threads: int
-    batch_size: int
-    burst: bool
-    max_jobs: int | None
-    name_prefix: str
-    log_level: int
-    max_jobs_per_process: int | None = None
-    max_memory: int | None = None
-    #: Whether the worker processes record the job metrics (see ``WorkerConfig.metrics``).
-    metrics: bool = False
-    log_format: str = "text"
-
-
 class Supervisor:
     """Runs until stopped by a signal, or, with ``--burst`` or ``--max-jobs``, until done."""
 
-    def __init__(self, options: Options, write: Callable[..., None], progress_bar: bool) -> None:
+    def __init__(self, options: WorkerOptions, write: Callable[..., None], progress_bar: bool) -> None:
         self.options = options
         self.write = write
         self.progress_bar = progress_bar
@@ -146,10 +111,9 @@ class Supervisor:
         self.failure: str | None = None
         #: Its name on the maintenance lease; its worker processes' names start with it.
         self.holder = holder_name(options.name_prefix, os.getpid())
-        #: Whether it holds the maintenance lease (rescue, recurring jobs, pruning).
+        #: Whether it holds the maintenance lease, and what it then runs.
         self.leading = False
-        #: The recurring jobs' problems it has logged (each once, not every second).
-        self.schedule_problems: set[tuple[str, str]] = set()
+        self.services = maintenance_services(self._count)
 
     def run(self) -> int:
         """Supervise; returns the exit code: 0, or 1 after a second signal or when the
@@ -168,13 +132,13 @@ class Supervisor:
         self._banner()
         if self.progress_bar:
             self.total = Job.objects.ready().in_queues(self.options.queues).count()
-        self._sync_schedule()
+        sync_settings()
         for _ in range(self.options.processes):
             self._spawn()
         began = time.monotonic()
         next_status = began + STATUS_SECONDS
         next_progress = began
-        self.next_lead = self.next_rescue = self.next_prune = self.next_schedule = self.next_keep = began
+        self.next_lead = self.next_keep = began
         while (self.children or self.respawns) and not self.exit_now:
             self._listen(TICK_SECONDS)
             for child in [child for child in self.children if not child.process.is_alive()]:
@@ -214,18 +178,7 @@ class Supervisor:
 
     def _spawn(self) -> None:
         self.spawned += 1
-        config = WorkerConfig(
-            name=worker_name(self.holder, self.spawned),
-            queues=self.options.queues,
-            threads=self.options.threads,
-            batch_size=self.options.batch_size,
-            burst=self.options.burst,
-            log_level=self.options.log_level,
-            max_jobs_per_process=self.options.max_jobs_per_process,
-            max_memory=self.options.max_memory,
-            metrics=self.options.metrics,
-            log_format=self.options.log_format,
-        )
+        config = self.options.for_process(worker_name(self.holder, self.spawned))
         receiver, sender = self.context.Pipe(duplex=False)
         started = StartedJobs(self.context, config.batch_size)
         process = self.context.Process(
@@ -314,11 +267,11 @@ class Supervisor:
                     error,
                 )
         rescued = self._count(
-            self._database(lambda: rescue_worker(child.config.name, lost, started=started, errors=timeouts), Rescued())
+            unless_away(lambda: rescue_worker(child.config.name, lost, started=started, errors=timeouts), Rescued())
         )
         # They will run after all: --max-jobs counts the attempts written, and theirs were not.
         Budget(self.budget).give_back(rescued.released)
-        self._database(lambda: Worker.objects.filter(name=child.config.name).delete(), None)
+        unless_away(lambda: Worker.objects.filter(name=child.config.name).delete(), None)
         logger.warning("Worker %s %s", child.config.name, how)
 
     def _count(self, rescued: Rescued) -> Rescued:
@@ -332,7 +285,7 @@ class Supervisor:
         backoff; with ``--burst``, give up after ``STARTUP_ATTEMPTS`` in a row."""
         self.startup_failures += 1
         logger.error("Worker %s %s during start-up (%d in a row)", child.config.name, how, self.startup_failures)
-        self._database(lambda: Worker.objects.filter(name=child.config.name).delete(), None)
+        unless_away(lambda: Worker.objects.filter(name=child.config.name).delete(), None)
         if self.options.burst and self.startup_failures >= STARTUP_ATTEMPTS:
             self.failure = (
                 f"{self.startup_failures} worker processes in a row died during start-up; the last one {how}."
@@ -402,7 +355,7 @@ class Supervisor:
                 if started.running and (started.timeout is None or now - started.began <= started.timeout)
             ]
             if running:
-                self._database(functools.partial(keep_lease, child.config.name, running), False)
+                unless_away(functools.partial(keep_lease, child.config.name, running), False)
 
     def _kill_all(self, why: str) -> None:
         for child in self.children:
@@ -429,36 +382,15 @@ class Supervisor:
             if child.process.is_alive() and child.process.pid is not None:
                 os.kill(child.process.pid, signal.SIGTERM)
 
-    def _database(self, work: Callable[[], Any], fallback: Any) -> Any:
-        """The supervisor carries on while the database is away; it retries next tick.
-        Any other database error (a missing table) stops it."""
-        try:
-            return work()
-        except Error as error:
-            if not is_away(error):
-                raise
-            logger.warning("Database error in the supervisor (%s); retrying", error)
-            return fallback
-        finally:
-            close_old_connections()
-
     def _maintain(self, now: float) -> None:
-        """Renew (or try to take) the maintenance lease; while it holds it, rescue the
-        jobs of dead workers, enqueue due recurring jobs and prune, each at its pace."""
+        """Renew (or try to take) the maintenance lease; while it holds it, tick the
+        maintenance services, each of which runs when its own pace says."""
         if now >= self.next_lead:
             self.next_lead = now + self._lead()
         if not self.leading:
             return
-        if now >= self.next_rescue:
-            self._count(self._database(rescue_expired, Rescued()))
-            self.next_rescue = now + min(conf.SQLQUEUE_LEASE / 2, 10.0)
-        if now >= self.next_schedule:
-            self._database(lambda: recurrence.tick(queue_db(Schedule), self.schedule_problems), 0)
-            self.next_schedule = now + SCHEDULE_SECONDS
-        if now >= self.next_prune:
-            began = time.monotonic()
-            complete = self._prune()
-            self.next_prune = time.monotonic() + prune_again_in(time.monotonic() - began, complete=complete)
+        for service in self.services:
+            service.run_due(now)
 
     def _lead(self) -> float:
         """Take or renew the maintenance lease; the seconds until the next try: a third of
@@ -466,56 +398,29 @@ class Supervisor:
         dead leader is replaced within the lease rather than up to a third of it later."""
         lease = datetime.timedelta(seconds=conf.SQLQUEUE_LEASE)
         every = min(conf.SQLQUEUE_LEASE / 3, LEAD_SECONDS)
-        leading = self._database(lambda: leadership.acquire(self.holder, lease, queue_db(Leader)), False)
+        leading = unless_away(lambda: leadership.acquire(self.holder, lease, queue_db(Leader)), False)
         if leading and not self.leading:
             logger.info("%s leads maintenance (rescue, recurring jobs, pruning)", self.holder)
             # What the previous leader was doing is due now.
-            self.next_rescue = self.next_schedule = self.next_prune = time.monotonic()
+            for service in self.services:
+                service.due_now(time.monotonic())
         elif self.leading and not leading:
             logger.warning("%s lost the maintenance lease", self.holder)
         self.leading = leading
         if leading:
             return every
-        left = self._database(lambda: leadership.expires_in(queue_db(Leader)), None)
+        left = unless_away(lambda: leadership.expires_in(queue_db(Leader)), None)
         return every if left is None else min(every, max(left, 0.0) + TAKEOVER_MARGIN_SECONDS)
 
     def _step_down(self) -> None:
         """Stopping: give the lease up, so that another supervisor takes it at once."""
         self.leading = False
-        self._database(lambda: leadership.release(self.holder, queue_db(Leader)), None)
-
-    def _sync_schedule(self) -> None:
-        """Write ``SQLQUEUE_SCHEDULE`` to its rows before the first check (every
-        supervisor does, at start-up: the rows follow the settings last deployed)."""
-        entries = conf.SQLQUEUE_SCHEDULE
-        self._database(lambda: recurrence.sync(entries, queue_db(Schedule)), None)
-        if entries:
-            logger.info("Recurring jobs: %s", ", ".join(entries))
-
-    def _prune(self) -> bool:
-        """Count the settled hours for the admin's 7-day chart (a day's worth at most), then
-        delete a few chunks of finished jobs past their retention; whether none is left.
-
-        Only the supervisor that holds the maintenance lease prunes, but the deletes go by
-        primary key and check the row again, so two deleting the same rows is harmless. A
-        failure is logged and tried again at the next interval; it never stops the workers."""
-        try:
-            pruned = pruning.prune(Job.objects.on_queue_db(), conf.SQLQUEUE_RETENTION, max_chunks=PRUNE_CHUNKS)
-        except Error as error:
-            logger.warning("Pruning finished jobs failed (%s); trying again in %g s", error, PRUNE_SECONDS)
-            return True
-        finally:
-            close_old_connections()
-        if pruned.total:
-            logger.info("Pruned %d finished jobs past SQLQUEUE_RETENTION", pruned.total)
-        return pruned.complete
+        unless_away(lambda: leadership.release(self.holder, queue_db(Leader)), None)
 
     def _banner(self) -> None:
-        connection = connections[queue_db(Job)]
+        using = queue_db(Job)
         # The worker processes', and this one's.
-        connections_needed = (
-            self.options.processes * connections_per_process(self.options.threads, connection.vendor) + 1
-        )
+        connections_needed = self.options.processes * process_connections(self.options.threads, using) + 1
         queues = ", ".join(self.options.queues) if self.options.queues else "all queues"
         mode = " (burst: until the queue is empty)" if self.options.burst else ""
         limit = f", at most {self.options.max_jobs} jobs" if self.options.max_jobs is not None else ""
@@ -528,8 +433,8 @@ class Supervisor:
             limit += f", each process replaced after {' or '.join(recycling)}"
         self.write(
             f"runworkers: {self.options.processes} process(es) x {self.options.threads} thread(s) on {queues}, "
-            f"batches of {self.options.batch_size}{limit}{mode}; database {connection.vendor} "
-            f"{connection.settings_dict['NAME']}, up to {connections_needed} connections"
+            f"batches of {self.options.batch_size}{limit}{mode}; database {database_label(using)}, "
+            f"up to {connections_needed} connections"
         )
         if settings.DEBUG:
             logger.warning(
@@ -544,8 +449,8 @@ class Supervisor:
     def _status(self, elapsed: float) -> None:
         """Counts in jobs, by the status written, as ``sqlqueue_stats`` counts them; and
         the failed attempts that went back to ``READY`` to be retried."""
-        ready = self._database(lambda: Job.objects.ready().in_queues(self.options.queues).count(), "?")
-        paused = self._database(lambda: sorted(paused_queues()), [])
+        ready = unless_away(lambda: Job.objects.ready().in_queues(self.options.queues).count(), "?")
+        paused = unless_away(lambda: sorted(paused_queues()), [])
         rate = self._finished() / elapsed if elapsed else 0.0
         written = self.written
         self.write(

@@ -12,7 +12,7 @@ from typing import Any, cast
 from django.db import DatabaseError, connections
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db.notifying import CHANNEL, QUEUES_CHANGED, notify
+from django_sqlqueue.db.notifying import QUEUES_CHANGED, listening_connection, notifies, notify
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import Job
 
@@ -53,7 +53,7 @@ class Waiter:
     def listen(self) -> None:
         """Start listening before the first claim, so no notification falls between the
         two, and send the probe (one statement: the first claim does not wait for it)."""
-        if connections[self.alias].vendor == "postgresql":
+        if notifies(self.alias):
             self._listener()
             self.probe = f"probe:{uuid.uuid4().hex}"
             self.probe_deadline = time.monotonic() + PROBE_SECONDS
@@ -65,7 +65,7 @@ class Waiter:
     def wait(self, longest: float | None = None) -> None:
         poll = conf.SQLQUEUE_POLL_INTERVAL if longest is None else min(longest, conf.SQLQUEUE_POLL_INTERVAL)
         timeout, self.delay = min(self.delay, poll), min(self.delay * 2, poll)
-        if connections[self.alias].vendor != "postgresql" or self.deaf:
+        if not notifies(self.alias) or self.deaf:
             self.stop.wait(timeout)
             return
         try:
@@ -113,11 +113,7 @@ class Waiter:
 
     def _listener(self) -> Any:
         if self.listener is None:
-            wrapper = connections.create_connection(self.alias)
-            wrapper.ensure_connection()
-            wrapper.set_autocommit(True)
-            self.listener = wrapper
-            wrapper.connection.execute(f"LISTEN {CHANNEL}")
+            self.listener = listening_connection(self.alias)
         return self.listener.connection
 
     def close(self) -> None:

@@ -22,14 +22,14 @@ from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.finishing import still_held
+from django_sqlqueue.db.pausing import REFRESH_SECONDS, PausedQueues
 from django_sqlqueue.db.vendors import is_away
+from django_sqlqueue.maintenance.rescue import rescue_worker
 from django_sqlqueue.models import Job, JobStatus, Worker
-from django_sqlqueue.pausing import REFRESH_SECONDS, PausedQueues
 from django_sqlqueue.rules.registry import autodiscover
-from django_sqlqueue.runner.config import WorkerConfig
+from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.execution import JobOutcome, attempt
 from django_sqlqueue.runner.memory import resident_mib
-from django_sqlqueue.runner.rescue import rescue_worker
 from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.wakeup import Waiter
 
@@ -73,7 +73,7 @@ class WorkerProcess:
     """The claim → run → finish loop of one process."""
 
     def __init__(
-        self, config: WorkerConfig, channel: Connection, started: StartedJobs, budget: Budget, stop: threading.Event
+        self, config: WorkerOptions, channel: Connection, started: StartedJobs, budget: Budget, stop: threading.Event
     ) -> None:
         self.config = config
         self.channel = channel

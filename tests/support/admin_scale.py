@@ -33,11 +33,11 @@ from django.db.models.functions import TruncHour  # noqa: E402
 from django_sqlqueue.admin import failures  # noqa: E402
 from django_sqlqueue.admin.overview import queue_stats  # noqa: E402
 from django_sqlqueue.admin.throughput import LAST_HOUR, LAST_WEEK, throughput  # noqa: E402
-from django_sqlqueue.counting import queue_counts, status_counts  # noqa: E402
 from django_sqlqueue.db import rollup  # noqa: E402
 from django_sqlqueue.db.clock import DatabaseNow  # noqa: E402
 from django_sqlqueue.models import FinishedHour, Job, JobStatus  # noqa: E402
-from django_sqlqueue.stats import snapshot  # noqa: E402
+from django_sqlqueue.reporting.counting import queue_counts, status_counts  # noqa: E402
+from django_sqlqueue.reporting.stats import snapshot  # noqa: E402
 
 QUEUES = ["default", "mail", "reports", "images"]
 TASKS = [f"shop.tasks.task_{n}" for n in range(20)]

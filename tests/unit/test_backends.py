@@ -19,6 +19,7 @@ from django_sqlqueue.admin import changes
 from django_sqlqueue.backends import SQLQueueBackend, SQLQueueTask
 from django_sqlqueue.backends.compat import (
     InvalidTask,
+    Task,
     TaskResult,
     TaskResultDoesNotExist,
     TaskResultMismatch,
@@ -27,7 +28,7 @@ from django_sqlqueue.backends.compat import (
     task_backends,
     task_enqueued,
 )
-from django_sqlqueue.exceptions import InvalidJobError
+from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.rules.registry import get_task
 from tests.djtasks.tasks import add, async_double, fail, whoami
@@ -107,6 +108,21 @@ def test_tasks_are_registered_under_their_module_path_when_created() -> None:
     # A variant made by using() keeps the registration of the task itself.
     whoami.using(priority=3)
     assert get_task("tests.djtasks.tasks.whoami").django_task is whoami
+
+
+def _never_registered() -> None:
+    """A module-level function no ``@task`` of ours wraps."""
+
+
+def test_validating_a_task_registers_nothing() -> None:
+    backend = task_backends["default"]
+    # Django's own Task class, not ours: our backend validates it, and nothing registers it.
+    plain: Task[[], None] = Task(
+        priority=0, func=_never_registered, backend="default", queue_name="default", run_after=None
+    )
+    backend.validate_task(plain)
+    with pytest.raises(UnknownTaskError):
+        get_task(_never_registered)
 
 
 @pytest.mark.parametrize(

@@ -100,7 +100,7 @@ def test_checks_are_registered_when_django_starts() -> None:
         (
             {"SQLQUEUE_QUEUES": ["mail"]},
             "sqlqueue.E002",
-            "SQLQUEUE_DEFAULT_QUEUE 'default' is not one of SQLQUEUE_QUEUES ['mail'].",
+            "SQLQUEUE_DEFAULT_QUEUE: queue 'default' is not one of SQLQUEUE_QUEUES ['mail'].",
         ),
         (
             {"SQLQUEUE_MAX_ATTEMPTS": 0},

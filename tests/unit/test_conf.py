@@ -173,7 +173,7 @@ def test_django_settings_are_asked_once_until_a_setting_changes(monkeypatch: pyt
         (
             {"SQLQUEUE_QUEUES": ["mail", "reports"]},
             "SQLQUEUE_DEFAULT_QUEUE",
-            "SQLQUEUE_DEFAULT_QUEUE 'default' is not one of SQLQUEUE_QUEUES ['mail', 'reports'].",
+            "SQLQUEUE_DEFAULT_QUEUE: queue 'default' is not one of SQLQUEUE_QUEUES ['mail', 'reports'].",
         ),
         (
             {"SQLQUEUE_MAX_ATTEMPTS": 0},
@@ -329,3 +329,39 @@ def test_number_settings_refuse_nan_and_infinity(name: str, value: float) -> Non
     with override_settings(**{name: value}), pytest.raises(ImproperlyConfigured) as excinfo:
         getattr(conf, name)
     assert str(excinfo.value) == f"{name} must be a positive number of seconds, not {value!r}."
+
+
+SETTING_NAMES = [name for name, value in vars(conf_module.Settings).items() if isinstance(value, property)]
+
+
+def plain(name: str) -> Any:
+    """``conf``'s value of setting ``name`` with nothing remembered: the plain path."""
+    memo, conf_module._memo = conf_module._memo, conf_module._Memo()
+    try:
+        return getattr(conf, name)
+    finally:
+        conf_module._memo = memo
+
+
+@pytest.mark.parametrize("overrides", [{}, {"SQLQUEUE_BATCH_SIZE": 7, "SQLQUEUE_RETENTION": {"FAILED": None}}])
+def test_every_setting_read_through_the_memo_equals_a_plain_read(overrides: dict[str, Any]) -> None:
+    with override_settings(**overrides):
+        remembered = {name: getattr(conf, name) for name in SETTING_NAMES}
+        assert {name: getattr(conf, name) for name in SETTING_NAMES} == remembered  # from the memo
+        assert remembered == {name: plain(name) for name in SETTING_NAMES}
+    assert "SQLQUEUE_BATCH_SIZE" in SETTING_NAMES
+    assert len(SETTING_NAMES) >= 15
+
+
+def test_the_memo_follows_override_settings_and_the_settings_fixture(settings: Any) -> None:
+    assert conf.SQLQUEUE_BATCH_SIZE == 100
+    with override_settings(SQLQUEUE_BATCH_SIZE=7):
+        assert conf.SQLQUEUE_BATCH_SIZE == 7
+        with override_settings(SQLQUEUE_BATCH_SIZE=8):
+            assert conf.SQLQUEUE_BATCH_SIZE == 8
+        assert conf.SQLQUEUE_BATCH_SIZE == 7
+    assert conf.SQLQUEUE_BATCH_SIZE == 100
+    settings.SQLQUEUE_BATCH_SIZE = 9
+    assert conf.SQLQUEUE_BATCH_SIZE == 9
+    del settings.SQLQUEUE_BATCH_SIZE
+    assert conf.SQLQUEUE_BATCH_SIZE == 100

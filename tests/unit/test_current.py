@@ -15,9 +15,9 @@ from django_sqlqueue import current_job
 from django_sqlqueue.current import JobHandle
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.exceptions import JobCancelled, WorkerLost
+from django_sqlqueue.maintenance.rescue import rescue_worker
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.runner.execution import attempt
-from django_sqlqueue.runner.rescue import rescue_worker
 from django_sqlqueue.testing import perform
 from tests.djtasks.tasks import current_job_id, current_job_id_async
 from tests.testapp.tasks import whoami

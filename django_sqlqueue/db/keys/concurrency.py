@@ -22,8 +22,6 @@ from django_sqlqueue.rules.lifecycle import ACTIVE, JobStatus
 if TYPE_CHECKING:
     from django_sqlqueue.models import Job
 
-CONCURRENCY_KEY_MAX_LENGTH = 255
-
 
 class Candidate(Protocol):
     """What admission reads of a candidate: a :class:`Job`, or a row of these values."""
@@ -62,6 +60,9 @@ def with_free_slot(model: type[Job], using: str) -> models.Q:
 #: Databases on which this process met a keyed candidate. Until it has, its claims
 #: leave nothing out (the statement stays as it was before concurrency limits); from
 #: then on, saturated keys. One claim per process may so take keyed jobs it then drops.
+#: Hidden state, kept here alone: it only makes the statement cheaper for those who never
+#: use keys, never changes what a claim takes (``admit`` decides under the lock either
+#: way; ``test_a_claim_takes_the_same_jobs_whether_or_not_this_process_has_met_a_key``).
 _KEYS_SEEN: set[str] = set()
 
 

@@ -18,12 +18,14 @@ from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.exceptions import TaskModuleError
 from django_sqlqueue.logs import LOG_FORMATS, TEXT, configure_logging, logging_restored
 from django_sqlqueue.management.arguments import claim_limit, name_prefix, positive_int, queue_list, tcp_port
-from django_sqlqueue.management.migrated import QueueCommand
+from django_sqlqueue.management.base import QueueCommand
 from django_sqlqueue.metrics import INSTALL_HINT, client_installed
 from django_sqlqueue.models import Job, Leader, Worker
+from django_sqlqueue.rules.queues import unlisted_queues_problem
 from django_sqlqueue.rules.registry import autodiscover
 from django_sqlqueue.runner.capacity import connections_problem
-from django_sqlqueue.runner.supervisor import Options, Supervisor
+from django_sqlqueue.runner.config import WorkerOptions
+from django_sqlqueue.runner.supervisor import Supervisor
 
 _LOG_LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
 
@@ -106,9 +108,8 @@ class Command(QueueCommand):
         verbosity: int,
         **options: Any,
     ) -> None:
-        allowed = conf.SQLQUEUE_QUEUES
-        if queues and allowed is not None and (unknown := sorted(set(queues) - allowed)):
-            raise CommandError(f"--queues names {unknown}, not in SQLQUEUE_QUEUES {sorted(allowed)}.")
+        if problem := unlisted_queues_problem(queues or [], conf.SQLQUEUE_QUEUES):
+            raise CommandError(f"--queues: {problem}.")
         if problem := _unstorable_name(queues or [], name):
             raise CommandError(problem)
         try:
@@ -133,7 +134,7 @@ class Command(QueueCommand):
             raise CommandError(f"--metrics-port needs prometheus-client: {INSTALL_HINT}.")
         level = _LOG_LEVELS.get(verbosity, logging.DEBUG)
         supervisor = Supervisor(
-            Options(
+            WorkerOptions(
                 queues=queues,
                 processes=processes,
                 threads=threads,

@@ -7,9 +7,9 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
-from django_sqlqueue.health import health
 from django_sqlqueue.management.arguments import non_negative_int, positive_number
-from django_sqlqueue.management.migrated import QueueCommand
+from django_sqlqueue.management.base import QueueCommand
+from django_sqlqueue.reporting.health import health
 
 
 class Command(QueueCommand):

@@ -12,7 +12,7 @@ from django.db import Error
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import pruning
 from django_sqlqueue.management.arguments import duration, finished_statuses, percent, positive_int
-from django_sqlqueue.management.migrated import QueueCommand
+from django_sqlqueue.management.base import QueueCommand
 from django_sqlqueue.models import Job
 from django_sqlqueue.rules.lifecycle import JobStatus
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from django_sqlqueue import pausing
+from django_sqlqueue.db import pausing
 from django_sqlqueue.management.arguments import queue_name
 
 

@@ -11,12 +11,13 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 from django.db import DatabaseError, connections
 
+from django_sqlqueue.db.migrated import does_not_answer
 from django_sqlqueue.db.routing import read_db
 from django_sqlqueue.management.arguments import positive_number
-from django_sqlqueue.management.migrated import QueueCommand, does_not_answer
+from django_sqlqueue.management.base import QueueCommand
 from django_sqlqueue.models import Job
+from django_sqlqueue.reporting.stats import Snapshot, snapshot, whole_seconds
 from django_sqlqueue.rules.lifecycle import JobStatus
-from django_sqlqueue.stats import Snapshot, snapshot, whole_seconds
 
 #: Move the cursor home and clear the screen: how a terminal redraws in place.
 CLEAR_SCREEN = "\033[H\033[2J"

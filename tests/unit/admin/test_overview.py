@@ -15,11 +15,11 @@ from django_sqlqueue import pause_queue
 from django_sqlqueue.admin import overview
 from django_sqlqueue.admin.overview import queue_stats
 from django_sqlqueue.admin.throughput import LAST_HOUR, LAST_WEEK
-from django_sqlqueue.counting import queue_counts
 from django_sqlqueue.models import JobStatus, PausedQueue
+from django_sqlqueue.reporting.counting import queue_counts
 from tests.support.admin_helpers import CHANGELIST, make_job, messages_of, staff_client
 from tests.support.charsets import column_in
-from tests.unit.test_counting import analyze_on_postgresql
+from tests.unit.reporting.test_counting import analyze_on_postgresql
 
 pytestmark = pytest.mark.django_db
 

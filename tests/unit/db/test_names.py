@@ -12,6 +12,7 @@ from django.db import DEFAULT_DB_ALIAS, connection, models
 from django_sqlqueue import pause_queue
 from django_sqlqueue.db import leadership
 from django_sqlqueue.db.names import NameField, binary_collation
+from django_sqlqueue.db.pausing import paused_queues
 from django_sqlqueue.models import (
     ConcurrencyKey,
     FinishedHour,
@@ -23,7 +24,6 @@ from django_sqlqueue.models import (
     Schedule,
     Worker,
 )
-from django_sqlqueue.pausing import paused_queues
 from tests.testapp.tasks import noop
 
 pytestmark = pytest.mark.django_db

@@ -12,8 +12,10 @@ from django.conf import settings
 from django.db import connection, connections
 from django.test import override_settings
 
+from django_sqlqueue.db.instances import JobRows, job_rows
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.models import Job, Worker
+from tests.testapp.tasks import noop
 
 
 def test_made_once_for_each_connection_and_model() -> None:
@@ -72,3 +74,20 @@ def test_kept_when_another_setting_changes() -> None:
     before = cached(Job, connections["default"])
     with override_settings(SQLQUEUE_BATCH_SIZE=7):
         assert cached(Job, connections["default"]) is before
+
+
+@pytest.mark.django_db
+def test_what_a_connection_keeps_equals_what_is_made_afresh() -> None:
+    """The shortcut (kept on the connection object) and the plain path (made now) read a
+    row alike, also once the clock's settings changed under what was kept."""
+    connection = connections["default"]
+    Job.objects.enqueue(noop, (1,), {"a": [2]})
+    for use_tz in (True, False):
+        with override_settings(USE_TZ=use_tz):
+            kept, fresh = job_rows(Job, connection), JobRows(Job, connection)
+            assert (kept.attnames, kept.columns) == (fresh.attnames, fresh.columns)
+            with connection.cursor() as cursor:
+                cursor.execute(f"SELECT {fresh.columns} FROM {connection.ops.quote_name(Job._meta.db_table)}")
+                rows = cursor.fetchall()
+            assert kept.converted(rows) == fresh.converted(rows)
+            assert kept.converted(rows)[0][kept.attnames.index("kwargs")] == {"a": [2]}

@@ -20,9 +20,9 @@ from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.db import rollup
 from django_sqlqueue.db.routing import queue_db
+from django_sqlqueue.maintenance.rescue import rescue_expired
 from django_sqlqueue.metrics.collector import scrape_registry
 from django_sqlqueue.models import Job, JobStatus, Worker
-from django_sqlqueue.runner.rescue import rescue_expired
 from django_sqlqueue.runner.wakeup import Waiter
 from tests.support.admin_helpers import CHANGELIST, action
 from tests.testapp.tasks import add, noop

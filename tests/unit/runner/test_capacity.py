@@ -8,8 +8,8 @@ import re
 import pytest
 from django.db import DEFAULT_DB_ALIAS, connection
 
-from django_sqlqueue.db.capacity import server_connections
-from django_sqlqueue.runner.capacity import connections_per_process, connections_problem
+from django_sqlqueue.db.capacity import connections_per_process, server_connections
+from django_sqlqueue.runner.capacity import connections_problem
 
 pytestmark = pytest.mark.django_db
 

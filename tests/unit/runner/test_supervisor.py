@@ -10,15 +10,9 @@ from django.db import DEFAULT_DB_ALIAS
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import leadership, pruning
-from django_sqlqueue.runner.supervisor import (
-    LEAD_SECONDS,
-    PRUNE_BACKLOG_SECONDS,
-    PRUNE_SECONDS,
-    TAKEOVER_MARGIN_SECONDS,
-    Options,
-    Supervisor,
-    prune_again_in,
-)
+from django_sqlqueue.maintenance.pruning import PRUNE_BACKLOG_SECONDS, PRUNE_SECONDS, prune_again_in
+from django_sqlqueue.runner.config import WorkerOptions as Options
+from django_sqlqueue.runner.supervisor import LEAD_SECONDS, TAKEOVER_MARGIN_SECONDS, Supervisor
 
 
 def test_nothing_left_to_prune_waits_the_interval() -> None:

@@ -19,7 +19,7 @@ from django_sqlqueue import signals
 from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.managers import JobManager
 from django_sqlqueue.models import Job, JobStatus, Worker
-from django_sqlqueue.runner.config import WorkerConfig
+from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.execution import JobOutcome
 from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.worker import BATCH_SECONDS, Budget, WorkerProcess
@@ -38,7 +38,7 @@ def worker_process(**config: Any) -> Iterator[WorkerProcess]:
     """A worker process's loop in this process, with ``config`` over the defaults."""
     receiver, sender = multiprocessing.Pipe(duplex=False)
     defaults: dict[str, Any] = {"name": "w", "queues": None, "threads": 2, "batch_size": 100, "burst": True}
-    settings = WorkerConfig(**{**defaults, "log_level": 0, **config})
+    settings = WorkerOptions(**{**defaults, "log_level": 0, **config})
     started = StartedJobs(multiprocessing.get_context(), settings.batch_size)
     yield WorkerProcess(settings, sender, started, Budget(None), threading.Event())
     receiver.close()

@@ -1,5 +1,5 @@
 """``manage.py sqlqueue_health`` as a probe runs it: its own process, against real workers
-(a database that is down: ``tests/integration/management/test_migrated.py``)."""
+(a database that is down: ``tests/integration/management/test_base.py``)."""
 
 from __future__ import annotations
 

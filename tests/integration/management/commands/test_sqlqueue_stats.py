@@ -1,5 +1,5 @@
 """``manage.py sqlqueue_stats`` in its own process: against real workers, and watching until
-Ctrl-C (a database that is down: ``tests/integration/management/test_migrated.py``)."""
+Ctrl-C (a database that is down: ``tests/integration/management/test_base.py``)."""
 
 from __future__ import annotations
 

@@ -309,3 +309,22 @@ def test_a_key_taken_after_it_was_read_as_idle_keeps_its_row(monkeypatch: pytest
     monkeypatch.setattr(concurrency, "retry_transient", enqueued_meanwhile)
     assert concurrency.forget_idle_keys(Job, connection.alias, 100) == 0
     assert list(ConcurrencyKey.objects.values_list("pk", flat=True)) == ["k"]
+
+
+@pytest.mark.django_db
+@override_settings(SQLQUEUE_RATE_LIMITS={})  # the test settings rate-limit a task
+def test_a_claim_takes_the_same_jobs_whether_or_not_this_process_has_met_a_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``_KEYS_SEEN`` changes the claim's statement (the free-slot condition is left out
+    until a key is met), never what it takes: the shortcut equals the plain path."""
+    keyed(3)
+    Job.objects.enqueue_many([Job.objects.build(noop, (index,)) for index in range(3)])
+    claimed = {}
+    for seen in (set(), {connection.alias}):
+        monkeypatch.setattr(concurrency, "_KEYS_SEEN", set(seen))
+        with transaction.atomic():
+            claimed[bool(seen)] = sorted(job.pk for job in Job.objects.claim(worker_id="w", limit=10))
+            transaction.set_rollback(True)
+    assert claimed[False] == claimed[True]
+    assert len(claimed[True]) == 5  # the three keyless jobs and two of the key's three

@@ -45,7 +45,7 @@ def test_bad_options_are_refused_before_anything_starts(args: list[str], message
 @pytest.mark.django_db
 def test_queue_outside_sqlqueue_queues_is_refused(settings: Any) -> None:
     settings.SQLQUEUE_QUEUES = ["default", "mail"]
-    with pytest.raises(CommandError, match=re.escape("--queues names ['reports'], not in SQLQUEUE_QUEUES")):
+    with pytest.raises(CommandError, match=re.escape("--queues: queue 'reports' is not one of SQLQUEUE_QUEUES")):
         call_command("runworkers", "--queues", "mail,reports")
     assert not Worker.objects.exists()
 

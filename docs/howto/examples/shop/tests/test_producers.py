@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from django_sqlqueue.models import Job, JobStatus
-from django_sqlqueue.pausing import paused_queues
+from django_sqlqueue.operations import paused_queues
 from shop import producers, tasks
 
 

@@ -1,5 +1,5 @@
 """Every command on the queue's tables refuses, in one line, to work on tables that are
-not current (a database that is down: ``tests/integration/management/test_migrated.py``)."""
+not current (a database that is down: ``tests/integration/management/test_base.py``)."""
 
 from __future__ import annotations
 

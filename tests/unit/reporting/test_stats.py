@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from django_sqlqueue.management.commands.sqlqueue_stats import as_tables
 from django_sqlqueue.models import Job, JobStatus, Worker
-from django_sqlqueue.stats import Recent, live_workers, recent_outcomes, snapshot, whole_seconds
+from django_sqlqueue.reporting.stats import Recent, live_workers, recent_outcomes, snapshot, whole_seconds
 from tests.support.admin_helpers import make_job
 
 pytestmark = pytest.mark.django_db

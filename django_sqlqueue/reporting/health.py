@@ -6,10 +6,10 @@ from __future__ import annotations
 import datetime
 from typing import NamedTuple
 
+from django_sqlqueue.db.migrated import tables_problem
 from django_sqlqueue.db.routing import queue_db
-from django_sqlqueue.management.migrated import tables_problem
 from django_sqlqueue.models import Job, Worker
-from django_sqlqueue.stats import queue_lags
+from django_sqlqueue.reporting.stats import queue_lags
 
 
 class Health(NamedTuple):

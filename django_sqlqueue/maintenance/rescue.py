@@ -1,21 +1,28 @@
-"""Giving back the jobs of workers that died: nothing stays ``RUNNING`` forever."""
+"""Giving back the jobs of workers that died: nothing stays ``RUNNING`` forever. The
+supervisor rescues a process it saw die at once (:func:`rescue_worker`); the lease's
+holder rescues those of workers anywhere whose lease expired (:class:`RescueService`)."""
 
 from __future__ import annotations
 
 import datetime
 import logging
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from django.db import transaction
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.transient import unless_away
 from django_sqlqueue.exceptions import WorkerLost
+from django_sqlqueue.maintenance.service import Service
 from django_sqlqueue.models import Job, JobStatus, Worker
 
 logger = logging.getLogger(__name__)
+
+#: The longest between two rescues, whatever ``SQLQUEUE_LEASE``.
+RESCUE_SECONDS = 10.0
 
 
 @dataclass
@@ -86,3 +93,23 @@ def rescue_expired() -> Rescued:
     for name in list(orphans):
         rescued += rescue_worker(name, WorkerLost(f"worker {name} is not registered as running"))
     return rescued
+
+
+class RescueService(Service):
+    """Gives back the jobs of the workers whose lease expired (:func:`rescue_expired`),
+    every half lease and at least every 10 s, and tells ``counted`` what it wrote (the
+    supervisor's status line counts it)."""
+
+    name = "rescue"
+
+    def __init__(self, counted: Callable[[Rescued], object]) -> None:
+        super().__init__()
+        self.counted = counted
+
+    @property
+    def interval(self) -> float:
+        return min(conf.SQLQUEUE_LEASE / 2, RESCUE_SECONDS)
+
+    def run(self, now: float) -> float:
+        self.counted(unless_away(rescue_expired, Rescued()))
+        return self.interval

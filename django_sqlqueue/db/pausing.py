@@ -12,12 +12,13 @@ import time
 
 from django.db import transaction
 
-from django_sqlqueue.conf import conf, queue_name_problem
+from django_sqlqueue.conf import conf
 from django_sqlqueue.db import charsets
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.notifying import QUEUES_CHANGED, notify
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import PausedQueue
+from django_sqlqueue.rules.queues import queue_name_problem, unlisted_queues_problem
 
 #: A worker's paused set is at most this old when it claims.
 REFRESH_SECONDS = 1.0
@@ -57,11 +58,8 @@ def _checked(name: str, **texts: str) -> str:
     ``texts`` (other columns' text) are what that database can store: a character
     outside a MySQL table's or connection's character set would fail the statement
     with a raw error or be written as ``?``."""
-    if problem := queue_name_problem(name):
+    if problem := queue_name_problem(name) or unlisted_queues_problem([name], conf.SQLQUEUE_QUEUES):
         raise ValueError(f"{problem}.")
-    queues = conf.SQLQUEUE_QUEUES
-    if queues is not None and name not in queues:
-        raise ValueError(f"{name!r} is not one of SQLQUEUE_QUEUES {sorted(queues)}.")
     alias = queue_db(PausedQueue)
     if problem := charsets.unstorable(PausedQueue, alias, {"queue": name, **texts}):
         raise ValueError(f"Cannot store the pause of queue {name!r}: {problem}.")

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from functools import reduce
 from operator import or_
 
-from django.db import connections
 from django.db.models import Count, Max, Min, Q
 
+from django_sqlqueue.db.estimates import estimated_rows, keeps_value_shares, value_shares
 from django_sqlqueue.managers import JobQuerySet
 from django_sqlqueue.rules.lifecycle import ACTIVE, FINISHED
 
@@ -40,14 +40,6 @@ RUN_LENGTH = 10
 SPARSE = 0.05
 #: Ids per query of the sample: under SQLite's oldest limit of 999 parameters.
 SAMPLE_CHUNK = 900
-
-#: The planner's statistics of the two columns: the share of the table each common value holds.
-PLANNER_SHARES_SQL = """
-    SELECT c.reltuples, s.attname, s.most_common_vals::text::text[], s.most_common_freqs
-    FROM pg_class c
-    JOIN pg_stats s ON s.schemaname = c.relnamespace::regnamespace::text AND s.tablename = c.relname
-    WHERE c.oid = %s::regclass AND s.attname IN ('queue', 'status')
-"""
 
 
 @dataclass(frozen=True)
@@ -74,7 +66,7 @@ def status_counts(jobs: JobQuerySet) -> dict[str, dict[str, int]]:
 def queue_counts(jobs: JobQuerySet, *, estimate_above: int = ESTIMATE_ABOVE_ROWS) -> QueueCounts:
     """The counts of ``jobs`` (the whole table on one database), the finished statuses
     estimated once it holds more than ``estimate_above`` rows."""
-    if connections[jobs.db].vendor == "postgresql":
+    if keeps_value_shares(jobs.db):
         estimates = planner_estimates(jobs, above=estimate_above)
     else:
         estimates = sampled_estimates(jobs, above=estimate_above)
@@ -97,14 +89,10 @@ def planner_estimates(jobs: JobQuerySet, *, above: int) -> dict[str, dict[str, i
     the share of the status. No row is read, at any size; a queue too rare for the
     statistics' common values is left out. None before the table was first analysed,
     or while it holds fewer than ``above`` rows."""
-    connection = connections[jobs.db]
-    with connection.cursor() as cursor:
-        cursor.execute(PLANNER_SHARES_SQL, [connection.ops.quote_name(jobs.model._meta.db_table)])
-        rows = cursor.fetchall()
-    shares = {column: dict(zip(values or [], freqs or [], strict=True)) for _, column, values, freqs in rows}
-    if not rows or rows[0][0] < max(above, 0) or not shares.get("queue") or not shares.get("status"):
+    total = estimated_rows(jobs)
+    shares = value_shares(jobs, ["queue", "status"])
+    if total < max(above, 0) or not shares.get("queue") or not shares.get("status"):
         return None
-    total = rows[0][0]
     return {
         queue: {status: round(total * share * shares["status"].get(status, 0)) for status in FINISHED}
         for queue, share in shares["queue"].items()

@@ -13,8 +13,8 @@ from django.core.management.base import CommandError
 from django.db.migrations.recorder import MigrationRecorder
 from django.utils import timezone
 
-from django_sqlqueue.health import health
 from django_sqlqueue.models import Job, Worker
+from django_sqlqueue.reporting.health import health
 from tests.testapp.tasks import noop, report
 
 pytestmark = pytest.mark.django_db

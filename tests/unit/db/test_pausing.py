@@ -1,4 +1,4 @@
-"""Pausing and resuming queues (``pausing.py``), and how a claim leaves paused queues out."""
+"""Pausing and resuming queues (``db/pausing.py``), and how a claim leaves paused queues out."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue import pause_queue, resume_queue
+from django_sqlqueue.db.pausing import REFRESH_SECONDS, PausedQueues, paused_queues
 from django_sqlqueue.models import Job, JobStatus, PausedQueue
-from django_sqlqueue.pausing import REFRESH_SECONDS, PausedQueues, paused_queues
 from tests.support.charsets import column_in, session_variable
 from tests.testapp.tasks import noop
 

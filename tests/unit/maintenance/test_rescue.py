@@ -1,4 +1,4 @@
-"""Giving back the jobs of dead workers (``runner/rescue.py``)."""
+"""Giving back the jobs of dead workers (``maintenance/rescue.py``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from django.db.models import F
 
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.exceptions import WorkerLost
+from django_sqlqueue.maintenance.rescue import Rescued, rescue_expired, rescue_worker
 from django_sqlqueue.models import Job, JobStatus, Worker
-from django_sqlqueue.runner.rescue import Rescued, rescue_expired, rescue_worker
 from tests.testapp.tasks import noop
 
 pytestmark = pytest.mark.django_db

@@ -1,0 +1,53 @@
+"""The pace every maintenance service keeps (``maintenance/service.py``), and the
+services the lease's holder runs, in their order (``maintenance/services.py``)."""
+
+from __future__ import annotations
+
+from django_sqlqueue.maintenance.pruning import PruningService
+from django_sqlqueue.maintenance.rescue import Rescued, RescueService
+from django_sqlqueue.maintenance.rollups import RollupsService
+from django_sqlqueue.maintenance.schedules import SchedulesService
+from django_sqlqueue.maintenance.service import Service
+from django_sqlqueue.maintenance.services import maintenance_services
+
+
+class Counted(Service):
+    """Runs by counting, and asks for the next turn after ``again`` seconds."""
+
+    name = "counted"
+    interval = 5.0
+
+    def __init__(self, again: float) -> None:
+        super().__init__()
+        self.again = again
+        self.turns: list[float] = []
+
+    def run(self, now: float) -> float:
+        self.turns.append(now)
+        return self.again
+
+
+def test_a_service_runs_at_once_then_when_its_turn_says() -> None:
+    service = Counted(again=5.0)
+    assert service.run_due(100.0)
+    assert not service.run_due(104.9)
+    assert service.run_due(105.0)
+    assert service.turns == [100.0, 105.0]
+
+
+def test_due_now_brings_the_next_turn_forward() -> None:
+    service = Counted(again=60.0)
+    service.run_due(100.0)
+    assert not service.run_due(101.0)
+    service.due_now(101.0)
+    assert service.run_due(101.0)
+    assert service.turns == [100.0, 101.0]
+
+
+def test_the_holder_runs_rescue_schedules_rollups_then_pruning() -> None:
+    heard: list[Rescued] = []
+    services = maintenance_services(heard.append)
+    assert [type(service) for service in services] == [RescueService, SchedulesService, RollupsService, PruningService]
+    assert [service.name for service in services] == ["rescue", "schedules", "rollups", "pruning"]
+    assert isinstance(services[0], RescueService)
+    assert services[0].counted == heard.append
