@@ -7,14 +7,15 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import QuerySet
-from django.utils import formats, timezone
-from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
-from django.utils.text import Truncator
+from django.utils.dateparse import parse_datetime
+from django.utils.html import conditional_escape, format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
 
+from django_sqlqueue.admin import times
 from django_sqlqueue.db.far_times import readable
 from django_sqlqueue.rules.lifecycle import JobStatus
 
@@ -58,6 +59,11 @@ def status_badge(status: str) -> SafeString:
     )
 
 
+#: The characters of an error message a list shows, and a table of failures; the rest is on hover.
+ERROR_CHARS = 80
+FOLDED_ERROR_CHARS = 200
+
+
 def utf8(text: str) -> str:
     """``text`` as a page can carry it: a surrogate, which a row written before they were
     refused may hold (SQLite and JSON keep them, UTF-8 cannot), is shown as its escape."""
@@ -69,38 +75,67 @@ def pretty_json(value: Any) -> SafeString:
     return format_html("<pre>{}</pre>", utf8(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)))
 
 
-def short_error(errors: list[dict[str, Any]]) -> str:
-    """The last attempt's exception class and message on one short line; "" when none failed."""
+def clipped(text: str, chars: int) -> SafeString:
+    """``text`` cut to about ``chars`` characters in its middle, where the least is lost
+    (a task path keeps its package and its function, an error its kind and its cause),
+    the whole of it on hover. It breaks after a dot, a slash or an underscore, and
+    anywhere else when it must, so no word of it widens the page."""
+    text = utf8(text)
+    if len(text) <= chars:
+        return format_html('<span class="sqlqueue-long">{}</span>', _breakable(text))
+    head = chars * 2 // 5
+    tail = chars - head - 1
+    return format_html(
+        '<span class="sqlqueue-long" title="{}">{}…{}</span>', text, _breakable(text[:head]), _breakable(text[-tail:])
+    )
+
+
+def _breakable(text: str) -> SafeString:
+    """``text`` escaped, with a line break opportunity after each dot, slash and underscore."""
+    escaped = str(conditional_escape(text))  # entities hold none of those three
+    return mark_safe(re.sub(r"([._/])", r"\1<wbr>", escaped))
+
+
+def short_error(errors: list[dict[str, Any]]) -> SafeString | str:
+    """The last attempt's exception class and message, cut to a few lines; "" when none failed."""
     if not errors:
         return ""
     last = errors[-1]
     kind = str(last.get("exception_class_path", "")).rsplit(".", 1)[-1]
-    return utf8(Truncator(f"{kind}: {last.get('message', '')}").chars(80))
+    return clipped(f"{kind}: {last.get('message', '')}", ERROR_CHARS)
 
 
-def errors_html(errors: list[dict[str, Any]]) -> SafeString:
-    """Every failed attempt, newest first: its exception, worker, start and traceback."""
+def errors_html(errors: list[dict[str, Any]], *, folded: bool = False) -> SafeString:
+    """Every failed attempt, newest first: its exception, worker, start and traceback.
+    ``folded`` (for a table of them): the message cut short, the traceback behind a click."""
     if not errors:
         return format_html("{}", "-")
-    return format_html_join(
-        "",
-        '<div class="sqlqueue-error"><p><strong>Attempt {}</strong>: {}: {}<br>'
-        '<span class="quiet">worker {}, started {}</span></p><pre>{}</pre></div>',
-        (
-            (
-                utf8(str(part))
-                for part in (
-                    error.get("attempt", "?"),
-                    error.get("exception_class_path", ""),
-                    error.get("message", ""),
-                    error.get("worker", "") or "-",
-                    error.get("started_at", "") or "-",
-                    error.get("traceback", ""),
-                )
-            )
-            for error in reversed(errors)
+    return format_html_join("", "{}", ((_error_html(error, folded=folded),) for error in reversed(errors)))
+
+
+def _error_html(error: dict[str, Any], *, folded: bool) -> SafeString:
+    text = {key: utf8(str(error.get(key) or "")) for key in ("exception_class_path", "message", "worker", "traceback")}
+    message = f"{text['exception_class_path']}: {text['message']}"
+    return format_html(
+        '<div class="sqlqueue-error"><p><strong>Attempt {}</strong>: {}<br>'
+        '<span class="quiet">worker {}, started {}</span></p>{}</div>',
+        error.get("attempt", "?"),
+        clipped(message, FOLDED_ERROR_CHARS) if folded else message,
+        text["worker"] or "-",
+        _started(error.get("started_at"), exact=not folded),
+        format_html(
+            "<details><summary>Traceback</summary><pre>{}</pre></details>" if folded else "<pre>{}</pre>",
+            text["traceback"],
         ),
     )
+
+
+def _started(value: Any, *, exact: bool) -> SafeString | str:
+    """An attempt's start as recorded (ISO text), shown as every time is; as written if it is not one."""
+    with contextlib.suppress(TypeError, ValueError):
+        if (moment := parse_datetime(value)) is not None:
+            return times.when(moment, exact=exact)
+    return utf8(str(value or "-"))
 
 
 def readable_run_at(jobs: QuerySet[Job]) -> QuerySet[Job]:
@@ -108,15 +143,6 @@ def readable_run_at(jobs: QuerySet[Job]) -> QuerySet[Job]:
     Python holds (``db/far_times.py``): a row an old version wrote past it is listed and
     shown instead of failing the whole page."""
     return jobs.defer("run_at").annotate(shown_run_at=readable("run_at", jobs.db))
-
-
-def time(value: datetime.datetime) -> str:
-    """``value`` as the admin shows a time, in the current time zone; in its own when
-    the current one would carry it past the year 9999."""
-    if timezone.is_aware(value):
-        with contextlib.suppress(OverflowError):
-            value = timezone.localtime(value)
-    return formats.localize(value)
 
 
 def duration(start: datetime.datetime | None, end: datetime.datetime | None) -> str:

@@ -90,7 +90,7 @@ def groups() -> tuple[list[Group], int]:
     shown = everyone[:MAX_GROUPS]
     newest = dict(Job.objects.using(alias).filter(pk__in=[group.newest for group in shown]).values_list("pk", "errors"))
     for group in shown:
-        group.sample = display.errors_html(newest.get(group.newest, [])[-1:])
+        group.sample = display.errors_html(newest.get(group.newest, [])[-1:], folded=True)
     return shown, len(everyone)
 
 

@@ -24,7 +24,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 from rangefilter.filters import DateRangeFilterBuilder
 
-from django_sqlqueue.admin import changes, display, failures, overview, throughput
+from django_sqlqueue.admin import changes, display, failures, overview, throughput, times
 from django_sqlqueue.admin.changes import CHANGES, Change
 from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, TaskFilter
 from django_sqlqueue.db import pausing
@@ -32,6 +32,17 @@ from django_sqlqueue.models import Job, JobStatus, Worker
 
 #: The largest id a job can have (the id is a signed 64-bit integer on every database).
 MAX_JOB_ID = 2**63 - 1
+
+#: The characters of a task's and of a queue's name the list shows; the whole is on hover.
+TASK_CHARS = 60
+QUEUE_CHARS = 30
+
+#: Per status, the time the list shows of a job (``JobAdmin.moment``) and the word before it;
+#: a finished job's is ``finished_at``.
+MOMENTS: dict[str, tuple[str, str]] = {
+    JobStatus.READY: ("shown_run_at", "due"),
+    JobStatus.RUNNING: ("started_at", "started"),
+}
 
 #: The action names of the changelist, each the name of a change; ``delete_selected``
 #: replaces Django's own so that running jobs are skipped.
@@ -63,21 +74,10 @@ class JobChangeList(ChangeList):
 class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """Browse, filter and search jobs; retry, cancel, run now or delete them."""
 
-    list_display = [
-        "id",
-        "task",
-        "queue",
-        "status_badge",
-        "priority",
-        "attempts_of",
-        "run_at_shown",
-        "enqueued_at",
-        "finished_at",
-        "worker",
-        "progress_shown",
-        "last_error",
-    ]
-    list_display_links = ["id", "task"]
+    # What a person triages by, narrow enough for a laptop beside the filters; the rest
+    # (priority, worker, progress, every time) is on a job's page.
+    list_display = ["id", "task_and_queue", "status_and_attempts", "moment", "last_error"]
+    list_display_links = ["id"]
     list_filter = [
         "status",
         QueueFilter,
@@ -107,12 +107,15 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         ),
         (
             "Timings",
-            {"fields": ["enqueued_at", "run_at_shown", "started_at", "finished_at", "waited", "ran", "worker_link"]},
+            {"fields": ["enqueued", "run_at_exact", "started", "finished_exact", "waited", "ran", "worker_link"]},
         ),
         ("Arguments and result", {"fields": ["args_pretty", "kwargs_pretty", "result_pretty"]}),
         ("Errors", {"fields": ["errors_pretty"]}),
     ]
     readonly_fields = [str(field) for _, options in fieldsets for field in options["fields"]]
+
+    class Media:
+        css = {"all": ["django_sqlqueue/admin.css"]}
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
         return display.readable_run_at(super().get_queryset(request))
@@ -356,9 +359,34 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def status_badge(self, job: Job) -> SafeString:
         return display.status_badge(job.status)
 
-    @admin.display(description="run at", ordering="run_at")
-    def run_at_shown(self, job: Job) -> str:
-        return display.time(getattr(job, "shown_run_at"))  # noqa: B009 (an annotation: the model does not declare it)
+    @admin.display(description="task, queue", ordering="task")
+    def task_and_queue(self, job: Job) -> SafeString:
+        return format_html(
+            '{}<br><span class="quiet">{}</span>',
+            display.clipped(job.task, TASK_CHARS),
+            display.clipped(job.queue, QUEUE_CHARS),
+        )
+
+    @admin.display(description="status, attempts", ordering="status")
+    def status_and_attempts(self, job: Job) -> SafeString:
+        return format_html(
+            '{} <span class="quiet sqlqueue-nowrap" title="attempts started, of {}">{}</span>',
+            display.status_badge(job.status),
+            job.max_attempts,
+            self.attempts_of(job),
+        )
+
+    @admin.display(description="when")
+    def moment(self, job: Job) -> SafeString:
+        """The time that matters in the job's status: when it is due, started or ended."""
+        field, verb = MOMENTS.get(job.status, ("finished_at", "ended"))
+        return format_html("{} {}", verb, times.when(getattr(job, field)))
+
+    # ``shown_run_at`` is ``run_at`` as the database driver can read it (``display.readable_run_at``).
+    run_at_exact = times.column("shown_run_at", "run at", exact=True)
+    finished_exact = times.column("finished_at", "finished at", exact=True)
+    enqueued = times.column("enqueued_at", "enqueued at", exact=True)
+    started = times.column("started_at", "latest attempt started at", exact=True)
 
     @admin.display(description="attempts")
     def attempts_of(self, job: Job) -> str:
@@ -369,7 +397,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return display.progress_bar(job.progress)
 
     @admin.display(description="last error")
-    def last_error(self, job: Job) -> str:
+    def last_error(self, job: Job) -> SafeString | str:
         return display.short_error(job.errors)
 
     @admin.display(description="waited before its last attempt")

@@ -18,13 +18,16 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from django_sqlqueue.admin.display import status_badge
-from django_sqlqueue.admin.jobs import running_jobs_url
+from django_sqlqueue.admin import display, times
+from django_sqlqueue.admin.jobs import TASK_CHARS, running_jobs_url
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import leadership
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.routing import read_db
 from django_sqlqueue.models import Job, JobStatus, Leader, Worker
+
+#: The characters of a worker's queues the list shows; all of them are on hover.
+QUEUES_CHARS = 80
 
 #: The jobs listed on a worker's page; the link to the changelist shows them all.
 LISTED_JOBS = 50
@@ -35,8 +38,8 @@ FIELDS = (
     "host",
     "pid",
     "queues_shown",
-    "started_at",
-    "heartbeat_at",
+    "started_exact",
+    "heartbeat_exact",
     "is_alive",
     "under_leader",
     "jobs_succeeded",
@@ -66,23 +69,21 @@ class AliveFilter(admin.SimpleListFilter):
 class WorkerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """Every registered worker process, alive or dead, and the jobs it holds."""
 
-    list_display = [
-        "name",
-        "host",
-        "pid",
-        "is_alive",
-        "under_leader",
-        "heartbeat_at",
-        "started_at",
-        "running",
-        "queues_shown",
-    ]
+    # The name carries the host and the pid (host:pid:index); they and the start are on the worker's page.
+    list_display = ["name", "is_alive", "under_leader", "heartbeat", "running", "queues_shown"]
     list_display_links = ["name"]
     list_filter = [AliveFilter, "host"]
     search_fields = ["name", "host"]
     ordering = ["name"]
     fields = FIELDS
     readonly_fields = FIELDS
+
+    heartbeat = times.column("heartbeat_at", "heartbeat")
+    heartbeat_exact = times.column("heartbeat_at", "heartbeat", exact=True)
+    started_exact = times.column("started_at", "started", exact=True)
+
+    class Media:
+        css = {"all": ["django_sqlqueue/admin.css"]}
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Worker]:
         lease = datetime.timedelta(seconds=conf.SQLQUEUE_LEASE)
@@ -128,16 +129,16 @@ class WorkerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def is_alive(self, worker: Worker) -> bool:
         return bool(worker.alive)  # type: ignore[attr-defined]
 
-    @admin.display(description="under the leader", boolean=True, ordering="leads")
+    @admin.display(description="leader", boolean=True, ordering="leads")
     def under_leader(self, worker: Worker) -> bool:
         """Whether its supervisor holds the maintenance lease."""
         return bool(worker.leads)  # type: ignore[attr-defined]
 
     @admin.display(description="queues")
-    def queues_shown(self, worker: Worker) -> str:
-        return ", ".join(worker.queues) if worker.queues else "all"
+    def queues_shown(self, worker: Worker) -> SafeString | str:
+        return display.clipped(", ".join(worker.queues), QUEUES_CHARS) if worker.queues else "all"
 
-    @admin.display(description="running jobs", ordering="running_count")
+    @admin.display(description="running", ordering="running_count")
     def running(self, worker: Worker) -> SafeString:
         count = worker.running_count  # type: ignore[attr-defined]
         return format_html('<a href="{}">{}</a>', running_jobs_url(worker.name), count)
@@ -151,7 +152,12 @@ class WorkerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             "",
             '<li><a href="{}">#{} {}</a> {}</li>',
             (
-                (reverse("admin:django_sqlqueue_job_change", args=[job.pk]), job.pk, job.task, status_badge(job.status))
+                (
+                    reverse("admin:django_sqlqueue_job_change", args=[job.pk]),
+                    job.pk,
+                    display.clipped(job.task, TASK_CHARS),
+                    display.status_badge(job.status),
+                )
                 for job in jobs
             ),
         )

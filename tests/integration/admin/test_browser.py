@@ -9,12 +9,14 @@ import datetime
 import os
 import shutil
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
-from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue import pause_queue
+from django_sqlqueue.models import Job, JobStatus, Schedule, Worker
 from tests.support.workers import ROOT, Workers
 from tests.testapp.tasks import add
 
@@ -33,12 +35,16 @@ CHROMIUM_ARGS = [
 ]
 IN_RANGE = datetime.datetime(2026, 3, 10, 12, tzinfo=datetime.timezone.utc)
 
+if TYPE_CHECKING:
+    from playwright.sync_api import ViewportSize
+
 pytestmark = pytest.mark.slow
 
 
 @contextlib.contextmanager
-def browser_page() -> Iterator[Any]:
-    """A Chromium page; a missing browser fails the test (CI installs it), never skips it."""
+def browser_page(viewport: ViewportSize | None = None) -> Iterator[Any]:
+    """A Chromium page (1400 by 900 px unless told); a missing browser fails the test
+    (CI installs it), never skips it."""
     if not shutil.which(CHROMIUM):
         pytest.fail(f"Chromium not found at {CHROMIUM}: apt-get install chromium (or set SQLQUEUE_CHROMIUM).")
     from playwright.sync_api import sync_playwright
@@ -46,9 +52,18 @@ def browser_page() -> Iterator[Any]:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            yield browser.new_page(viewport={"width": 1400, "height": 900})
+            yield browser.new_page(viewport=viewport or {"width": 1400, "height": 900})
         finally:
             browser.close()
+
+
+def log_in(page: Any, url: str) -> None:
+    """Sign in as the superuser the test made, landing on the jobs' changelist."""
+    page.goto(f"{url}/admin/login/?next=/admin/django_sqlqueue/job/")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", "password")
+    page.click("input[type=submit]")
+    page.wait_for_url("**/admin/django_sqlqueue/job/")
 
 
 def failed_job(finished_at: datetime.datetime) -> Job:
@@ -70,10 +85,7 @@ def test_triage_a_failed_job_in_the_browser(
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
     with browser_page() as page:
-        page.goto(f"{live_server.url}/admin/login/?next=/admin/django_sqlqueue/job/")
-        page.fill("#id_username", "admin")
-        page.fill("#id_password", "password")
-        page.click("input[type=submit]")
+        log_in(page, live_server.url)
         page.click("#changelist-filter a:text-is('Failed')")
         page.fill("input[name=finished_at__range__gte]", "2026-03-09")
         page.fill("input[name=finished_at__range__lte]", "2026-03-11")
@@ -100,3 +112,146 @@ def test_triage_a_failed_job_in_the_browser(
 
     assert Job.objects.get(pk=wanted.pk).status == JobStatus.SUCCESSFUL
     assert Job.objects.get(pk=too_old.pk).status == JobStatus.FAILED
+
+
+# Every page the app adds to the admin, on a laptop's screen.
+
+#: A laptop's viewport: the app's pages must fit it without sideways scrolling.
+LAPTOP: ViewportSize = {"width": 1280, "height": 800}
+#: Names as long as real projects' (dotted task paths, queues named after their routes).
+LONG_TASK = "acme.integrations.partners.webhooks.tasks.deliver_signed_webhook_with_exponential_backoff"
+QUEUES = ["default", "notifications.email.transactional.eu-west-1", "reports-nightly-aggregation", "webhooks.outbound"]
+LONG_ERROR = (
+    "HTTPSConnectionPool(host='partner-api.integrations.example.com', port=443): Max retries exceeded with url: "
+    "/v2/webhooks/deliveries/7f3c9a0e4b1d4c2fa9e8d7c6b5a4f3e2?signature=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822c"
+    "d15d6c15b0f00a08 (Caused by NewConnectionError('<urllib3.connection.HTTPSConnection object at 0x7f3a2b1c4d50>: "
+    "Failed to establish a new connection: [Errno 111] Connection refused'))"
+)
+WORKER = "web-prod-eu-west-1a-ip-10-0-12-34.eu-west-1.compute.internal:48213:0"
+
+
+def realistic_data() -> dict[str, Job]:
+    """Jobs of every status on several queues with long names, failures of several
+    groups with long errors, a paused queue, workers and schedules; the jobs whose
+    pages the test opens, by name."""
+    now = timezone.now()
+    error = {
+        "attempt": 3,
+        "worker": WORKER,
+        "started_at": (now - datetime.timedelta(minutes=4)).isoformat(),
+        "exception_class_path": "requests.exceptions.ConnectionError",
+        "message": LONG_ERROR,
+        "traceback": "Traceback (most recent call last):\n"
+        f'  File "/srv/app/{LONG_TASK.replace(".", "/")}.py", line 42\n'
+        f"requests.exceptions.ConnectionError: {LONG_ERROR}\n",
+    }
+    jobs = {}
+    for number, queue in enumerate(QUEUES):
+        for status in JobStatus.values:
+            job = Job.objects.enqueue(add, (number, 1), queue=queue)
+            finished = None if status in (JobStatus.READY, JobStatus.RUNNING) else now - datetime.timedelta(minutes=3)
+            failed = status == JobStatus.FAILED or (status == JobStatus.READY and number % 2)
+            Job.objects.filter(pk=job.pk).update(
+                task=f"{LONG_TASK}_{number}" if number else LONG_TASK,
+                status=status,
+                attempts=3 if failed else 1,
+                errors=[error] if failed else [],
+                last_error_class=error["exception_class_path"] if failed else "",
+                enqueued_at=now - datetime.timedelta(minutes=10),
+                started_at=now - datetime.timedelta(minutes=4),
+                finished_at=finished,
+                worker=WORKER if status == JobStatus.RUNNING else "",
+                progress={"done": 3, "total": 10, "message": "3 of 10 partners"}
+                if status == JobStatus.RUNNING
+                else None,
+            )
+            jobs[f"{status}-{number}"] = job
+    Job.objects.enqueue(add, (9, 9), queue=QUEUES[1], delay=7200)
+    pause_queue(QUEUES[2], "Partner API maintenance window until 06:00 UTC, see INC-4821 in the incident tracker")
+    for index in range(3):
+        Worker.objects.create(
+            name=f"{WORKER[:-1]}{index}", host=WORKER.split(":")[0], pid=48213, queues=QUEUES[1:] if index else None
+        )
+    for key, expression, zone in [
+        ("nightly-partner-reconciliation-report-for-every-region", "30 2 * * 1-5", "America/Argentina/Buenos_Aires"),
+        ("refresh-exchange-rates", "every 300 s", "UTC"),
+    ]:
+        Schedule.objects.create(
+            key=key,
+            task=LONG_TASK,
+            expression=expression,
+            tz=zone,
+            missed="latest",
+            queue=QUEUES[1],
+            last_tick_at=now,
+            next_tick_at=now + datetime.timedelta(hours=7),
+            last_run_at=now - datetime.timedelta(hours=17),
+            last_job_id=jobs["SUCCESSFUL-0"].pk,
+        )
+    return jobs
+
+
+#: Each page's path under /admin/django_sqlqueue/ (a callable of the jobs for a job's
+#: page), and the selectors of the controls a person acts with there: each must be on
+#: screen without scrolling sideways.
+PAGES: dict[str, tuple[Any, list[str]]] = {
+    "app-index": ("", []),
+    "changelist": ("job/", ["select[name=action]", "button[name=index]", ".object-tools a", "#searchbar"]),
+    "changelist-failed": ("job/?status__exact=FAILED", ["button[name=index]", "#retry-failed"]),
+    "job-failed": (lambda jobs: f"job/{jobs['FAILED-1'].pk}/change/", [".object-tools button", ".deletelink"]),
+    "job-running": (lambda jobs: f"job/{jobs['RUNNING-1'].pk}/change/", [".object-tools button"]),
+    "failures": ("job/failures/", ["input.retry-group", "input.cancel-group"]),
+    "overview": ("job/overview/", ["input.pause-queue", "input.resume-queue", "input[name=reason]"]),
+    "retry-failed": ("job/retry-failed/?queue=webhooks.outbound", ["input[type=submit]", ".cancel-link"]),
+    "workers": ("worker/", ["#searchbar"]),
+    "worker": (lambda jobs: f"worker/{Worker.objects.latest('pk').pk}/change/", []),
+    "schedules": ("schedule/", ["select[name=action]", "button[name=index]"]),
+    "schedule": (lambda jobs: f"schedule/{Schedule.objects.earliest('pk').pk}/change/", []),
+}
+
+
+#: The elements of a page that scroll sideways, as tag.class.
+SCROLLED_SIDEWAYS = """[...document.querySelectorAll("*")]
+    .filter(e => ["auto", "scroll"].includes(getComputedStyle(e).overflowX) && e.scrollWidth > e.clientWidth + 1)
+    .map(e => `${e.tagName}.${e.className}`)"""
+
+
+def test_every_page_fits_a_laptop_screen(live_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    get_user_model().objects.create_superuser("admin", "admin@example.com", "password")
+    jobs = realistic_data()
+    # Read before the browser starts: inside its event loop the ORM would open a connection
+    # of its own, which outlives the test (and the test database's teardown then fails).
+    paths = {name: (path(jobs) if callable(path) else path, controls) for name, (path, controls) in PAGES.items()}
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    too_wide: dict[str, int] = {}
+    scrolled: dict[str, list[str]] = {}
+    off_screen: dict[str, list[str]] = {}
+    wrapped_times: dict[str, int] = {}
+    with browser_page(LAPTOP) as page:
+        log_in(page, live_server.url)
+        for name, (path, controls) in paths.items():
+            page.goto(f"{live_server.url}/admin/django_sqlqueue/{path}")
+            page.screenshot(path=ARTIFACTS / f"{name}-1280.png", full_page=True)
+            width, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+            if width > inner:
+                too_wide[name] = width
+            # Nor may a part of it scroll sideways (Django's changelist puts its table in a box that would).
+            if boxes_scrolled := page.evaluate(SCROLLED_SIDEWAYS):
+                scrolled[name] = boxes_scrolled
+            for selector in controls:
+                boxes = [element.bounding_box() for element in page.query_selector_all(selector)]
+                if not boxes or any(box is None or box["x"] < 0 or box["x"] + box["width"] > inner for box in boxes):
+                    off_screen.setdefault(name, []).append(selector)
+            # A time reads on one line: an inline element that wraps has more than one box.
+            wrapped_times[name] = page.evaluate(
+                "[...document.querySelectorAll('time')].filter(t => t.getClientRects().length > 1).length"
+            )
+        page.goto(f"{live_server.url}/admin/django_sqlqueue/job/")
+        exact = page.eval_on_selector_all("#result_list time", "times => times.map(time => time.title)")
+    assert too_wide == {}, f"pages wider than {LAPTOP['width']} px"
+    assert scrolled == {}, "parts of pages that scroll sideways"
+    assert off_screen == {}, "controls missing or off screen"
+    assert {name: count for name, count in wrapped_times.items() if count} == {}, "times on more than one line"
+    assert exact, "no time on the job list"
+    assert all(title.endswith(" UTC (UTC)") for title in exact), "the exact time and its zone on hover"

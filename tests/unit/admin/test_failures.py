@@ -10,6 +10,7 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.test import Client
 from django.utils import timezone
+from django.utils.html import strip_tags
 
 from django_sqlqueue.admin import changes, failures
 from django_sqlqueue.models import Job, JobStatus
@@ -73,7 +74,7 @@ def test_first_and_last_seen_and_the_newest_jobs_error() -> None:
     group = found[1]
     assert (group.first_seen, group.last_seen) == (T0, T0 + 2 * hour)
     assert group.newest == newest.pk
-    assert f"builtins.KeyError: builtins.KeyError {newest.pk}" in group.sample
+    assert f"builtins.KeyError: builtins.KeyError {newest.pk}" in strip_tags(group.sample)
     assert "boom 1" not in group.sample  # only the last attempt's error
 
 
@@ -160,7 +161,7 @@ def test_group_changes_need_their_permission(django_user_model: Any) -> None:
     failing(JobStatus.READY, "builtins.KeyError")
     client = staff_client(django_user_model, "view_job")
     page = client.get(PAGE).content.decode()
-    assert "builtins.KeyError" in page
+    assert "builtins.KeyError" in strip_tags(page)
     assert "retry-group" not in page
     assert "cancel-group" not in page
     data = {"task": "tests.testapp.tasks.noop", "error_class": "builtins.KeyError"}

@@ -12,8 +12,9 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from django.utils.html import strip_tags
 
-from django_sqlqueue.admin import filters
+from django_sqlqueue.admin import display, filters
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.admin_helpers import CHANGELIST, make_job, staff_client
 
@@ -37,19 +38,44 @@ def test_the_changelist_shows_the_triage_columns(admin_client: Client) -> None:
     page = admin_client.get(CHANGELIST).content.decode()
     assert f'<a href="/admin/django_sqlqueue/job/{job.pk}/change/">{job.pk}</a>' in page
     assert 'style="background:#c62828;color:#fff;padding:1px 6px;border-radius:3px">Failed</span>' in page
-    assert '<td class="field-attempts_of">2/3</td>' in page
-    assert '<td class="field-last_error">RuntimeError: boom 2</td>' in page
-    assert '<td class="field-worker">host:1:0</td>' in page
+    cells = {cell: strip_tags(html) for cell, html in re.findall(r'<td class="field-(\w+)">(.*?)</td>', page, re.S)}
+    assert cells == {
+        "task_and_queue": "tests.testapp.tasks.noopdefault",
+        "status_and_attempts": "Failed 2/3",
+        "moment": "ended -",
+        "last_error": "RuntimeError: boom 2",
+    }
+    assert 'title="attempts started, of 3">2/3</span>' in page
+
+
+def test_the_changelist_shows_the_time_that_matters_in_each_status(admin_client: Client) -> None:
+    now = timezone.now()
+    make_job(JobStatus.READY, run_at=now + datetime.timedelta(hours=2, seconds=5))
+    make_job(JobStatus.RUNNING, started_at=now - datetime.timedelta(minutes=3, seconds=5))
+    make_job(JobStatus.FAILED, finished_at=now - datetime.timedelta(days=2))
+    page = admin_client.get(CHANGELIST).content.decode()
+    moments = [strip_tags(html) for html in re.findall(r'<td class="field-moment">(.*?)</td>', page)]
+    assert moments == ["ended 2 d ago", "started 3 min ago", "due in 2 h"]
+
+
+def test_long_names_and_errors_are_cut_with_the_whole_on_hover(admin_client: Client) -> None:
+    task, queue = "a.very." * 20 + "long_task", "q" * 100
+    make_job(JobStatus.FAILED, errors=1, task=task, queue=queue)
+    page = admin_client.get(CHANGELIST).content.decode()
+    assert f'title="{task}"' in page
+    assert f'title="{queue}"' in page
+    assert task not in strip_tags(page)
+    assert queue not in strip_tags(page)
 
 
 def test_progress_shows_as_a_bar_with_its_message(admin_client: Client) -> None:
     job = make_job(JobStatus.RUNNING, worker="w", progress={"done": 3, "total": 10, "message": "<b>three</b> of ten"})
-    make_job(JobStatus.RUNNING, worker="w", progress={"done": 7, "total": None, "message": ""})
+    unbounded = make_job(JobStatus.RUNNING, worker="w", progress={"done": 7, "total": None, "message": ""})
     bar = '<progress class="sqlqueue-progress" value="3" max="10"></progress> 30% &lt;b&gt;three&lt;/b&gt; of ten'
-    page = admin_client.get(CHANGELIST).content.decode()
-    assert f'<td class="field-progress_shown">{bar}</td>' in page
-    assert '<span class="sqlqueue-progress">7 done</span>' in page
+    assert "sqlqueue-progress" not in admin_client.get(CHANGELIST).content.decode()  # on a job's page only
     assert bar in admin_client.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+    page = admin_client.get(f"{CHANGELIST}{unbounded.pk}/change/").content.decode()
+    assert '<span class="sqlqueue-progress">7 done</span>' in page
     assert "sqlqueue-progress" not in admin_client.get(f"{CHANGELIST}{make_job().pk}/change/").content.decode()
 
 
@@ -215,7 +241,7 @@ def test_a_run_at_past_the_year_9999_the_table_holds_is_shown_capped(admin_clien
         table = connection.ops.quote_name(Job._meta.db_table)
         cursor.execute(f"UPDATE {table} SET run_at = '10000-01-01 04:59:59+00' WHERE id = %s", [job.pk])
     for page in pages_of(admin_client, job):
-        assert "Dec. 31, 9999, 11:59 p.m." in page
+        assert 'title="9999-12-31 23:59:59 UTC (UTC)"' in page
 
 
 def test_the_last_run_at_is_shown_in_a_time_zone_ahead_of_utc(admin_client: Client, settings: Any) -> None:
@@ -223,7 +249,7 @@ def test_the_last_run_at_is_shown_in_a_time_zone_ahead_of_utc(admin_client: Clie
     settings.TIME_ZONE = "Europe/Paris"
     job = make_job(run_at=datetime.datetime.max.replace(tzinfo=datetime.timezone.utc))
     for page in pages_of(admin_client, job):
-        assert "Dec. 31, 9999, 11:59 p.m." in page
+        assert 'title="9999-12-31 23:59:59 UTC (UTC)"' in page
 
 
 def test_the_page_shows_arguments_errors_and_timings(admin_client: Client) -> None:
@@ -339,3 +365,28 @@ def test_retry_every_failed_job_with_a_bad_filter(admin_client: Client) -> None:
     response = admin_client.post(f"{CHANGELIST}retry-failed/?nonsense__field=1")
     assert response["Location"] == f"{CHANGELIST}?nonsense__field=1&e=1"
     assert Job.objects.get().status == JobStatus.FAILED
+
+
+def test_a_clipped_value_is_escaped_and_breaks_after_dots_slashes_and_underscores() -> None:
+    assert display.clipped("<b>a.b_c/d</b>", 40) == (
+        '<span class="sqlqueue-long">&lt;b&gt;a.<wbr>b_<wbr>c/<wbr>d&lt;/<wbr>b&gt;</span>'
+    )
+    cut = display.clipped("app.tasks." + "x" * 100 + ".send_mail", 20)
+    assert (
+        cut
+        == '<span class="sqlqueue-long" title="app.tasks.'
+        + "x" * 100
+        + '.send_mail">app.<wbr>task…x.<wbr>send_<wbr>mail</span>'
+    )
+
+
+def test_an_attempts_start_shows_as_every_time_or_as_written(settings: Any) -> None:
+    settings.TIME_ZONE = "UTC"
+    recorded = {"attempt": 1, "started_at": "2026-03-10T12:00:00+00:00", "traceback": "T"}
+    page = display.errors_html([recorded, {**recorded, "attempt": 2, "started_at": "<b>soon</b>"}])
+    assert "started &lt;b&gt;soon&lt;/b&gt;</span>" in page
+    assert 'started <time class="sqlqueue-time" datetime="2026-03-10T12:00:00+00:00"' in page
+    assert '<span class="quiet">2026-03-10 12:00:00 UTC (UTC)</span></span></p><pre>T</pre>' in page
+    folded = display.errors_html([recorded], folded=True)
+    assert "<details><summary>Traceback</summary><pre>T</pre></details>" in folded
+    assert "2026-03-10 12:00:00 UTC (UTC)</span>" not in folded  # on hover only

@@ -34,7 +34,7 @@ def test_the_list_shows_heartbeats_and_running_jobs(admin_client: Client, worker
     page = admin_client.get(WORKERS).content.decode()
     running = f"{CHANGELIST}?worker=host%3A1%3A0&amp;status__exact=RUNNING"
     assert f'<td class="field-running"><a href="{running}">2</a></td>' in page
-    assert '<td class="field-queues_shown">mail</td>' in page
+    assert '<td class="field-queues_shown"><span class="sqlqueue-long">mail</span></td>' in page
     assert '<td class="field-queues_shown">all</td>' in page
     alive = re.findall(r'<td class="field-is_alive"><img [^>]*alt="(True|False)"', page)
     assert sorted(alive) == ["False", "True"]
