@@ -11,6 +11,7 @@ from django_sqlqueue.db.failures import FailureIndex
 from django_sqlqueue.db.indexes import ActiveKeyConstraint, KeyedIndex, StatusIndex
 from django_sqlqueue.db.names import NameField
 from django_sqlqueue.managers import JobManager
+from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.rules.limits import (
     CONCURRENCY_KEY_MAX_LENGTH,
     MAX_PRIORITY,
@@ -22,7 +23,6 @@ from django_sqlqueue.rules.limits import (
     UNIQUE_KEY_MAX_LENGTH,
 )
 from django_sqlqueue.rules.recurrence import MISSED
-from django_sqlqueue.status import JobStatus
 
 __all__ = [
     "ConcurrencyKey",

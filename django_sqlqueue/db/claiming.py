@@ -20,7 +20,7 @@ from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.rates import Limited, draw
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import CLAIM_PROBLEM_HINTS, claim_problem
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import CLAIM
 
 if TYPE_CHECKING:
     # Type-only: the manager calls this module, and the model holds the manager.
@@ -341,7 +341,7 @@ class _ClaimUpdate:
         """What the statement returns of the jobs matching ``where`` (SQL with ``params``),
         now claimed for ``worker_id``: a row each, for :meth:`jobs`."""
         returning = "id" if self._ids_only else self.rows.columns
-        setting = (JobStatus.RUNNING, worker_id, *self._now_params)
+        setting = (CLAIM.status, worker_id, *self._now_params)
         with self._connection.cursor() as cursor:
             cursor.execute(f"{self._setting} WHERE {where} RETURNING {returning}", (*setting, *params))
             return list(cursor.fetchall())
@@ -367,7 +367,7 @@ class _ClaimUpdate:
         claimed = []
         for row in locked:
             values = list(row[:-1])
-            values[status], values[worker], values[started_at] = JobStatus.RUNNING.value, worker_id, row[-1]
+            values[status], values[worker], values[started_at] = CLAIM.status.value, worker_id, row[-1]
             values[attempts] += 1
             claimed.append(values)
         return claimed
@@ -377,7 +377,7 @@ class _ClaimUpdate:
         :meth:`lock` read it)."""
         where, params = self.by_id(ids)
         with self._connection.cursor() as cursor:
-            cursor.execute(f"{self._marking} WHERE {where}", (JobStatus.RUNNING.value, worker_id, started_at, *params))
+            cursor.execute(f"{self._marking} WHERE {where}", (CLAIM.status.value, worker_id, started_at, *params))
 
     def by_id(self, ids: Iterable[int]) -> tuple[str, tuple[Any, ...]]:
         """The condition on the jobs ``ids`` (not empty), as SQL and its parameters."""
