@@ -21,11 +21,11 @@ from typing import Any, Generic, TypeVar, cast, overload
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.rules.limits import MAX_ATTEMPTS
 from django_sqlqueue.rules.queues import queue_name_problem, unlisted_queues_problem
 from django_sqlqueue.rules.rates import Rate, parse_rate
 from django_sqlqueue.rules.recurrence import Entry, parse_schedule
-from django_sqlqueue.status import JobStatus
 
 #: The most jobs one claim may take: far more than a batch needs, few enough to hold
 #: in memory and to pass to every database as a ``LIMIT``.

@@ -16,10 +16,12 @@ from django_sqlqueue.db import charsets, claiming, finishing, inserting, instanc
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_sqlqueue.db.keys import unique
 from django_sqlqueue.db.keys.concurrency import with_free_slot
+from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.table import AbstractJob, JobT
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.rules import keys
+from django_sqlqueue.rules.lifecycle import CANCEL, CLAIM, REQUEST_CANCEL
 from django_sqlqueue.rules.registry import RegisteredTask, get_task
 from django_sqlqueue.rules.validation import (
     ON_CONFLICT,
@@ -32,7 +34,6 @@ from django_sqlqueue.rules.validation import (
     unique_key_problem,
     unique_until_problem,
 )
-from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -71,7 +72,7 @@ class JobQuerySet(models.QuerySet[JobT]):
 
     def ready(self) -> JobQuerySet[JobT]:
         """Jobs waiting to run whose time has come by the database's clock."""
-        return self.filter(status=JobStatus.READY, run_at__lte=DatabaseNow())
+        return self.filter(allowed(CLAIM))
 
     def in_queues(self, queues: Iterable[str] | None) -> JobQuerySet[JobT]:
         """Jobs on any of ``queues``; every job when ``queues`` is None."""
@@ -364,10 +365,11 @@ class JobManager(models.Manager[JobT]):
         *,
         worker_id: str,
         succeeded: Mapping[JobT, Any] | None = None,
-        failed: Mapping[JobT, BaseException] | None = None,
+        failed: Mapping[JobT, BaseException | finishing.Failure] | None = None,
     ) -> int:
         """Record the outcomes of claimed jobs in one statement: ``succeeded`` maps each job
-        to its (JSON) return value, ``failed`` to the exception it raised.
+        to its (JSON) return value, ``failed`` to the exception it raised (or to the
+        ``Failure`` the runner decided of it, from ``django_sqlqueue.db.finishing``).
 
         A failure with attempts left goes back to ``READY`` after a backoff; otherwise it
         is ``FAILED``. A return value or error the database refuses to store fails that
@@ -384,7 +386,7 @@ class JobManager(models.Manager[JobT]):
         *,
         worker_id: str,
         succeeded: Mapping[JobT, Any] | None = None,
-        failed: Mapping[JobT, BaseException] | None = None,
+        failed: Mapping[JobT, BaseException | finishing.Failure] | None = None,
     ) -> Counter[str]:
         """:meth:`finish`, counting the jobs written by the status each was given
         (``READY`` for a failed attempt that will be retried): what ``runworkers``
@@ -404,11 +406,9 @@ class JobManager(models.Manager[JobT]):
         else:
             targets = targets.filter(pk__in=list(jobs))
         with transaction.atomic(using=targets.db):
-            cancelled = targets.filter(status=JobStatus.READY).update(
-                status=JobStatus.CANCELLED, finished_at=DatabaseNow()
-            )
-            requested = targets.filter(status=JobStatus.RUNNING, cancel_requested_at__isnull=True).update(
-                cancel_requested_at=DatabaseNow()
+            cancelled = targets.filter(allowed(CANCEL)).update(**written(CANCEL, finished_at=DatabaseNow()))
+            requested = targets.filter(allowed(REQUEST_CANCEL)).update(
+                **written(REQUEST_CANCEL, cancel_requested_at=DatabaseNow())
             )
         return CancelCount(cancelled, requested)
 

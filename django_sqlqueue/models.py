@@ -10,6 +10,7 @@ from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.names import NameField
 from django_sqlqueue.db.table import AbstractJob
 from django_sqlqueue.managers import JobManager
+from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.rules.limits import (
     CONCURRENCY_KEY_MAX_LENGTH,
     QUEUE_NAME_MAX_LENGTH,
@@ -18,7 +19,6 @@ from django_sqlqueue.rules.limits import (
     TASK_NAME_MAX_LENGTH,
 )
 from django_sqlqueue.rules.recurrence import MISSED
-from django_sqlqueue.status import JobStatus
 
 __all__ = [
     "ConcurrencyKey",

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.db.models import Q
 
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.models import Job
+from django_sqlqueue.rules.lifecycle import ATTEMPT_ENDINGS, RUN_NOW, JobStatus
 from django_sqlqueue.rules.registry import get_task
 from django_sqlqueue.runner.execution import JobOutcome, attempt
-from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -42,7 +44,8 @@ HELD_BACK_POLL_SECONDS = 0.02
 
 
 class Ran(NamedTuple):
-    """What :func:`run_jobs` did: its attempts, by outcome."""
+    """What :func:`run_jobs` did: its attempts, by outcome (the words of
+    ``rules.lifecycle.OUTCOMES``)."""
 
     succeeded: int = 0
     #: Failed with attempts left: back to ``READY`` after a backoff.
@@ -167,7 +170,8 @@ def perform(task: AnyTask, *args: Any, **kwargs: Any) -> Any:
             f"perform() could not claim job #{job.pk} ({job.task}): its concurrency key is at its limit "
             "or its rate limit has no token left; it is left READY"
         )
-    outcome = _finish(attempt(batch[0], WORKER_ID))
+    outcome = attempt(batch[0], WORKER_ID)
+    _finish(outcome)
     if outcome.error is not None:
         raise outcome.error
     if not Job.objects.on_queue_db().filter(pk=job.pk).exists():
@@ -180,27 +184,27 @@ def perform(task: AnyTask, *args: Any, **kwargs: Any) -> Any:
     return job.result
 
 
-def _finish(outcome: JobOutcome) -> JobOutcome:
-    if outcome.error is None:
-        Job.objects.finish(worker_id=WORKER_ID, succeeded={outcome.job: outcome.result})
-    else:
-        Job.objects.finish(worker_id=WORKER_ID, failed={outcome.job: outcome.error})
-    return outcome
+def _finish(outcome: JobOutcome) -> Counter[str]:
+    """Write ``outcome`` as a worker does (its failure as the runner decided it); the
+    statuses written."""
+    if outcome.failure is None:
+        return Job.objects.finish_by_status(worker_id=WORKER_ID, succeeded={outcome.job: outcome.result})
+    return Job.objects.finish_by_status(worker_id=WORKER_ID, failed={outcome.job: outcome.failure})
 
 
-def _tally(ran: Ran, outcome: JobOutcome) -> Ran:
-    # No row left: SQLQUEUE_RETENTION["SUCCESSFUL"] is 0 and it succeeded.
-    status = Job.objects.on_queue_db().filter(pk=outcome.job.pk).values_list("status", flat=True).first()
-    status = status or JobStatus.SUCCESSFUL
-    fields = {JobStatus.SUCCESSFUL: "succeeded", JobStatus.READY: "retried", JobStatus.CANCELLED: "cancelled"}
-    field = fields.get(JobStatus(status), "failed")
-    return ran._replace(**{field: getattr(ran, field) + 1})
+def _tally(ran: Ran, written: Counter[str]) -> Ran:
+    """``ran`` with the attempts that ended in the ``written`` statuses (a success the
+    retention deleted counts as ``SUCCESSFUL``), by the outcome of the transition of each."""
+    for status, count in written.items():
+        field = ATTEMPT_ENDINGS[JobStatus(status)].outcome
+        ran = ran._replace(**{field: getattr(ran, field) + count})
+    return ran
 
 
 def _make_due(queues: list[str] | None) -> None:
-    Job.objects.on_queue_db().filter(status=JobStatus.READY, run_at__gt=DatabaseNow()).in_queues(queues).update(
-        run_at=DatabaseNow()
-    )
+    """Run now every waiting job of ``queues``, as the admin's Run now does."""
+    waiting = Job.objects.on_queue_db().filter(allowed(RUN_NOW)).in_queues(queues)
+    waiting.update(**written(RUN_NOW, run_at=DatabaseNow()))
 
 
 def _task_name(task: AnyTask) -> str:

@@ -19,8 +19,10 @@ from django.db import IntegrityError, models, transaction
 from django.http import HttpRequest
 
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.db.routing import queue_db
-from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.models import Job
+from django_sqlqueue.rules import lifecycle
 
 if TYPE_CHECKING:
     from django.db.models.query import QuerySet
@@ -61,17 +63,17 @@ RETRY = Change(
     label="Retry",
     done="Retried",
     permission="retry",
-    applies=lambda: models.Q(status__in=[JobStatus.FAILED, JobStatus.CANCELLED]),
+    applies=lambda: allowed(lifecycle.ADMIN_RETRY),
     # A fresh budget of attempts: the errors of the earlier ones stay in ``errors``.
-    writes=lambda: {
-        "status": JobStatus.READY,
-        "run_at": DatabaseNow(),
-        "attempts": 0,
-        "started_at": None,
-        "finished_at": None,
-        "worker": "",
-        "cancel_requested_at": None,
-    },
+    writes=lambda: written(
+        lifecycle.ADMIN_RETRY,
+        run_at=DatabaseNow(),
+        attempts=0,
+        started_at=None,
+        finished_at=None,
+        worker="",
+        cancel_requested_at=None,
+    ),
     skipped="not failed or cancelled",
     activates=True,
 )
@@ -80,10 +82,8 @@ CANCEL = Change(
     label="Cancel",
     done="Cancelled",
     permission="cancel",
-    applies=lambda: (
-        models.Q(status=JobStatus.READY) | models.Q(status=JobStatus.RUNNING, cancel_requested_at__isnull=True)
-    ),
-    writes=lambda: {"status": JobStatus.CANCELLED, "finished_at": DatabaseNow()},
+    applies=lambda: allowed(lifecycle.CANCEL) | allowed(lifecycle.REQUEST_CANCEL),
+    writes=lambda: written(lifecycle.CANCEL, finished_at=DatabaseNow()),
     skipped="not ready or running, or already asked to stop",
     cancels=True,
 )
@@ -92,8 +92,8 @@ RUN_NOW = Change(
     label="Run now",
     done="Brought forward",
     permission="run_now",
-    applies=lambda: models.Q(status=JobStatus.READY, run_at__gt=DatabaseNow()),
-    writes=lambda: {"run_at": DatabaseNow()},
+    applies=lambda: allowed(lifecycle.RUN_NOW),
+    writes=lambda: written(lifecycle.RUN_NOW, run_at=DatabaseNow()),
     skipped="not ready or already due",
 )
 # A job a worker holds is not deleted under it: its outcome would have nowhere to go.
@@ -102,7 +102,7 @@ DELETE = Change(
     label="Delete",
     done="Deleted",
     permission="delete",
-    applies=lambda: ~models.Q(status=JobStatus.RUNNING),
+    applies=lambda: allowed(lifecycle.DELETE),
     skipped="running",
 )
 CHANGES = {change.name: change for change in (RETRY, CANCEL, RUN_NOW, DELETE)}

@@ -17,7 +17,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from django_sqlqueue.admin import times
 from django_sqlqueue.db.far_times import readable
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 
 if TYPE_CHECKING:
     from django_sqlqueue.models import Job

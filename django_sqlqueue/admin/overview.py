@@ -19,7 +19,7 @@ from django_sqlqueue.db.routing import read_db
 from django_sqlqueue.models import Job, PausedQueue
 from django_sqlqueue.reporting.counting import queue_counts
 from django_sqlqueue.reporting.stats import queue_lags, whole_seconds
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 
 
 @dataclass

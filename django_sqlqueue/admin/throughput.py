@@ -25,7 +25,7 @@ from django_sqlqueue.db.clock import database_now
 from django_sqlqueue.db.routing import queue_db, read_db
 from django_sqlqueue.managers import JobQuerySet
 from django_sqlqueue.models import FinishedHour, Job
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 
 logger = logging.getLogger(__name__)
 

@@ -24,13 +24,14 @@ from django_sqlqueue.backends.compat import (
     task_enqueued,
 )
 from django_sqlqueue.exceptions import UnknownTaskError
+from django_sqlqueue.rules.lifecycle import TASK_RESULT_STATUS, JobStatus
 from django_sqlqueue.rules.registry import get_task, register
 from django_sqlqueue.rules.validation import job_options_problem
-from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
     # The methods import it when they run: Django imports this module to create the
     # backend when a module defining a task is imported, which may be before models load.
+    from django_sqlqueue.db.finishing import Failure
     from django_sqlqueue.models import Job
 
 _P = ParamSpec("_P")
@@ -135,6 +136,15 @@ class SQLQueueBackend(BaseTaskBackend):
             raise TaskResultDoesNotExist(f"Job {result_id} runs {job.task!r}, which is not a registered Django task.")
         return job_result(job, task, backend=self.alias)
 
+    def run_job(self, task: Task[..., Any], job: Job, worker_id: str, decided: list[Failure]) -> Any:
+        """Run a claimed job of ``task`` in ``worker_id``, with Django's task signals
+        around it: what the runner asks of the backend of a Django task
+        (``runner.execution.TaskBackend``), so that it never imports this adapter."""
+        # Imported here: it imports the models, which load after this module.
+        from django_sqlqueue.backends.running import run_task
+
+        return run_task(task, job, worker_id, decided, backend=self.alias, sender=type(self))
+
 
 def _own_options(task: Task[..., Any]) -> dict[str, Any]:
     # A Task made directly rather than by @task may be Django's own class, without them.
@@ -144,7 +154,8 @@ def _own_options(task: Task[..., Any]) -> dict[str, Any]:
 def job_result(job: Job, task: Task[_P, _R], *, backend: str) -> TaskResult[_P, _R]:
     """``job`` as Django's ``TaskResult`` of ``task``.
 
-    A cancelled job is ``FAILED`` (Django has no such status: it will not run again).
+    A cancelled job is ``FAILED`` (``rules.lifecycle.TASK_RESULT_STATUS``: Django has
+    no such status, and it will not run again).
     ``worker_ids`` has the worker of each attempt of the job's life, so ``attempts``
     counts them across admin Retries: every attempt that ended without success left an
     error naming its worker, and a running or successful job's last attempt is its own."""
@@ -156,7 +167,7 @@ def job_result(job: Job, task: Task[_P, _R], *, backend: str) -> TaskResult[_P, 
     result = TaskResult(
         task=task,
         id=str(job.pk),
-        status=TaskResultStatus.FAILED if job.status == JobStatus.CANCELLED else TaskResultStatus(job.status),
+        status=TaskResultStatus(TASK_RESULT_STATUS[JobStatus(job.status)]),
         enqueued_at=job.enqueued_at,
         started_at=job.started_at,
         last_attempted_at=job.started_at,

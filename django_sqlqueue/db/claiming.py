@@ -23,7 +23,7 @@ from django_sqlqueue.db.rates import Limited, draw
 from django_sqlqueue.db.table import AbstractJob, JobT
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import CLAIM_PROBLEM_HINTS, claim_problem
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import CLAIM
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
@@ -349,7 +349,7 @@ class _ClaimUpdate:
         """What the statement returns of the jobs matching ``where`` (SQL with ``params``),
         now claimed for ``worker_id``: a row each, for :meth:`jobs`."""
         returning = "id" if self._ids_only else self.rows.columns
-        setting = (JobStatus.RUNNING, worker_id, *self._now_params)
+        setting = (CLAIM.status, worker_id, *self._now_params)
         with self._connection.cursor() as cursor:
             cursor.execute(f"{self._setting} WHERE {where} RETURNING {returning}", (*setting, *params))
             return list(cursor.fetchall())
@@ -375,7 +375,7 @@ class _ClaimUpdate:
         claimed = []
         for row in locked:
             values = list(row[:-1])
-            values[status], values[worker], values[started_at] = JobStatus.RUNNING.value, worker_id, row[-1]
+            values[status], values[worker], values[started_at] = CLAIM.status.value, worker_id, row[-1]
             values[attempts] += 1
             claimed.append(values)
         return claimed
@@ -385,7 +385,7 @@ class _ClaimUpdate:
         :meth:`lock` read it)."""
         where, params = self.by_id(ids)
         with self._connection.cursor() as cursor:
-            cursor.execute(f"{self._marking} WHERE {where}", (JobStatus.RUNNING.value, worker_id, started_at, *params))
+            cursor.execute(f"{self._marking} WHERE {where}", (CLAIM.status.value, worker_id, started_at, *params))
 
     def by_id(self, ids: Iterable[int]) -> tuple[str, tuple[Any, ...]]:
         """The condition on the jobs ``ids`` (not empty), as SQL and its parameters."""

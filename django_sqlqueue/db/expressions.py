@@ -12,7 +12,7 @@ from django.db.models import F, Lookup
 from django.db.models.expressions import Col
 from django.db.models.sql.compiler import SQLCompiler
 
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 
 if TYPE_CHECKING:
     from django_sqlqueue.db.table import AbstractJob

@@ -12,7 +12,7 @@ import random
 import traceback
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from django.db import DatabaseError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -22,12 +22,21 @@ from django.db.models.expressions import Combinable
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import HeldBy, PrimaryKeyIn
+from django_sqlqueue.db.lifecycle import column_case, status_case
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import is_away, is_unwritable
 from django_sqlqueue.exceptions import InvalidJobError, JobCancelled
+from django_sqlqueue.rules.lifecycle import (
+    AFTER_RELEASE,
+    FAIL,
+    RETRY,
+    SUCCEED,
+    JobStatus,
+    Transition,
+    failure_transition,
+)
 from django_sqlqueue.rules.validation import json_problem
-from django_sqlqueue.status import JobStatus
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
@@ -92,34 +101,49 @@ def _storable(text: str, limit: int) -> str:
     return f"{text[: limit // 2]}\n[... {cut} characters cut ...]\n{text[-(limit - limit // 2) :]}"
 
 
-def was_cancelled(job: AbstractJob, error: BaseException) -> bool:
-    """Whether a failed attempt ends its job ``CANCELLED``: the task stopped on a cancel
-    request (``JobCancelled``), or someone asked to cancel the job while it ran."""
-    return isinstance(error, JobCancelled) or job.cancel_requested_at is not None
+class Failure(NamedTuple):
+    """A failed attempt, decided once (:func:`decide`): what the runner logs and tells
+    Django's task signals is what the finisher writes, the same backoff among it."""
+
+    error: BaseException
+    #: What is kept of it in the job's ``errors`` (:func:`error_record`).
+    record: dict[str, Any]
+    #: ``stop``, ``retry`` or ``fail`` (``rules.lifecycle.AFTER_FAILURE``).
+    transition: Transition
+    #: How long a retry waits (:func:`retry_delay`); None for the others.
+    delay: datetime.timedelta | None
 
 
-def will_retry(job: AbstractJob) -> bool:
-    """Whether a claimed job whose attempt fails goes back to ``READY``: it has attempts left."""
-    return job.attempts < job.max_attempts
+def decide(job: AbstractJob, error: BaseException, worker_id: str) -> Failure:
+    """What ``job``'s failed attempt in ``worker_id`` becomes, by the lifecycle table:
+    ``CANCELLED`` when it was cancelled (it raised ``JobCancelled``, or someone asked to
+    cancel it), else back to ``READY`` after :func:`retry_delay` while it has attempts
+    left, else ``FAILED``. Call it once per attempt: the delay is drawn at random."""
+    cancelled = isinstance(error, JobCancelled) or job.cancel_requested_at is not None
+    transition = failure_transition(attempts=job.attempts, max_attempts=job.max_attempts, cancelled=cancelled)
+    delay = retry_delay(job.attempts) if transition is RETRY else None
+    return Failure(error, error_record(job, error, worker_id), transition, delay)
 
 
-def after_failure(job: AbstractJob, error: BaseException, worker_id: str, now: Any) -> dict[str, Any]:
-    """The columns a failed attempt changes, its error added to the job's (and its class
-    to ``last_error_class``): ``CANCELLED`` when it was cancelled (it raised
-    ``JobCancelled``, or someone asked to cancel it), else back to ``READY`` after
-    :func:`retry_delay` while it has attempts left, else ``FAILED``.
+def after_failure(job: AbstractJob, failure: Failure, now: Any) -> dict[str, Any]:
+    """The columns ``failure`` changes (its transition's), its error added to the job's
+    (and its class to ``last_error_class``).
 
     ``now`` is the database's clock when the outcome is written; the worker's own
     clock only where it tells Django's task signals what is about to be written."""
-    record = error_record(job, error, worker_id)
+    record = failure.record
     # The column holds what fits of the path: a class nested deep enough to pass 255
     # characters is grouped by its start, and its full path stays in the record.
-    kept = {"errors": [*job.errors, record], "last_error_class": record["exception_class_path"][:255]}
-    if was_cancelled(job, error):
-        return {"status": JobStatus.CANCELLED, **kept, "finished_at": now}
-    if will_retry(job):
-        return {"status": JobStatus.READY, **kept, "run_at": now + retry_delay(job.attempts)}
-    return {"status": JobStatus.FAILED, **kept, "finished_at": now}
+    columns = {
+        "status": failure.transition.target,
+        "errors": [*job.errors, record],
+        "last_error_class": record["exception_class_path"][:255],
+    }
+    if failure.delay is None:
+        columns["finished_at"] = now
+    else:
+        columns["run_at"] = now + failure.delay
+    return columns
 
 
 class _Changes:
@@ -168,22 +192,26 @@ def finish(
     *,
     worker_id: str,
     succeeded: Mapping[JobT, Any],
-    failed: Mapping[JobT, BaseException],
+    failed: Mapping[JobT, BaseException | Failure],
 ) -> Counter[str]:
-    """See :meth:`JobManager.finish_by_status`."""
+    """See :meth:`JobManager.finish_by_status`. A failure the runner decided
+    (:class:`Failure`) is written as decided; a bare exception is decided here."""
     if failed and (both := {job.pk for job in succeeded} & {job.pk for job in failed}):
         raise ValueError(f"Jobs {sorted(both)} cannot both succeed and fail.")
     now = DatabaseNow()
     outcomes: dict[AbstractJob, dict[str, Any]] = {}
     for job, value in succeeded.items():
         if problem := json_problem(value, "the return value"):
-            outcomes[job] = after_failure(job, InvalidJobError(f"{job.task} finished, but {problem}."), worker_id, now)
+            invalid = InvalidJobError(f"{job.task} finished, but {problem}.")
+            outcomes[job] = after_failure(job, decide(job, invalid, worker_id), now)
         else:
-            outcomes[job] = {"status": JobStatus.SUCCESSFUL, "finished_at": now}
+            outcomes[job] = {"status": SUCCEED.target, "finished_at": now}
             if value is not None:
                 outcomes[job]["result"] = value
-    for job, error in failed.items():
-        outcomes[job] = after_failure(job, error, worker_id, now)
+    for job, failure in failed.items():
+        if not isinstance(failure, Failure):  # not decided by the runner
+            failure = decide(job, failure, worker_id)
+        outcomes[job] = after_failure(job, failure, now)
     kept = conf.SQLQUEUE_RETENTION[JobStatus.SUCCESSFUL]
     written = Counter[str]()
     if kept == datetime.timedelta(0):
@@ -226,7 +254,7 @@ def _delete_successes(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: dic
     """With ``SQLQUEUE_RETENTION["SUCCESSFUL"]`` 0: delete the held jobs that succeeded,
     in one DELETE fenced like the UPDATE, and take them out of ``outcomes``. Nothing of
     theirs is stored, so the database has nothing to refuse."""
-    successes = [job for job, outcome in outcomes.items() if outcome["status"] == JobStatus.SUCCESSFUL]
+    successes = [job for job, outcome in outcomes.items() if outcome["status"] == SUCCEED.target]
     for job in successes:
         del outcomes[job]
     if not successes:
@@ -303,20 +331,22 @@ def _write_alone(
     except DatabaseError as error:
         if not _refused(jobs.db, error):
             raise
-        if outcome["status"] == JobStatus.SUCCESSFUL:
+        if outcome["status"] == SUCCEED.target:
             what = f"{job.task} finished, but the database refused to store its return value"
         else:
             raised = outcome["errors"][-1]["exception_class_path"]
             what = f"{job.task} raised {raised}, but the database refused to store that error"
         refusal = InvalidJobError(f"{what}: {error}")
-    instead = after_failure(job, refusal, worker_id, now)
+    instead = after_failure(job, decide(job, refusal, worker_id), now)
     try:
         return Counter({instead["status"]: _write(jobs, worker_id, {job: instead})})
     except DatabaseError as error:
         if not _refused(jobs.db, error):
             raise
         logger.error("Job %s: %s, and the error saying so (%s); it is FAILED", job.pk, refusal, error)
-    return Counter({JobStatus.FAILED: _write(jobs, worker_id, {job: {"status": JobStatus.FAILED, "finished_at": now}})})
+    # FAIL's columns but its error, which is what the database refused.
+    failed = {"status": FAIL.target, "finished_at": now}
+    return Counter({failed["status"]: _write(jobs, worker_id, {job: failed})})
 
 
 def _refused(using: str, error: DatabaseError) -> bool:
@@ -336,8 +366,9 @@ def _refused(using: str, error: DatabaseError) -> bool:
 
 
 def release(jobs: QuerySet[AbstractJob], *, worker_id: str, unstarted: Iterable[AbstractJob]) -> int:
-    """Give back claimed jobs that never started, without counting their attempt; one
-    someone asked to cancel meanwhile is ``CANCELLED`` instead."""
+    """Give back claimed jobs that never started, without counting their attempt
+    (``release``); one someone asked to cancel meanwhile is ``CANCELLED`` instead
+    (``release_cancelled``)."""
     unstarted = list(unstarted)
     if not unstarted:
         return 0
@@ -345,11 +376,8 @@ def release(jobs: QuerySet[AbstractJob], *, worker_id: str, unstarted: Iterable[
     return retry_transient(
         jobs.db,
         lambda: targets.update(
-            status=Case(
-                When(cancel_requested_at__isnull=False, then=Value(JobStatus.CANCELLED)),
-                default=Value(JobStatus.READY),
-            ),
-            finished_at=Case(When(cancel_requested_at__isnull=False, then=DatabaseNow()), default=F("finished_at")),
+            status=status_case(AFTER_RELEASE),
+            finished_at=column_case(AFTER_RELEASE, "finished_at", DatabaseNow()),
             attempts=F("attempts") - 1,
             started_at=None,
         ),

@@ -8,6 +8,8 @@ from django.db import models
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.backends.ddl_references import Statement
 
+from django_sqlqueue.rules.lifecycle import ACTIVE
+
 
 class StatusIndex(models.Index):
     """A partial index on ``status = <status>`` where the database has partial indexes
@@ -55,8 +57,6 @@ class KeyedIndex(models.Index):
         return index.create_sql(model, schema_editor, using=using, **kwargs)
 
 
-#: The statuses in which a job holds its unique key.
-ACTIVE = ("READY", "RUNNING")
 #: MySQL/MariaDB: the hidden generated column that holds a job's key while it is active.
 MYSQL_ACTIVE_KEY_COLUMN = "unique_key_active"
 
@@ -112,7 +112,7 @@ class ActiveKeyConstraint(models.UniqueConstraint):
         if schema_editor.connection.features.supports_partial_indexes:
             return self._partial().create_sql(model, schema_editor)
         qn = schema_editor.quote_name
-        statuses = ", ".join(f"'{status}'" for status in ACTIVE)
+        statuses = ", ".join(f"'{status.value}'" for status in ACTIVE)
         holding = f"{qn('status')} IN ({statuses})" + (f" OR {qn('unique_until_pruned')}" if self.kept else "")
         return Statement(
             f"ALTER TABLE {qn(model._meta.db_table)} ADD COLUMN {qn(MYSQL_ACTIVE_KEY_COLUMN)} VARBINARY(1020) "

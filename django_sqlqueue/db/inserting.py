@@ -23,7 +23,7 @@ from django.db.models.expressions import DatabaseDefault
 
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus, database_now
 from django_sqlqueue.db.per_connection import PerConnection
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper

@@ -25,7 +25,7 @@ from django_sqlqueue.db.clock import DatabaseNowPlus
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.keys import concurrency
 from django_sqlqueue.db.transient import retry_transient
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet

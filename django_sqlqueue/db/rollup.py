@@ -21,7 +21,7 @@ from django.db.models import Count, Q
 
 from django_sqlqueue.db.clock import database_now
 from django_sqlqueue.models import FinishedHour, Job
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet

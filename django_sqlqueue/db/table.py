@@ -15,6 +15,7 @@ from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.failures import FailureIndex
 from django_sqlqueue.db.indexes import ActiveKeyConstraint, KeyedIndex, StatusIndex
 from django_sqlqueue.db.names import NameField
+from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.rules.limits import (
     CONCURRENCY_KEY_MAX_LENGTH,
     MAX_PRIORITY,
@@ -23,7 +24,6 @@ from django_sqlqueue.rules.limits import (
     TASK_NAME_MAX_LENGTH,
     UNIQUE_KEY_MAX_LENGTH,
 )
-from django_sqlqueue.status import JobStatus
 
 
 class AbstractJob(models.Model):

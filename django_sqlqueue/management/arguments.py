@@ -9,9 +9,9 @@ import math
 import re
 
 from django_sqlqueue.conf import DEFAULT_RETENTION, MAX_CLAIM_LIMIT, MAX_RETENTION
+from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.rules.queues import queue_name_problem
 from django_sqlqueue.runner.naming import name_prefix_problem
-from django_sqlqueue.status import JobStatus
 
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw]?)")

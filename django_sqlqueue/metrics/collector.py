@@ -16,7 +16,7 @@ from prometheus_client.registry import Collector
 from django_sqlqueue.db.routing import read_db
 from django_sqlqueue.models import Job
 from django_sqlqueue.reporting.stats import snapshot
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 
 
 class QueueCollector(Collector):

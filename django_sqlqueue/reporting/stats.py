@@ -19,7 +19,7 @@ from django_sqlqueue.db.planner_hints import range_first
 from django_sqlqueue.managers import JobQuerySet
 from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.reporting.counting import ESTIMATE_ABOVE_ROWS, queue_counts
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 
 MINUTE = datetime.timedelta(minutes=1)
 HOUR = datetime.timedelta(hours=1)

@@ -6,26 +6,21 @@ Our own ``job_started`` and ``job_finished`` are sent around every job."""
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, cast
 
 from asgiref.sync import async_to_sync, iscoroutinefunction
 from django.db import DatabaseError, connections
 from django.dispatch import Signal
-from django.utils import timezone
 
 from django_sqlqueue import current, signals
-from django_sqlqueue.db.finishing import after_failure, error_message, was_cancelled, will_retry
+from django_sqlqueue.db.finishing import Failure, decide, error_message
 from django_sqlqueue.exceptions import TransactionLeftOpen
 from django_sqlqueue.models import Job
+from django_sqlqueue.rules.lifecycle import FAIL, RETRY, STOP, SUCCEED
 from django_sqlqueue.rules.registry import get_task
-from django_sqlqueue.status import JobStatus
-
-if TYPE_CHECKING:
-    from django_sqlqueue.backends.compat import Task, TaskResult
 
 logger = logging.getLogger(__name__)
 
@@ -40,22 +35,28 @@ class JobOutcome(NamedTuple):
     error: BaseException | None = None
     #: False for a job the worker gave back unstarted because it was stopping.
     started: bool = True
+    #: What its failed attempt becomes, decided once, as the finisher will write it.
+    failure: Failure | None = None
 
 
 def attempt(job: Job, worker_id: str) -> JobOutcome:
     """Run ``job`` in ``worker_id`` with ``job_started`` and ``job_finished`` sent around
     it, ``current_job()`` giving its handle meanwhile, and logs the attempt (at the level
     of :data:`LOG_LEVELS`, with the fields of :func:`job_fields` as the record's extras).
-    Whatever the task raises is its outcome, never the worker's."""
+    Whatever the task raises is its outcome, never the worker's: its failure is decided
+    here, once (:func:`~django_sqlqueue.db.finishing.decide`), for the finisher to write."""
     with current.JobHandle(job, worker_id):
-        _send(signals.job_started, Job, job, job=job)
+        send(signals.job_started, Job, job, job=job)
         began = time.perf_counter()
+        decided: list[Failure] = []
         try:
-            outcome = JobOutcome(job, result=run(job, worker_id))
+            outcome = JobOutcome(job, result=run(job, worker_id, decided=decided))
         except Exception as error:
-            outcome = JobOutcome(job, error=error)
+            # A Django task's failure was decided as its signal was sent: not twice.
+            failure = decided[0] if decided and decided[0].error is error else decide(job, error, worker_id)
+            outcome = JobOutcome(job, error=error, failure=failure)
         duration = time.perf_counter() - began
-        result = outcome_name(job, outcome.error)
+        result = SUCCEED.outcome if outcome.failure is None else outcome.failure.transition.outcome
         level, said = LOG_LEVELS[result], _SAID[result]
         if logger.isEnabledFor(level):  # its fields cost more than a no-op job
             logger.log(
@@ -69,7 +70,7 @@ def attempt(job: Job, worker_id: str) -> JobOutcome:
                 "" if outcome.error is None else f": {type(outcome.error).__name__}: {error_message(outcome.error)}",
                 extra=job_fields(job, result, duration),
             )
-        _send(
+        send(
             signals.job_finished,
             Job,
             job,
@@ -82,29 +83,22 @@ def attempt(job: Job, worker_id: str) -> JobOutcome:
     return outcome
 
 
-#: What an attempt came to: the ``outcome`` of ``job_finished``, of the log line and of the metrics.
-SUCCEEDED, RETRYING, FAILED, CANCELLED = "succeeded", "retrying", "failed", "cancelled"
-#: The level an attempt is logged at, by its outcome: a failure shows at ``runworkers``'
-#: default verbosity (WARNING), and a job that fails for good stands out (ERROR).
-LOG_LEVELS = {SUCCEEDED: logging.INFO, RETRYING: logging.WARNING, FAILED: logging.ERROR, CANCELLED: logging.INFO}
-#: What the log line says of each outcome, with the attempt's run time (not a delay:
-#: the retry's is drawn when the outcome is written).
-_SAID = {
-    SUCCEEDED: "succeeded in %.3f s",
-    RETRYING: "failed after %.3f s and will be retried",
-    FAILED: "failed after %.3f s, its last attempt; the job is FAILED",
-    CANCELLED: "was cancelled after %.3f s",
+#: The level an attempt is logged at, by its outcome (``rules.lifecycle.OUTCOMES``): a
+#: failure shows at ``runworkers``' default verbosity (WARNING), and a job that fails for
+#: good stands out (ERROR).
+LOG_LEVELS = {
+    SUCCEED.outcome: logging.INFO,
+    RETRY.outcome: logging.WARNING,
+    FAIL.outcome: logging.ERROR,
+    STOP.outcome: logging.INFO,
 }
-
-
-def outcome_name(job: Job, error: BaseException | None) -> str:
-    """``succeeded``; ``cancelled`` for a failed attempt of a job asked to stop;
-    ``retrying`` for one with attempts left; else ``failed``."""
-    if error is None:
-        return SUCCEEDED
-    if was_cancelled(job, error):
-        return CANCELLED
-    return RETRYING if will_retry(job) else FAILED
+#: What the log line says of each outcome, with the attempt's run time.
+_SAID = {
+    SUCCEED.outcome: "succeeded in %.3f s",
+    RETRY.outcome: "failed after %.3f s and will be retried",
+    FAIL.outcome: "failed after %.3f s, its last attempt; the job is FAILED",
+    STOP.outcome: "was cancelled after %.3f s",
+}
 
 
 def job_fields(job: Job, outcome: str, duration: float) -> dict[str, Any]:
@@ -119,9 +113,12 @@ def job_fields(job: Job, outcome: str, duration: float) -> dict[str, Any]:
     }
 
 
-def run(job: Job, worker_id: str) -> Any:
+def run(job: Job, worker_id: str, *, decided: list[Failure] | None = None) -> Any:
     """Run a claimed job's task in ``worker_id``: its return value, or the exception it
-    raised. Raises ``UnknownTaskError`` for a job naming no registered task."""
+    raised. Raises ``UnknownTaskError`` for a job naming no registered task.
+
+    A Django task that raises has its failure decided (:func:`decide`) to tell Django's
+    ``task_finished`` what will be written: that decision is appended to ``decided``."""
     registered = get_task(job.task)
     if registered.django_task is None:
         func = registered.func
@@ -130,11 +127,12 @@ def run(job: Job, worker_id: str) -> Any:
             # context (current_job()), its sync_to_async calls back on this thread and its
             # connections.
             func = async_to_sync(func)
-        return _call(func, *job.args, **job.kwargs)
-    return _run_django_task(registered.django_task, job, worker_id)
+        return call(func, *job.args, **job.kwargs)
+    backend = cast(TaskBackend, registered.django_task.get_backend())
+    return backend.run_job(registered.django_task, job, worker_id, [] if decided is None else decided)
 
 
-def _call(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def call(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``func(*args, **kwargs)``, then close each of this thread's connections the task
     left with autocommit off (``set_autocommit(False)`` not undone), which rolls back
     what it wrote since its last ``commit()``; raise ``TransactionLeftOpen`` naming them
@@ -173,41 +171,18 @@ def _close_left_open() -> list[str]:
     return closed
 
 
-def _run_django_task(task: Task[..., Any], job: Job, worker_id: str) -> Any:
-    # Imported here: only Django tasks need the Tasks framework, which Django 5.2 lacks
-    # without the backport, and only they need the backend.
-    from django_sqlqueue.backends import job_result
-    from django_sqlqueue.backends.compat import TaskContext, normalize_json, task_finished, task_started
+class TaskBackend(Protocol):
+    """What the runner asks of a Django task's backend (``SQLQueueBackend``, which
+    registered the task): to run the task of a claimed job, with Django's task signals
+    around it. Asked of the task's own backend, so that the runner never imports the
+    Tasks adapter, which depends on it."""
 
-    def result_after(**outcome: Any) -> TaskResult[..., Any]:
-        """The task's result once ``outcome`` is written: a little later, in a batch
-        with other jobs' outcomes, by the database's clock."""
-        finished = copy.copy(job)
-        for name, value in outcome.items():
-            setattr(finished, name, value)
-        return job_result(finished, task, backend=task.backend)
-
-    sender = type(task.get_backend())
-    running = job_result(job, task, backend=task.backend)
-    _send(task_started, sender, task.module_path, task_result=running)
-    try:
-        if task.takes_context:
-            value = _call(task.call, TaskContext(task_result=running), *running.args, **running.kwargs)
-        else:
-            value = _call(task.call, *running.args, **running.kwargs)
-        # What Django's own backends store: tuples become lists, for one.
-        value = normalize_json(value)
-    except Exception as error:
-        failed = result_after(**after_failure(job, error, worker_id, timezone.now()))
-        # Sent while the exception is handled, so that Django's task logger logs its traceback.
-        _send(task_finished, sender, task.module_path, task_result=failed)
-        raise
-    succeeded = result_after(status=JobStatus.SUCCESSFUL, result=value, finished_at=timezone.now())
-    _send(task_finished, sender, task.module_path, task_result=succeeded)
-    return value
+    def run_job(self, task: Any, job: Job, worker_id: str, decided: list[Failure]) -> Any:
+        """The task's return value, as :func:`run` returns it; a failure it decides (to
+        tell ``task_finished``) is appended to ``decided``."""
 
 
-def _send(signal: Signal, sender: type[Any], about: object, **named: Any) -> None:
+def send(signal: Signal, sender: type[Any], about: object, **named: Any) -> None:
     """Send a signal around a job; a receiver's exception is logged, naming ``about``
     (made a string only then), and changes nothing about the job, whose outcome is the
     task's alone."""

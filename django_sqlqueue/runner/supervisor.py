@@ -35,6 +35,7 @@ from django_sqlqueue.maintenance.rescue import Rescued, rescue_worker
 from django_sqlqueue.maintenance.schedules import sync_settings
 from django_sqlqueue.maintenance.services import maintenance_services
 from django_sqlqueue.models import Job, Leader, Worker
+from django_sqlqueue.rules.lifecycle import FINISHED, JobStatus
 from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.leases import keep_lease, stopped
@@ -42,7 +43,6 @@ from django_sqlqueue.runner.naming import holder_name, worker_name
 from django_sqlqueue.runner.spawning import main_module_hidden
 from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.worker import Budget
-from django_sqlqueue.status import JobStatus
 
 logger = logging.getLogger(__name__)
 
@@ -444,7 +444,7 @@ class Supervisor:
 
     def _finished(self) -> int:
         """The jobs its processes and rescues ended (``SUCCESSFUL``, ``FAILED``, ``CANCELLED``)."""
-        return sum(count for status, count in self.written.items() if status != JobStatus.READY)
+        return sum(count for status, count in self.written.items() if status in FINISHED)
 
     def _status(self, elapsed: float) -> None:
         """Counts in jobs, by the status written, as ``sqlqueue_stats`` counts them; and

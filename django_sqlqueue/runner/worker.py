@@ -309,7 +309,7 @@ class WorkerProcess:
     def record(self, outcomes: list[JobOutcome]) -> None:
         """Write a batch of outcomes, keeping at it while the database is away."""
         succeeded = {out.job: out.result for out in outcomes if out.started and out.error is None}
-        failed = {out.job: out.error for out in outcomes if out.started and out.error is not None}
+        failed = {out.job: out.failure for out in outcomes if out.started and out.failure is not None}
         unstarted = [out.job for out in outcomes if not out.started]
         self.budget.give_back(len(unstarted))
         statuses = self._persist(

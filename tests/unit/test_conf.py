@@ -14,7 +14,7 @@ from django.test import override_settings
 
 from django_sqlqueue import conf as conf_module
 from django_sqlqueue.conf import Setting, Settings, conf
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 
 DAY = datetime.timedelta(days=1)
 

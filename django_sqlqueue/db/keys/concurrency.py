@@ -17,7 +17,7 @@ from django.db import connections, models
 from django.db.models.functions import Coalesce
 
 from django_sqlqueue.db.transient import retry_transient
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import ACTIVE, JobStatus
 
 if TYPE_CHECKING:
     from django_sqlqueue.db.table import AbstractJob
@@ -139,9 +139,7 @@ def forget_idle_keys(model: type[AbstractJob], using: str, limit: int) -> int:
     the key, so a key taken since it was read stays. A claim that holds a row's lock
     makes the delete wait; either way the next claim counts the real ``RUNNING`` rows."""
     key_rows = apps.get_model("django_sqlqueue", "ConcurrencyKey")._base_manager.using(using)
-    active = model._base_manager.using(using).filter(
-        concurrency_key=models.OuterRef("pk"), status__in=[JobStatus.READY, JobStatus.RUNNING]
-    )
+    active = model._base_manager.using(using).filter(concurrency_key=models.OuterRef("pk"), status__in=list(ACTIVE))
     idle = key_rows.exclude(models.Exists(active))
     names = list(idle.order_by("pk").values_list("pk", flat=True)[:limit])
     if not names:

@@ -18,7 +18,7 @@ from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.indexes import MYSQL_ACTIVE_KEY_COLUMN, ActiveKeyConstraint
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.exceptions import SQLQueueError, UniqueJobExists
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 
 if TYPE_CHECKING:
     # The table, not the model: the model holds the manager, which calls this module.

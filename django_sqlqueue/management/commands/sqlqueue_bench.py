@@ -14,9 +14,8 @@ from django_sqlqueue.conf import conf
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.management.arguments import claim_limit, non_negative_int, positive_int
 from django_sqlqueue.management.base import QueueCommand
-from django_sqlqueue.models import Job, JobStatus
-
-ACTIVE = (JobStatus.READY, JobStatus.RUNNING)
+from django_sqlqueue.models import Job
+from django_sqlqueue.rules.lifecycle import ACTIVE
 
 
 def nothing_else_to_run(queue: str) -> bool:

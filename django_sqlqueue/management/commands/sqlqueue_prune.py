@@ -14,7 +14,7 @@ from django_sqlqueue.db import pruning
 from django_sqlqueue.management.arguments import duration, finished_statuses, percent, positive_int
 from django_sqlqueue.management.base import QueueCommand
 from django_sqlqueue.models import Job
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 
 
 class Command(QueueCommand):

@@ -17,7 +17,7 @@ from django_sqlqueue.management.arguments import positive_number
 from django_sqlqueue.management.base import QueueCommand
 from django_sqlqueue.models import Job
 from django_sqlqueue.reporting.stats import Snapshot, snapshot, whole_seconds
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 
 #: Move the cursor home and clear the screen: how a terminal redraws in place.
 CLEAR_SCREEN = "\033[H\033[2J"

@@ -12,7 +12,8 @@ from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.reporting import counting
-from django_sqlqueue.reporting.counting import FINISHED, QueueCounts, queue_counts, sampled_estimates, status_counts
+from django_sqlqueue.reporting.counting import QueueCounts, queue_counts, sampled_estimates, status_counts
+from django_sqlqueue.rules.lifecycle import FINISHED
 from tests.support.admin_helpers import make_job
 from tests.testapp.tasks import noop
 

@@ -19,6 +19,7 @@ from django_sqlqueue.backends import SQLQueueBackend
 from django_sqlqueue.backends.compat import TaskResult, TaskResultStatus, task_finished, task_started
 from django_sqlqueue.exceptions import TransactionLeftOpen, UnknownTaskError
 from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.rules.lifecycle import FAIL, RETRY, SUCCEED
 from django_sqlqueue.runner import execution
 from tests.djtasks.tasks import add, async_double, fail, whoami
 from tests.testapp.models import Receipt
@@ -188,8 +189,8 @@ def test_a_row_naming_an_unregistered_task_imports_nothing() -> None:
 @pytest.mark.parametrize(
     ("max_attempts", "outcome", "level", "said"),
     [
-        (1, execution.FAILED, logging.ERROR, "attempt 1/1 failed after {:.3f} s, its last attempt; the job is FAILED"),
-        (2, execution.RETRYING, logging.WARNING, "attempt 1/2 failed after {:.3f} s and will be retried"),
+        (1, FAIL.outcome, logging.ERROR, "attempt 1/1 failed after {:.3f} s, its last attempt; the job is FAILED"),
+        (2, RETRY.outcome, logging.WARNING, "attempt 1/2 failed after {:.3f} s and will be retried"),
     ],
 )
 def test_an_attempt_is_logged_and_signalled_with_its_outcome_and_duration(
@@ -214,13 +215,13 @@ def test_an_attempt_is_logged_and_signalled_with_its_outcome_and_duration(
     finally:
         signals.job_finished.disconnect(finished)
     assert [(sent["job"].task, sent["outcome"]) for sent in received] == [
-        ("tests.testapp.tasks.report", execution.SUCCEEDED),
+        ("tests.testapp.tasks.report", SUCCEED.outcome),
         ("tests.djtasks.tasks.fail", outcome),
     ]
     assert all(0 <= sent["duration"] < 60 for sent in received)
     logged = [record for record in caplog.records if record.name == "django_sqlqueue.runner.execution"]
     assert [(record.levelno, record.outcome, record.attempt, record.queue) for record in logged] == [  # type: ignore[attr-defined]
-        (logging.INFO, execution.SUCCEEDED, 1, "reports"),
+        (logging.INFO, SUCCEED.outcome, 1, "reports"),
         (level, outcome, 1, received[1]["job"].queue),
     ]
     assert logged[0].getMessage() == (

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from django_sqlqueue.models import Job
+from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.operations import paused_queues
-from django_sqlqueue.status import JobStatus
 from shop import producers, tasks
 
 

@@ -9,8 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from django_sqlqueue.models import Job
-from django_sqlqueue.status import JobStatus
+from django_sqlqueue.models import Job, JobStatus
 from shop import producers
 
 

@@ -1,0 +1,57 @@
+"""Running a Django task's job in a worker, for the runner (``runner.execution.TaskBackend``):
+the task gets its context, and Django's ``task_started`` and ``task_finished`` are sent
+around it with the ``TaskResult`` the job will have once its outcome is written."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from django.utils.timezone import now
+
+from django_sqlqueue.backends import job_result
+from django_sqlqueue.backends.compat import Task, TaskContext, TaskResult, normalize_json, task_finished, task_started
+from django_sqlqueue.db.finishing import Failure, after_failure, decide
+from django_sqlqueue.models import Job
+from django_sqlqueue.rules.lifecycle import SUCCEED
+from django_sqlqueue.runner.execution import call, send
+
+
+def run_task(
+    task: Task[..., Any], job: Job, worker_id: str, decided: list[Failure], *, backend: str, sender: type[Any]
+) -> Any:
+    """Run ``job`` of ``task`` (registered by ``backend``, which ``sender`` names in the
+    signals): its return value as Django's backends store it. A failure is decided
+    here (:func:`~django_sqlqueue.db.finishing.decide`), once, and appended to
+    ``decided`` for the finisher to write what ``task_finished`` said."""
+
+    def result_after(**outcome: Any) -> TaskResult[..., Any]:
+        """The task's result once ``outcome`` is written: a little later, in a batch
+        with other jobs' outcomes, by the database's clock."""
+        finished = copy.copy(job)
+        for name, value in outcome.items():
+            setattr(finished, name, value)
+        return job_result(finished, task, backend=backend)
+
+    running = job_result(job, task, backend=backend)
+    send(task_started, sender, task.module_path, task_result=running)
+    try:
+        if task.takes_context:
+            value = call(task.call, TaskContext(task_result=running), *running.args, **running.kwargs)
+        else:
+            value = call(task.call, *running.args, **running.kwargs)
+        # What Django's own backends store: tuples become lists, for one.
+        value = normalize_json(value)
+    except Exception as error:
+        failure = decide(job, error, worker_id)
+        decided.append(failure)
+        # Sent while the exception is handled, so that Django's task logger logs its traceback.
+        send(task_finished, sender, task.module_path, task_result=result_after(**after_failure(job, failure, now())))
+        raise
+    send(
+        task_finished,
+        sender,
+        task.module_path,
+        task_result=result_after(status=SUCCEED.target, result=value, finished_at=now()),
+    )
+    return value

@@ -1,0 +1,81 @@
+"""The transitions of ``rules/lifecycle.py`` as SQL: which rows a transition may move
+(:func:`allowed`), the columns it writes (:func:`written`), and the ``CASE`` that picks
+between transitions by their guards where one statement makes several
+(:func:`status_case`, the one place "a cancel request means ``CANCELLED``" is SQL)."""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from django.db.models import Case, F, Q, Value, When
+
+from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.rules.lifecycle import Condition, Transition
+
+#: The conditions a statement checks, as SQL.
+SQL_CONDITIONS: dict[Condition, Callable[[], Q]] = {
+    Condition.DUE: lambda: Q(run_at__lte=DatabaseNow()),
+    Condition.NOT_DUE: lambda: Q(run_at__gt=DatabaseNow()),
+    Condition.CANCEL_REQUESTED: lambda: Q(cancel_requested_at__isnull=False),
+    Condition.NOT_CANCEL_REQUESTED: lambda: Q(cancel_requested_at__isnull=True),
+}
+#: The conditions no ``WHERE`` of :func:`allowed` holds, and what holds each instead.
+CHECKED_ELSEWHERE: dict[Condition, str] = {
+    Condition.HELD: "HeldBy, the fence of every write a worker makes",
+    Condition.STARTED: "the worker, which knows which jobs it started",
+    Condition.UNSTARTED: "the worker, which knows which jobs it started",
+    Condition.RETURNED: "the worker, which knows what the task did",
+    Condition.RAISED: "the worker, which knows what the task did, or the rescue",
+    Condition.ATTEMPTS_LEFT: "failure_transition, from the claimed job's attempts",
+    Condition.ATTEMPTS_SPENT: "failure_transition, from the claimed job's attempts",
+    Condition.UNIQUE_KEY_FREE: "the unique index on active jobs' keys",
+    Condition.NOT_KEPT: "the finisher, which reads SQLQUEUE_RETENTION",
+    Condition.RETENTION_PASSED: "db/pruning.py's due()",
+}
+
+
+def guard(transition: Transition) -> Q:
+    """The SQL conditions of ``transition``'s guard (all rows when it has none), in the
+    order of their names: a set's order changes with each process's string hashes, and
+    the same guard must make the same statement."""
+    conditions = sorted(transition.guard & SQL_CONDITIONS.keys(), key=operator.attrgetter("name"))
+    return functools.reduce(operator.and_, (SQL_CONDITIONS[condition]() for condition in conditions), Q())
+
+
+def allowed(transition: Transition) -> Q:
+    """The rows ``transition`` may move: in one of its sources, with its guard's SQL
+    conditions. One source is ``status = …``, which partial indexes on it match."""
+    (one, *more) = transition.sources
+    return (Q(status__in=transition.sources) if more else Q(status=one)) & guard(transition)
+
+
+def written(transition: Transition, **values: Any) -> dict[str, Any]:
+    """The columns ``transition`` writes: its target status and ``values``, which must
+    name every other column it writes, and no more. Raises ``ValueError`` otherwise, so a
+    writer cannot drift from the table."""
+    columns = dict(values)
+    if "status" in transition.writes:
+        columns["status"] = transition.target
+    if set(columns) != set(transition.writes):
+        raise ValueError(
+            f"{transition.name} writes {sorted(transition.writes)}, not {sorted(columns)} (rules/lifecycle.py)."
+        )
+    return columns
+
+
+def status_case(transitions: Sequence[Transition]) -> Case:
+    """The status ``transitions`` write, the first whose guard's SQL conditions hold (the
+    last one otherwise), as one ``CASE``."""
+    *guarded, last = transitions
+    return Case(*(When(guard(t), then=Value(t.target)) for t in guarded), default=Value(last.target))
+
+
+def column_case(transitions: Sequence[Transition], column: str, value: Any) -> Case:
+    """``value`` for the rows that get a transition of ``transitions`` writing ``column``
+    (by the same guards as :func:`status_case`); the others keep theirs."""
+    *guarded, last = transitions
+    whens = [When(guard(t), then=value if column in t.writes else F(column)) for t in guarded]
+    return Case(*whens, default=value if column in last.writes else F(column))

@@ -1,0 +1,326 @@
+"""A job's life, declared once: its statuses, their sets, and every transition between
+them as data (its source states, its guard, its target and the columns it writes).
+
+Every writer of a job's status reads this table: the finisher and the release
+(``db/finishing.py``), the claim, the manager's ``cancel``, the admin's actions, the
+rescue, the testing helpers, the runner's outcome names and the Tasks backend's status
+mapping. ``db/lifecycle.py`` turns guards into SQL; :func:`failure_transition` picks what
+a failed attempt becomes. A new feature adds entries here; it never decides a status
+change elsewhere. ``docs/explanation/lifecycle.md`` shows :func:`mermaid_diagram`."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from django.db import models
+
+
+class JobStatus(models.TextChoices):
+    """A job's place in its life; the names match Django Tasks' ``TaskResultStatus``.
+
+    ``READY`` also holds a failed attempt waiting for its retry (its ``run_at`` is later
+    and its error is kept); ``FAILED`` is final and waits for a human in the admin."""
+
+    #: Waiting to be claimed: now, or from its ``run_at`` on (a retry, a delayed job).
+    READY = "READY", "Ready"
+    #: Claimed by a worker, which holds it (``worker``) while its lease lasts.
+    RUNNING = "RUNNING", "Running"
+    #: Finished without an exception; its ``result`` is kept until pruned.
+    SUCCESSFUL = "SUCCESSFUL", "Successful"
+    #: Out of attempts (each raised, timed out or lost its worker): final, every error kept for the admin.
+    FAILED = "FAILED", "Failed"
+    #: Cancelled before it finished: final, never run again.
+    CANCELLED = "CANCELLED", "Cancelled"
+
+
+#: Jobs still to run or running: what a unique key is held by, what pruning never touches.
+ACTIVE = (JobStatus.READY, JobStatus.RUNNING)
+#: Jobs that ended: nothing moves them on but an admin Retry, or their deletion.
+FINISHED = (JobStatus.SUCCESSFUL, JobStatus.FAILED, JobStatus.CANCELLED)
+
+#: Django Tasks' ``TaskResultStatus`` of each status: Django has no cancelled result,
+#: and a cancelled job will not run again, so it is ``FAILED`` there.
+TASK_RESULT_STATUS: dict[JobStatus, str] = {
+    JobStatus.READY: "READY",
+    JobStatus.RUNNING: "RUNNING",
+    JobStatus.SUCCESSFUL: "SUCCESSFUL",
+    JobStatus.FAILED: "FAILED",
+    JobStatus.CANCELLED: "FAILED",
+}
+
+
+class Condition(enum.Enum):
+    """What a guard may require of a job; its value says it in words.
+
+    ``db/lifecycle.py`` writes the ones a statement checks as SQL; the others are
+    known to whoever makes the transition (what the task did) or enforced by the
+    statement's fence or an index, as each one's words say."""
+
+    DUE = "its run_at has come"
+    NOT_DUE = "its run_at is still to come"
+    HELD = "its worker still holds it at the attempt it claimed (the fence)"
+    STARTED = "its attempt started"
+    UNSTARTED = "its worker gave it back before starting it"
+    RETURNED = "its task returned a value the database stores"
+    RAISED = "its attempt failed (its task raised, or its worker died: the rescue charges WorkerLost)"
+    CANCEL_REQUESTED = "someone asked to cancel it (or its task raised JobCancelled)"
+    NOT_CANCEL_REQUESTED = "nobody asked to cancel it"
+    ATTEMPTS_LEFT = "attempts < max_attempts"
+    ATTEMPTS_SPENT = "attempts >= max_attempts"
+    UNIQUE_KEY_FREE = "no other active job holds its unique_key (the unique index)"
+    NOT_KEPT = 'SQLQUEUE_RETENTION["SUCCESSFUL"] is 0'
+    RETENTION_PASSED = "it finished longer ago than SQLQUEUE_RETENTION keeps its status"
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One way a job changes: from any of ``sources`` (none: a new row) to ``target``
+    (None: the row is deleted), when every condition of ``guard`` holds, writing
+    ``writes`` (``status`` among them whenever the status changes)."""
+
+    name: str
+    sources: tuple[JobStatus, ...]
+    target: JobStatus | None
+    guard: frozenset[Condition]
+    writes: tuple[str, ...]
+    #: Who makes it.
+    by: str
+    #: For a transition that ends an attempt: its one-word outcome, as the runner logs
+    #: it, ``job_finished`` sends it, the metrics label it and ``run_jobs`` counts it.
+    outcome: str = ""
+
+    @property
+    def status(self) -> JobStatus:
+        """:attr:`target`, for a transition that keeps its row."""
+        if self.target is None:
+            raise ValueError(f"{self.name} deletes its row: it has no status.")
+        return self.target
+
+
+def _transition(
+    name: str,
+    sources: Collection[JobStatus],
+    target: JobStatus | None,
+    guard: Collection[Condition],
+    writes: Collection[str],
+    by: str,
+    outcome: str = "",
+) -> Transition:
+    return Transition(name, tuple(sources), target, frozenset(guard), tuple(writes), by, outcome)
+
+
+_READY, _RUNNING = JobStatus.READY, JobStatus.RUNNING
+_C = Condition
+_ERROR = ("errors", "last_error_class")
+_RELEASED = ("status", "attempts", "started_at")
+#: A new row's columns: what it runs, and how.
+_ENQUEUED = (
+    *("status", "queue", "task", "args", "kwargs", "priority", "run_at", "enqueued_at", "max_attempts", "timeout"),
+    *("concurrency_key", "concurrency_limit", "unique_key", "unique_until_pruned"),
+)
+
+ENQUEUE = _transition(
+    "enqueue",
+    (),
+    _READY,
+    (_C.UNIQUE_KEY_FREE,),
+    _ENQUEUED,
+    "Job.objects.enqueue and its kin, the Tasks backend, the schedules",
+)
+CLAIM = _transition(
+    "claim",
+    (_READY,),
+    _RUNNING,
+    (_C.DUE,),
+    ("status", "worker", "started_at", "attempts"),
+    "a worker's claim (its queue not paused, under its concurrency and rate limits)",
+)
+SUCCEED = _transition(
+    "succeed",
+    (_RUNNING,),
+    JobStatus.SUCCESSFUL,
+    (_C.HELD, _C.STARTED, _C.RETURNED),
+    ("status", "finished_at", "result"),
+    "the worker's finisher",
+    outcome="succeeded",
+)
+SUCCEED_UNKEPT = _transition(
+    "succeed_unkept",
+    (_RUNNING,),
+    None,
+    (_C.HELD, _C.STARTED, _C.RETURNED, _C.NOT_KEPT),
+    (),
+    "the worker's finisher",
+    outcome="succeeded",
+)
+RETRY = _transition(
+    "retry",
+    (_RUNNING,),
+    _READY,
+    (_C.HELD, _C.STARTED, _C.RAISED, _C.NOT_CANCEL_REQUESTED, _C.ATTEMPTS_LEFT),
+    ("status", *_ERROR, "run_at"),
+    "the worker's finisher, after a backoff; the rescue, for a dead worker's started job",
+    outcome="retried",
+)
+FAIL = _transition(
+    "fail",
+    (_RUNNING,),
+    JobStatus.FAILED,
+    (_C.HELD, _C.STARTED, _C.RAISED, _C.NOT_CANCEL_REQUESTED, _C.ATTEMPTS_SPENT),
+    ("status", *_ERROR, "finished_at"),
+    "the worker's finisher; the rescue, for a dead worker's started job",
+    outcome="failed",
+)
+STOP = _transition(
+    "stop",
+    (_RUNNING,),
+    JobStatus.CANCELLED,
+    (_C.HELD, _C.STARTED, _C.RAISED, _C.CANCEL_REQUESTED),
+    ("status", *_ERROR, "finished_at"),
+    "the worker's finisher; the rescue (a job its worker was stopped in, past SQLQUEUE_CANCEL_GRACE)",
+    outcome="cancelled",
+)
+RELEASE = _transition(
+    "release",
+    (_RUNNING,),
+    _READY,
+    (_C.HELD, _C.UNSTARTED, _C.NOT_CANCEL_REQUESTED),
+    _RELEASED,
+    "a stopping worker; the rescue, for a dead worker's unstarted job",
+)
+RELEASE_CANCELLED = _transition(
+    "release_cancelled",
+    (_RUNNING,),
+    JobStatus.CANCELLED,
+    (_C.HELD, _C.UNSTARTED, _C.CANCEL_REQUESTED),
+    (*_RELEASED, "finished_at"),
+    "a stopping worker; the rescue, for a dead worker's unstarted job",
+)
+REQUEST_CANCEL = _transition(
+    "request_cancel",
+    (_RUNNING,),
+    _RUNNING,
+    (_C.NOT_CANCEL_REQUESTED,),
+    ("cancel_requested_at",),
+    "Job.objects.cancel, the admin's Cancel (its worker learns of it with its heartbeat)",
+)
+CANCEL = _transition(
+    "cancel",
+    (_READY,),
+    JobStatus.CANCELLED,
+    (),
+    ("status", "finished_at"),
+    "Job.objects.cancel, the admin's Cancel",
+)
+ADMIN_RETRY = _transition(
+    "admin_retry",
+    (JobStatus.FAILED, JobStatus.CANCELLED),
+    _READY,
+    (_C.UNIQUE_KEY_FREE,),
+    ("status", "run_at", "attempts", "started_at", "finished_at", "worker", "cancel_requested_at"),
+    "the admin's Retry (a fresh budget of attempts; the earlier errors stay)",
+)
+RUN_NOW = _transition(
+    "run_now",
+    (_READY,),
+    _READY,
+    (_C.NOT_DUE,),
+    ("run_at",),
+    "the admin's Run now",
+)
+DELETE = _transition(
+    "delete",
+    (_READY, *FINISHED),
+    None,
+    (),
+    (),
+    "the admin's Delete (never a running job: its outcome would have nowhere to go)",
+)
+PRUNE = _transition(
+    "prune",
+    FINISHED,
+    None,
+    (_C.RETENTION_PASSED,),
+    (),
+    "sqlqueue_prune and the maintenance leader",
+)
+
+#: Every transition, by name.
+TRANSITIONS: dict[str, Transition] = {
+    transition.name: transition
+    for transition in (
+        ENQUEUE,
+        CLAIM,
+        SUCCEED,
+        SUCCEED_UNKEPT,
+        RETRY,
+        FAIL,
+        STOP,
+        RELEASE,
+        RELEASE_CANCELLED,
+        REQUEST_CANCEL,
+        CANCEL,
+        ADMIN_RETRY,
+        RUN_NOW,
+        DELETE,
+        PRUNE,
+    )
+}
+
+#: What a failed attempt may become: exactly one guard holds for any job.
+AFTER_FAILURE = (STOP, RETRY, FAIL)
+#: What a job given back unstarted becomes.
+AFTER_RELEASE = (RELEASE_CANCELLED, RELEASE)
+#: What a rescue may make of a dead worker's jobs: its started ones failed, the others released.
+RESCUE = (*AFTER_FAILURE, *AFTER_RELEASE)
+#: The transitions that end an attempt and leave a row, by the status they write: one each.
+ATTEMPT_ENDINGS: dict[JobStatus, Transition] = {
+    transition.target: transition for transition in (SUCCEED, *AFTER_FAILURE) if transition.target is not None
+}
+#: The one-word outcomes of an attempt, in ``run_jobs``' order.
+OUTCOMES = tuple(dict.fromkeys(transition.outcome for transition in TRANSITIONS.values() if transition.outcome))
+
+
+def chosen(transitions: Collection[Transition], facts: Collection[Condition]) -> Transition:
+    """The one of ``transitions`` whose guard ``facts`` satisfy. Raises ``LookupError``
+    when none or several do: their guards must be exclusive and exhaustive."""
+    matching = [transition for transition in transitions if transition.guard <= set(facts)]
+    if len(matching) != 1:
+        names = ", ".join(transition.name for transition in matching) or "none"
+        raise LookupError(f"{names} of {[t.name for t in transitions]} fit {sorted(f.name for f in facts)}")
+    return matching[0]
+
+
+def failure_transition(*, attempts: int, max_attempts: int, cancelled: bool) -> Transition:
+    """What a held, started attempt that failed becomes (:data:`AFTER_FAILURE`):
+    ``stop`` when it was cancelled, else ``retry`` while attempts are left, else ``fail``."""
+    return _AFTER_FAILURE_BY[cancelled, attempts < max_attempts]
+
+
+_AFTER_FAILURE_BY = {
+    (cancelled, left): chosen(
+        AFTER_FAILURE,
+        {
+            _C.HELD,
+            _C.STARTED,
+            _C.RAISED,
+            _C.CANCEL_REQUESTED if cancelled else _C.NOT_CANCEL_REQUESTED,
+            _C.ATTEMPTS_LEFT if left else _C.ATTEMPTS_SPENT,
+        },
+    )
+    for cancelled in (False, True)
+    for left in (False, True)
+}
+
+
+def mermaid_diagram() -> str:
+    """The transitions as a Mermaid ``stateDiagram-v2``: a new row comes from ``[*]``,
+    a deleted one goes to it."""
+    lines = ["stateDiagram-v2"]
+    for transition in TRANSITIONS.values():
+        target = "[*]" if transition.target is None else transition.target.value
+        sources = [source.value for source in transition.sources] or ["[*]"]
+        lines.extend(f"    {source} --> {target}: {transition.name}" for source in sources)
+    return "\n".join(lines) + "\n"

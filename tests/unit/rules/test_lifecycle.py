@@ -1,0 +1,151 @@
+"""The transitions table of ``rules/lifecycle.py`` itself: every status reachable,
+finished jobs left alone but by an admin Retry or their deletion, guards that pick one
+transition, and the names the runner, the testing helpers and the Tasks backend read."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import pathlib
+import re
+
+import pytest
+
+from django_sqlqueue.backends.compat import TaskResultStatus
+from django_sqlqueue.rules import lifecycle
+from django_sqlqueue.rules.lifecycle import (
+    ACTIVE,
+    ADMIN_RETRY,
+    AFTER_FAILURE,
+    AFTER_RELEASE,
+    ATTEMPT_ENDINGS,
+    ENQUEUE,
+    FINISHED,
+    OUTCOMES,
+    TASK_RESULT_STATUS,
+    TRANSITIONS,
+    Condition,
+    JobStatus,
+    chosen,
+    failure_transition,
+    mermaid_diagram,
+)
+from django_sqlqueue.testing import Ran
+
+
+def test_every_status_is_reachable_from_a_new_job() -> None:
+    seen = {ENQUEUE.target}
+    while reached := {t.target for t in TRANSITIONS.values() if seen & set(t.sources) and t.target is not None} - seen:
+        seen |= reached
+    assert seen == set(JobStatus)
+
+
+def test_the_status_sets_split_every_status() -> None:
+    assert set(ACTIVE) | set(FINISHED) == set(JobStatus)
+    assert not set(ACTIVE) & set(FINISHED)
+
+
+def test_finished_jobs_move_only_by_an_admin_retry_or_their_deletion() -> None:
+    leaving = [t.name for t in TRANSITIONS.values() if set(t.sources) & set(FINISHED)]
+    assert sorted(leaving) == ["admin_retry", "delete", "prune"]
+    assert ADMIN_RETRY.target in ACTIVE
+    assert all(TRANSITIONS[name].target is None for name in ("delete", "prune"))
+
+
+def test_a_running_job_is_never_deleted_under_its_worker() -> None:
+    assert JobStatus.RUNNING not in lifecycle.DELETE.sources
+
+
+@pytest.mark.parametrize("transition", TRANSITIONS.values(), ids=lambda t: t.name)
+def test_a_transition_writes_the_status_exactly_when_it_changes_it(transition: lifecycle.Transition) -> None:
+    changes = transition.target is not None and set(transition.sources) != {transition.target}
+    assert ("status" in transition.writes) == changes
+    assert len(set(transition.writes)) == len(transition.writes)
+
+
+def test_a_failed_attempt_matches_exactly_one_guard_whatever_the_facts() -> None:
+    """Exclusive and exhaustive: the finisher can never find two answers, or none."""
+    for cancel, attempts in itertools.product(
+        (Condition.CANCEL_REQUESTED, Condition.NOT_CANCEL_REQUESTED),
+        (Condition.ATTEMPTS_LEFT, Condition.ATTEMPTS_SPENT),
+    ):
+        facts = {Condition.HELD, Condition.STARTED, Condition.RAISED, cancel, attempts}
+        assert chosen(AFTER_FAILURE, facts) in AFTER_FAILURE
+    for cancel in (Condition.CANCEL_REQUESTED, Condition.NOT_CANCEL_REQUESTED):
+        assert chosen(AFTER_RELEASE, {Condition.HELD, Condition.UNSTARTED, cancel}) in AFTER_RELEASE
+
+
+def test_chosen_refuses_facts_that_fit_none_or_several() -> None:
+    with pytest.raises(LookupError, match="none of"):
+        chosen(AFTER_FAILURE, {Condition.HELD})
+    everything = set(Condition)
+    with pytest.raises(LookupError, match="stop, retry, fail of"):
+        chosen(AFTER_FAILURE, everything)
+
+
+@pytest.mark.parametrize(
+    ("attempts", "max_attempts", "cancelled", "expected"),
+    [
+        (1, 3, False, "retry"),
+        (3, 3, False, "fail"),
+        (4, 3, False, "fail"),
+        (1, 3, True, "stop"),
+        (3, 3, True, "stop"),
+    ],
+)
+def test_a_failed_attempt_is_stopped_if_cancelled_else_retried_while_attempts_are_left(
+    attempts: int, max_attempts: int, cancelled: bool, expected: str
+) -> None:
+    transition = failure_transition(attempts=attempts, max_attempts=max_attempts, cancelled=cancelled)
+    assert transition is TRANSITIONS[expected]
+
+
+def test_each_ending_of_an_attempt_has_its_own_status_and_one_word_outcome() -> None:
+    assert {status: t.name for status, t in ATTEMPT_ENDINGS.items()} == {
+        JobStatus.SUCCESSFUL: "succeed",
+        JobStatus.READY: "retry",
+        JobStatus.FAILED: "fail",
+        JobStatus.CANCELLED: "stop",
+    }
+    assert OUTCOMES == ("succeeded", "retried", "failed", "cancelled")
+    assert all(" " not in outcome for outcome in OUTCOMES)
+    # run_jobs() counts its attempts by the same words.
+    assert Ran._fields == OUTCOMES
+
+
+def test_every_status_has_a_django_task_result_status() -> None:
+    assert set(TASK_RESULT_STATUS) == set(JobStatus)
+    assert {status: TaskResultStatus(name) for status, name in TASK_RESULT_STATUS.items()}[
+        JobStatus.CANCELLED
+    ] == TaskResultStatus.FAILED
+
+
+def test_a_deletion_has_no_status() -> None:
+    assert lifecycle.CLAIM.status == JobStatus.RUNNING
+    with pytest.raises(ValueError, match="prune deletes its row"):
+        _ = lifecycle.PRUNE.status
+
+
+def test_the_diagram_has_an_edge_for_each_source_of_each_transition() -> None:
+    lines = mermaid_diagram().splitlines()
+    assert lines[0] == "stateDiagram-v2"
+    assert "    [*] --> READY: enqueue" in lines
+    assert "    READY --> RUNNING: claim" in lines
+    assert "    FAILED --> READY: admin_retry" in lines
+    assert "    CANCELLED --> READY: admin_retry" in lines
+    assert "    SUCCESSFUL --> [*]: prune" in lines
+    assert len(lines) - 1 == sum(max(len(t.sources), 1) for t in TRANSITIONS.values())
+
+
+def test_the_docs_show_the_diagram_of_the_table() -> None:
+    page = pathlib.Path(__file__).parents[3] / "docs" / "explanation" / "lifecycle.md"
+    (block,) = re.findall(r"^```\{mermaid\}\n(.*?)^```$", page.read_text(), flags=re.MULTILINE | re.DOTALL)
+    assert block == mermaid_diagram()
+
+
+def test_the_rules_import_no_queries() -> None:
+    """``rules/`` holds pure rules: it imports no layer above it, and not the models."""
+    forbidden = ("django_sqlqueue.db", "django_sqlqueue.runner", "django_sqlqueue.admin", "django_sqlqueue.models")
+    source = pathlib.Path(lifecycle.__file__).read_text()
+    imported = [node.module or "" for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)]
+    assert not [name for name in imported if name.startswith(forbidden)]
