@@ -9,8 +9,8 @@ from typing import Any
 
 from django.utils.timezone import now
 
-from django_sqlqueue.backends import job_result
 from django_sqlqueue.backends.compat import Task, TaskContext, TaskResult, normalize_json, task_finished, task_started
+from django_sqlqueue.backends.results import job_result
 from django_sqlqueue.db.finishing import Failure, after_failure, decide
 from django_sqlqueue.models import Job
 from django_sqlqueue.rules.lifecycle import SUCCEED
