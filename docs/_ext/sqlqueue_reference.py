@@ -2,7 +2,8 @@
 
 - ``sqlqueue-settings``: every setting of ``conf.Settings`` (name, type, default, docstring);
 - ``sqlqueue-commands``: every management command's options, from its own argparse parser;
-- ``sqlqueue-checks``: every system check id of ``check_ids.CHECK_IDS``.
+- ``sqlqueue-checks``: every system check id of ``check_ids.CHECK_IDS``;
+- ``sqlqueue-lifecycle``: the job's state diagram, drawn from ``rules.lifecycle.TRANSITIONS``.
 
 Docstrings are written in reStructuredText's inline markup (double backquotes), which
 these directives parse as such."""
@@ -18,6 +19,7 @@ from django.core.management import BaseCommand, load_command_class
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
+from sphinxcontrib.mermaid import Mermaid
 
 #: Options every Django command has; the Django documentation describes them.
 DJANGO_OPTIONS = {
@@ -166,8 +168,20 @@ class ChecksDirective(SphinxDirective):
         return [nodes.definition_list("", *items)]
 
 
+class LifecycleDirective(Mermaid):
+    """The job's state diagram, as Mermaid draws it, from the transitions table itself."""
+
+    has_content = False
+
+    def get_mm_code(self) -> str:
+        from django_sqlqueue.rules.lifecycle import mermaid_diagram
+
+        return mermaid_diagram()
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("sqlqueue-settings", SettingsDirective)
     app.add_directive("sqlqueue-commands", CommandsDirective)
     app.add_directive("sqlqueue-checks", ChecksDirective)
+    app.add_directive("sqlqueue-lifecycle", LifecycleDirective)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
