@@ -1,7 +1,7 @@
 """The app's settings: one typed property each, read from ``django.conf.settings`` on
 every access (through a memo that every ``override_settings`` starts again, so
 that it works), and validated where they are read so that a bad value
-fails loudly (``checks.py`` turns the same errors into system check errors at
+fails loudly (``checks`` turns the same errors into system check errors at
 start-up).
 
 The memo is hidden state kept on Django's private ``settings._wrapped``: the holder

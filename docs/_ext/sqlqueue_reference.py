@@ -2,7 +2,7 @@
 
 - ``sqlqueue-settings``: every setting of ``conf.Settings`` (name, type, default, docstring);
 - ``sqlqueue-commands``: every management command's options, from its own argparse parser;
-- ``sqlqueue-checks``: every system check id of ``check_ids.CHECK_IDS``;
+- ``sqlqueue-checks``: every system check id of ``checks.ids.CHECK_IDS``;
 - ``sqlqueue-lifecycle``: the job's state diagram, drawn from ``rules.lifecycle.TRANSITIONS``.
 
 Docstrings are written in reStructuredText's inline markup (double backquotes), which
@@ -156,7 +156,7 @@ class ChecksDirective(SphinxDirective):
     """Every system check id, with its level, what it reports and its hint."""
 
     def run(self) -> list[nodes.Node]:
-        from django_sqlqueue.check_ids import CHECK_IDS
+        from django_sqlqueue.checks.ids import CHECK_IDS
 
         items = [
             _item(

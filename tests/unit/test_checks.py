@@ -1,4 +1,4 @@
-"""The system checks (``checks.py``): settings, database settings and server versions."""
+"""The system checks (``checks``): settings, database settings and server versions."""
 
 from __future__ import annotations
 

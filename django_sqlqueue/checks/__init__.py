@@ -1,5 +1,5 @@
 """System checks: misconfiguration is reported when Django starts, with a hint that
-says how to fix it. Each id, its level and its hint are ``check_ids``'s.
+says how to fix it. Each id, its level and its hint are ``checks.ids``'s.
 
 Imported by ``AppConfig.ready()``, once the models are loaded."""
 
@@ -15,7 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DEFAULT_DB_ALIAS, connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from django_sqlqueue import check_ids
+from django_sqlqueue.checks import ids as check_ids
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import charsets
 from django_sqlqueue.db.routing import queue_db

@@ -1,5 +1,5 @@
 """Every system check id the app can report, with its level, what it reports and its
-hint: ``checks.py`` builds each message from its entry here, and the checks reference
+hint: ``checks`` builds each message from its entry here, and the checks reference
 (``docs/reference/checks.md``) is generated from :data:`CHECK_IDS`, so the two cannot
 drift. Ids are stable and never reused: a retired one stays out of this table, and its
 number is never given again."""

@@ -6,11 +6,12 @@ from pathlib import Path
 
 from django.core import checks
 
-from django_sqlqueue import check_ids
-from django_sqlqueue.check_ids import CHECK_IDS, SETTING_CHECKS
+import django_sqlqueue
+from django_sqlqueue.checks import ids as check_ids
+from django_sqlqueue.checks.ids import CHECK_IDS, SETTING_CHECKS
 from django_sqlqueue.conf import Setting, Settings
 
-PACKAGE = Path(check_ids.__file__).parent
+PACKAGE = Path(django_sqlqueue.__file__).parent
 
 
 def test_every_id_the_package_names_is_registered() -> None:
@@ -23,9 +24,9 @@ def test_every_id_the_package_names_is_registered() -> None:
 
 
 def test_checks_build_every_message_from_the_registry() -> None:
-    """No message in checks.py is made with an id of its own, so each one's level and id are
-    the registry's, and every entry of the registry is one that checks.py reports."""
-    tree = ast.parse((PACKAGE / "checks.py").read_text(encoding="utf-8"))
+    """No message in checks is made with an id of its own, so each one's level and id are
+    the registry's, and every entry of the registry is one that checks reports."""
+    tree = ast.parse((PACKAGE / "checks" / "__init__.py").read_text(encoding="utf-8"))
     own_ids = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.keyword) and node.arg == "id"]
     assert own_ids == []
     used = {
