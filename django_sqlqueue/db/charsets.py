@@ -102,7 +102,8 @@ def tables_charset_problem(connection: BaseDatabaseWrapper, tables: Sequence[str
 TABLES_HINT = (
     f"Convert each table: ALTER TABLE <table> CONVERT TO CHARACTER SET {FULL} COLLATE {FULL}_unicode_ci; "
     "then manage.py migrate django_sqlqueue 0018 and manage.py migrate django_sqlqueue, which give the "
-    "queue's name columns their binary collation back (see the README, Install). Until then enqueue "
+    "queue's name columns their binary collation back (see Troubleshooting in django-sqlqueue's "
+    "documentation). Until then enqueue "
     "refuses a job whose text the tables cannot store."
 )
 

@@ -39,7 +39,7 @@ BATCH_SIZE = 1000
 #: The share of its time pruning spends deleting by default: after each chunk it rests
 #: three times as long as the chunk took. Flat out, a prune takes a core of the database
 #: (and, on SQLite, its one write lock) from the workers beside it; at a quarter, a
-#: million rows still go in under a minute on PostgreSQL and SQLite (README, Retention).
+#: million rows still go in under a minute on PostgreSQL and SQLite (docs/howto/retention.md).
 DUTY_CYCLE = 0.25
 
 

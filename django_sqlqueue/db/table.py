@@ -73,7 +73,7 @@ class AbstractJob(models.Model):
         max_length=UNIQUE_KEY_MAX_LENGTH,
         null=True,
         blank=True,
-        help_text="No other ready or running job has this key (see the README, Unique jobs).",
+        help_text="No other ready or running job has this key (see the docs: Unique jobs).",
     )
     unique_until_pruned = models.BooleanField(
         default=False,

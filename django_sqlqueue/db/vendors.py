@@ -159,7 +159,7 @@ def version_problem(connection: BaseDatabaseWrapper) -> str | None:
 #: How to put a SQLite database in WAL mode, for the check that finds it is not.
 JOURNAL_HINT = (
     'Add "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;" to the database\'s '
-    "OPTIONS (see django-sqlqueue's README, Install), or run PRAGMA journal_mode=WAL on the file once."
+    "OPTIONS (see Troubleshooting in django-sqlqueue's documentation), or run PRAGMA journal_mode=WAL on the file once."
 )
 
 

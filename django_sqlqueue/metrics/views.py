@@ -1,5 +1,5 @@
 """The metrics, served by the web process: put :func:`metrics` in your ``urls.py``,
-behind whatever protects your internal pages (see the README's "Metrics")."""
+behind whatever protects your internal pages (see the documentation's how-to guide "Metrics and logs")."""
 
 from __future__ import annotations
 
