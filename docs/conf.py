@@ -35,7 +35,11 @@ html_title = "django-sqlqueue"
 # The versions each page was tested with, from the one place that says: tox.ini's env_list.
 from tested_with import combinations, sentence  # noqa: E402 (docs/_ext is on sys.path above)
 
-myst_substitutions = {"tested_with": sentence(combinations(DOCS.parent / "tox.ini"))}
+TESTED_WITH = sentence(combinations(DOCS.parent / "tox.ini"))
+myst_substitutions = {"tested_with": TESTED_WITH}
+# ... and at the foot of every page (docs/_templates/page.html).
+templates_path = ["_templates"]
+html_context = {"tested_with": TESTED_WITH}
 
 # The generated reference (docs/reference/): autodoc imports the models, so Django is set
 # up with settings of the docs' own; docs/_ext/sqlqueue_reference.py writes the settings,
