@@ -20,9 +20,9 @@ from django_sqlqueue.conf import conf
 from django_sqlqueue.db import charsets
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.vendors import (
-    CLAIM_PROBLEM_HINTS,
-    DRIVER_PROBLEM_HINTS,
+    claim_hint,
     claim_problem,
+    driver_hint,
     driver_problem,
     journal_problem,
     vacuum_problem,
@@ -74,7 +74,7 @@ def check_database_settings(**kwargs: Any) -> list[checks.CheckMessage]:
 
     Reads settings only, so it runs with every command, not just ``migrate``."""
     return [
-        check_ids.CLAIMS.message(f"{problem}.", CLAIM_PROBLEM_HINTS[connection.vendor])
+        check_ids.CLAIMS.message(f"{problem}.", claim_hint(connection))
         for connection in _queue_connections(connections)
         if (problem := claim_problem(connection))
     ]
@@ -85,7 +85,7 @@ def check_database_drivers(**kwargs: Any) -> list[checks.CheckMessage]:
 
     Asks the installed driver, not the server, so it runs with every command."""
     return [
-        check_ids.DRIVER.message(f"{problem}.", DRIVER_PROBLEM_HINTS[connection.vendor])
+        check_ids.DRIVER.message(f"{problem}.", driver_hint(connection))
         for connection in _queue_connections(connections)
         if (problem := driver_problem(connection))
     ]

@@ -22,7 +22,7 @@ from django_sqlqueue.db.rates import Limited, draw
 # The table, not the model: the model holds the manager, which calls this module.
 from django_sqlqueue.db.table import AbstractJob, JobT
 from django_sqlqueue.db.transient import retry_transient
-from django_sqlqueue.db.vendors import CLAIM_PROBLEM_HINTS, claim_problem
+from django_sqlqueue.db.vendors import claim_hint, claim_problem
 from django_sqlqueue.rules.lifecycle import CLAIM
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def claim(
     table's statistics say (see :func:`_walk_the_index`)."""
     connection = connections[candidates.using]
     if problem := claim_problem(connection):
-        raise ImproperlyConfigured(f"{problem}. {CLAIM_PROBLEM_HINTS[connection.vendor]}")
+        raise ImproperlyConfigured(f"{problem}. {claim_hint(connection)}")
     admitted = functools.partial(_admitted, candidates, limited or {})
     # Until this process has met a keyed job, and while no rate limit is configured,
     # the candidates are the same for every claim of the same queues: their statement

@@ -142,6 +142,11 @@ CLAIM_PROBLEM_HINTS = {
 }
 
 
+def claim_hint(connection: BaseDatabaseWrapper) -> str:
+    """How to fix the problem :func:`claim_problem` found on ``connection``."""
+    return CLAIM_PROBLEM_HINTS[connection.vendor]
+
+
 def version_problem(connection: BaseDatabaseWrapper) -> str | None:
     """Why this database server cannot run the queue, or None; asks the server for its version."""
     # Only a MySQL connection has these, and its class imports mysqlclient: no isinstance.
@@ -238,6 +243,11 @@ DRIVER_PROBLEM_HINTS = {
     "postgresql": "Install psycopg 3.2 or newer: pip install 'django-sqlqueue[postgres]'.",
     "sqlite": "Run on a Python linked with a newer SQLite, or on PostgreSQL or MySQL.",
 }
+
+
+def driver_hint(connection: BaseDatabaseWrapper) -> str:
+    """How to fix the problem :func:`driver_problem` found on ``connection``."""
+    return DRIVER_PROBLEM_HINTS[connection.vendor]
 
 
 def _numbers(version: str) -> tuple[int, ...]:
