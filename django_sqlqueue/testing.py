@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from django.db.models import Q
 
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.finishing import finish
 from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.models import Job
 from django_sqlqueue.rules.lifecycle import ATTEMPT_ENDINGS, RUN_NOW, JobStatus
@@ -187,9 +188,9 @@ def perform(task: AnyTask, *args: Any, **kwargs: Any) -> Any:
 def _finish(outcome: JobOutcome) -> Counter[str]:
     """Write ``outcome`` as a worker does (its failure as the runner decided it); the
     statuses written."""
-    if outcome.failure is None:
-        return Job.objects.finish_by_status(worker_id=WORKER_ID, succeeded={outcome.job: outcome.result})
-    return Job.objects.finish_by_status(worker_id=WORKER_ID, failed={outcome.job: outcome.failure})
+    succeeded = {outcome.job: outcome.result} if outcome.failure is None else {}
+    failed = {} if outcome.failure is None else {outcome.job: outcome.failure}
+    return finish(Job.objects.on_queue_db(), worker_id=WORKER_ID, succeeded=succeeded, failed=failed)
 
 
 def _tally(ran: Ran, written: Counter[str]) -> Ran:

@@ -22,14 +22,14 @@ from django.db.models.expressions import Combinable
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import HeldBy, PrimaryKeyIn
-from django_sqlqueue.db.lifecycle import column_case, status_case
+from django_sqlqueue.db.lifecycle import column_case, status_case, written
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import is_away, is_unwritable
 from django_sqlqueue.exceptions import InvalidJobError, JobCancelled
 from django_sqlqueue.rules.lifecycle import (
     AFTER_RELEASE,
-    FAIL,
+    FAIL_UNRECORDED,
     RETRY,
     SUCCEED,
     JobStatus,
@@ -134,16 +134,18 @@ def after_failure(job: AbstractJob, failure: Failure, now: Any) -> dict[str, Any
     record = failure.record
     # The column holds what fits of the path: a class nested deep enough to pass 255
     # characters is grouped by its start, and its full path stays in the record.
-    columns = {
-        "status": failure.transition.target,
-        "errors": [*job.errors, record],
-        "last_error_class": record["exception_class_path"][:255],
-    }
-    if failure.delay is None:
-        columns["finished_at"] = now
-    else:
-        columns["run_at"] = now + failure.delay
-    return columns
+    return written(
+        failure.transition,
+        errors=[*job.errors, record],
+        last_error_class=record["exception_class_path"][:255],
+        **_times(failure.transition, now, failure.delay),
+    )
+
+
+def _times(transition: Transition, now: Any, delay: datetime.timedelta | None) -> dict[str, Any]:
+    """The times ``transition`` writes: ``finished_at`` is ``now``; ``run_at`` is ``delay`` later."""
+    times = {"finished_at": now, "run_at": None if delay is None else now + delay}
+    return {column: times[column] for column in transition.writes if column in times}
 
 
 class _Changes:
@@ -192,10 +194,10 @@ def finish(
     *,
     worker_id: str,
     succeeded: Mapping[JobT, Any],
-    failed: Mapping[JobT, BaseException | Failure],
+    failed: Mapping[JobT, Failure],
 ) -> Counter[str]:
-    """See :meth:`JobManager.finish_by_status`. A failure the runner decided
-    (:class:`Failure`) is written as decided; a bare exception is decided here."""
+    """See :meth:`JobManager.finish_by_status`, which decides each failure (:func:`decide`):
+    the runner, which decided them as it ran the jobs, writes them here as decided."""
     if failed and (both := {job.pk for job in succeeded} & {job.pk for job in failed}):
         raise ValueError(f"Jobs {sorted(both)} cannot both succeed and fail.")
     now = DatabaseNow()
@@ -209,15 +211,13 @@ def finish(
             if value is not None:
                 outcomes[job]["result"] = value
     for job, failure in failed.items():
-        if not isinstance(failure, Failure):  # not decided by the runner
-            failure = decide(job, failure, worker_id)
         outcomes[job] = after_failure(job, failure, now)
     kept = conf.SQLQUEUE_RETENTION[JobStatus.SUCCESSFUL]
-    written = Counter[str]()
+    counts = Counter[str]()
     if kept == datetime.timedelta(0):
-        written[JobStatus.SUCCESSFUL] = _delete_successes(jobs, worker_id, outcomes)
+        counts[JobStatus.SUCCESSFUL] = _delete_successes(jobs, worker_id, outcomes)
     if not outcomes:
-        return +written
+        return +counts
     try:
         count = _write(jobs, worker_id, outcomes)
     except DatabaseError as error:
@@ -227,10 +227,10 @@ def finish(
             "The database refused the outcomes of %d jobs (%s): writing them one job at a time", len(outcomes), error
         )
     else:
-        return written + _statuses_written(jobs, worker_id, outcomes, count)
+        return counts + _statuses_written(jobs, worker_id, outcomes, count)
     for written_job, outcome in outcomes.items():
-        written += _write_alone(jobs, worker_id, written_job, outcome, now)
-    return written
+        counts += _write_alone(jobs, worker_id, written_job, outcome, now)
+    return counts
 
 
 def _statuses_written(
@@ -344,8 +344,7 @@ def _write_alone(
         if not _refused(jobs.db, error):
             raise
         logger.error("Job %s: %s, and the error saying so (%s); it is FAILED", job.pk, refusal, error)
-    # FAIL's columns but its error, which is what the database refused.
-    failed = {"status": FAIL.target, "finished_at": now}
+    failed = written(FAIL_UNRECORDED, finished_at=now)
     return Counter({failed["status"]: _write(jobs, worker_id, {job: failed})})
 
 

@@ -29,6 +29,7 @@ CHECKED_ELSEWHERE: dict[Condition, str] = {
     Condition.UNSTARTED: "the worker, which knows which jobs it started",
     Condition.RETURNED: "the worker, which knows what the task did",
     Condition.RAISED: "the worker, which knows what the task did, or the rescue",
+    Condition.REFUSED: "the finisher, which writes one job at a time once the database refused a batch",
     Condition.ATTEMPTS_LEFT: "failure_transition, from the claimed job's attempts",
     Condition.ATTEMPTS_SPENT: "failure_transition, from the claimed job's attempts",
     Condition.UNIQUE_KEY_FREE: "the unique index on active jobs' keys",

@@ -111,5 +111,5 @@ class RescueService(Service):
         return min(conf.SQLQUEUE_LEASE / 2, RESCUE_SECONDS)
 
     def run(self, now: float) -> float:
-        self.counted(unless_away(rescue_expired, Rescued()))
+        self.counted(unless_away(rescue_expired, Rescued(), by="the rescue"))
         return self.interval

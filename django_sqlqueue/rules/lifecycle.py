@@ -65,6 +65,7 @@ class Condition(enum.Enum):
     UNSTARTED = "its worker gave it back before starting it"
     RETURNED = "its task returned a value the database stores"
     RAISED = "its attempt failed (its task raised, or its worker died: the rescue charges WorkerLost)"
+    REFUSED = "the database refused its outcome, and the error saying so (its errors are as much as a row takes)"
     CANCEL_REQUESTED = "someone asked to cancel it (or its task raised JobCancelled)"
     NOT_CANCEL_REQUESTED = "nobody asked to cancel it"
     ATTEMPTS_LEFT = "attempts < max_attempts"
@@ -173,6 +174,15 @@ FAIL = _transition(
     "the worker's finisher; the rescue, for a dead worker's started job",
     outcome="failed",
 )
+FAIL_UNRECORDED = _transition(
+    "fail_unrecorded",
+    (_RUNNING,),
+    JobStatus.FAILED,
+    (_C.HELD, _C.STARTED, _C.REFUSED),
+    ("status", "finished_at"),
+    "the worker's finisher (its errors kept as they were, and the refusal logged)",
+    outcome="failed",
+)
 STOP = _transition(
     "stop",
     (_RUNNING,),
@@ -257,6 +267,7 @@ TRANSITIONS: dict[str, Transition] = {
         SUCCEED_UNKEPT,
         RETRY,
         FAIL,
+        FAIL_UNRECORDED,
         STOP,
         RELEASE,
         RELEASE_CANCELLED,

@@ -48,13 +48,10 @@ def attempt(job: Job, worker_id: str) -> JobOutcome:
     with current.JobHandle(job, worker_id):
         send(signals.job_started, Job, job, job=job)
         began = time.perf_counter()
-        decided: list[Failure] = []
         try:
-            outcome = JobOutcome(job, result=run(job, worker_id, decided=decided))
+            outcome = run(job, worker_id)
         except Exception as error:
-            # A Django task's failure was decided as its signal was sent: not twice.
-            failure = decided[0] if decided and decided[0].error is error else decide(job, error, worker_id)
-            outcome = JobOutcome(job, error=error, failure=failure)
+            outcome = JobOutcome(job, error=error, failure=decide(job, error, worker_id))
         duration = time.perf_counter() - began
         result = SUCCEED.outcome if outcome.failure is None else outcome.failure.transition.outcome
         level, said = LOG_LEVELS[result], _SAID[result]
@@ -113,12 +110,11 @@ def job_fields(job: Job, outcome: str, duration: float) -> dict[str, Any]:
     }
 
 
-def run(job: Job, worker_id: str, *, decided: list[Failure] | None = None) -> Any:
-    """Run a claimed job's task in ``worker_id``: its return value, or the exception it
-    raised. Raises ``UnknownTaskError`` for a job naming no registered task.
-
-    A Django task that raises has its failure decided (:func:`decide`) to tell Django's
-    ``task_finished`` what will be written: that decision is appended to ``decided``."""
+def run(job: Job, worker_id: str) -> JobOutcome:
+    """Run a claimed job's task in ``worker_id``: its return value, or what it raised
+    (raised here, or already decided by the backend of a Django task, which tells
+    ``task_finished`` what will be written). Raises ``UnknownTaskError`` for a job
+    naming no registered task."""
     registered = get_task(job.task)
     if registered.django_task is None:
         func = registered.func
@@ -127,9 +123,9 @@ def run(job: Job, worker_id: str, *, decided: list[Failure] | None = None) -> An
             # context (current_job()), its sync_to_async calls back on this thread and its
             # connections.
             func = async_to_sync(func)
-        return call(func, *job.args, **job.kwargs)
+        return JobOutcome(job, result=call(func, *job.args, **job.kwargs))
     backend = cast(TaskBackend, registered.django_task.get_backend())
-    return backend.run_job(registered.django_task, job, worker_id, [] if decided is None else decided)
+    return backend.run_job(registered.django_task, job, worker_id)
 
 
 def call(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -177,9 +173,9 @@ class TaskBackend(Protocol):
     around it. Asked of the task's own backend, so that the runner never imports the
     Tasks adapter, which depends on it."""
 
-    def run_job(self, task: Any, job: Job, worker_id: str, decided: list[Failure]) -> Any:
-        """The task's return value, as :func:`run` returns it; a failure it decides (to
-        tell ``task_finished``) is appended to ``decided``."""
+    def run_job(self, task: Any, job: Job, worker_id: str) -> JobOutcome:
+        """The attempt's outcome, as :func:`run` returns it: what the task raised is
+        decided there (:func:`~django_sqlqueue.db.finishing.decide`), to tell ``task_finished``."""
 
 
 def send(signal: Signal, sender: type[Any], about: object, **named: Any) -> None:

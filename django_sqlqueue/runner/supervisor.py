@@ -45,6 +45,8 @@ from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.worker import Budget
 
 logger = logging.getLogger(__name__)
+#: Who met the database away, as ``unless_away`` logs it.
+SUPERVISOR = "the supervisor"
 
 STATUS_SECONDS = 30.0
 PROGRESS_SECONDS = 0.25
@@ -267,11 +269,15 @@ class Supervisor:
                     error,
                 )
         rescued = self._count(
-            unless_away(lambda: rescue_worker(child.config.name, lost, started=started, errors=timeouts), Rescued())
+            unless_away(
+                lambda: rescue_worker(child.config.name, lost, started=started, errors=timeouts),
+                Rescued(),
+                by=SUPERVISOR,
+            )
         )
         # They will run after all: --max-jobs counts the attempts written, and theirs were not.
         Budget(self.budget).give_back(rescued.released)
-        unless_away(lambda: Worker.objects.filter(name=child.config.name).delete(), None)
+        unless_away(lambda: Worker.objects.filter(name=child.config.name).delete(), None, by=SUPERVISOR)
         logger.warning("Worker %s %s", child.config.name, how)
 
     def _count(self, rescued: Rescued) -> Rescued:
@@ -285,7 +291,7 @@ class Supervisor:
         backoff; with ``--burst``, give up after ``STARTUP_ATTEMPTS`` in a row."""
         self.startup_failures += 1
         logger.error("Worker %s %s during start-up (%d in a row)", child.config.name, how, self.startup_failures)
-        unless_away(lambda: Worker.objects.filter(name=child.config.name).delete(), None)
+        unless_away(lambda: Worker.objects.filter(name=child.config.name).delete(), None, by=SUPERVISOR)
         if self.options.burst and self.startup_failures >= STARTUP_ATTEMPTS:
             self.failure = (
                 f"{self.startup_failures} worker processes in a row died during start-up; the last one {how}."
@@ -355,7 +361,7 @@ class Supervisor:
                 if started.running and (started.timeout is None or now - started.began <= started.timeout)
             ]
             if running:
-                unless_away(functools.partial(keep_lease, child.config.name, running), False)
+                unless_away(functools.partial(keep_lease, child.config.name, running), False, by=SUPERVISOR)
 
     def _kill_all(self, why: str) -> None:
         for child in self.children:
@@ -398,7 +404,7 @@ class Supervisor:
         dead leader is replaced within the lease rather than up to a third of it later."""
         lease = datetime.timedelta(seconds=conf.SQLQUEUE_LEASE)
         every = min(conf.SQLQUEUE_LEASE / 3, LEAD_SECONDS)
-        leading = unless_away(lambda: leadership.acquire(self.holder, lease, queue_db(Leader)), False)
+        leading = unless_away(lambda: leadership.acquire(self.holder, lease, queue_db(Leader)), False, by=SUPERVISOR)
         if leading and not self.leading:
             logger.info("%s leads maintenance (rescue, recurring jobs, pruning)", self.holder)
             # What the previous leader was doing is due now.
@@ -409,13 +415,13 @@ class Supervisor:
         self.leading = leading
         if leading:
             return every
-        left = unless_away(lambda: leadership.expires_in(queue_db(Leader)), None)
+        left = unless_away(lambda: leadership.expires_in(queue_db(Leader)), None, by=SUPERVISOR)
         return every if left is None else min(every, max(left, 0.0) + TAKEOVER_MARGIN_SECONDS)
 
     def _step_down(self) -> None:
         """Stopping: give the lease up, so that another supervisor takes it at once."""
         self.leading = False
-        unless_away(lambda: leadership.release(self.holder, queue_db(Leader)), None)
+        unless_away(lambda: leadership.release(self.holder, queue_db(Leader)), None, by=SUPERVISOR)
 
     def _banner(self) -> None:
         using = queue_db(Job)
@@ -449,8 +455,8 @@ class Supervisor:
     def _status(self, elapsed: float) -> None:
         """Counts in jobs, by the status written, as ``sqlqueue_stats`` counts them; and
         the failed attempts that went back to ``READY`` to be retried."""
-        ready = unless_away(lambda: Job.objects.ready().in_queues(self.options.queues).count(), "?")
-        paused = unless_away(lambda: sorted(paused_queues()), [])
+        ready = unless_away(lambda: Job.objects.ready().in_queues(self.options.queues).count(), "?", by=SUPERVISOR)
+        paused = unless_away(lambda: sorted(paused_queues()), [], by=SUPERVISOR)
         rate = self._finished() / elapsed if elapsed else 0.0
         written = self.written
         self.write(

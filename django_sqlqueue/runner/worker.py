@@ -21,7 +21,7 @@ from django.db import Error, close_old_connections
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import PrimaryKeyIn
-from django_sqlqueue.db.finishing import still_held
+from django_sqlqueue.db.finishing import finish, still_held
 from django_sqlqueue.db.pausing import REFRESH_SECONDS, PausedQueues
 from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.maintenance.rescue import rescue_worker
@@ -313,7 +313,7 @@ class WorkerProcess:
         unstarted = [out.job for out in outcomes if not out.started]
         self.budget.give_back(len(unstarted))
         statuses = self._persist(
-            lambda: Job.objects.finish_by_status(worker_id=self.config.name, succeeded=succeeded, failed=failed)
+            lambda: finish(Job.objects.on_queue_db(), worker_id=self.config.name, succeeded=succeeded, failed=failed)
         )
         self._persist(lambda: Job.objects.release(worker_id=self.config.name, unstarted=unstarted))
         if (written := sum(statuses.values())) < len(succeeded) + len(failed):
