@@ -22,7 +22,7 @@ from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.table import AbstractJob, JobT
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.rules import keys
-from django_sqlqueue.rules.lifecycle import CANCEL, CLAIM, REQUEST_CANCEL
+from django_sqlqueue.rules.lifecycle import CANCEL, CLAIM, OUTCOME_STATUS, REQUEST_CANCEL
 from django_sqlqueue.rules.registry import RegisteredTask, get_task
 from django_sqlqueue.rules.validation import (
     ON_CONFLICT,
@@ -396,10 +396,14 @@ class JobManager(models.Manager[JobT]):
         failed: Mapping[JobT, BaseException] | None = None,
     ) -> Counter[str]:
         """:meth:`finish`, counting the jobs written by the status each was given
-        (``READY`` for a failed attempt that will be retried): what ``runworkers``
-        reports follows what was written, not what was meant to be."""
+        (``READY`` for a failed attempt that will be retried, or one that raised
+        ``Snooze``): what was written, not what was meant to be."""
         decided = {job: finishing.decide(job, error, worker_id) for job, error in (failed or {}).items()}
-        return finishing.finish(self.on_queue_db(), worker_id=worker_id, succeeded=succeeded or {}, failed=decided)
+        outcomes = finishing.finish(self.on_queue_db(), worker_id=worker_id, succeeded=succeeded or {}, failed=decided)
+        statuses = Counter[str]()
+        for outcome, count in outcomes.items():
+            statuses[OUTCOME_STATUS[outcome]] += count
+        return statuses
 
     def cancel(self, jobs: models.QuerySet[JobT] | Iterable[int]) -> CancelCount:
         """Cancel ``jobs`` (a queryset or ids): a ``READY`` one becomes ``CANCELLED`` at

@@ -13,6 +13,7 @@ job_started = Signal()
 #: Sent after a job ran, with ``job``, ``result`` (None on failure), ``error`` (the
 #: exception, or None on success), ``outcome`` (``"succeeded"``; ``"retried"`` for a
 #: failed attempt with attempts left; ``"cancelled"`` for one stopped on a cancel request;
-#: else ``"failed"``: ``rules.lifecycle.OUTCOMES``) and ``duration`` (the attempt's
-#: seconds, by the worker's monotonic clock). The outcome is written shortly after, in a batch.
+#: ``"snoozed"`` for one that raised ``Snooze``; else ``"failed"``: ``rules.lifecycle.OUTCOMES``)
+#: and ``duration`` (the attempt's seconds, by the worker's monotonic clock). The outcome
+#: is written shortly after, in a batch.
 job_finished = Signal()

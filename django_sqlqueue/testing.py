@@ -21,7 +21,7 @@ from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.finishing import finish
 from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.models import Job
-from django_sqlqueue.rules.lifecycle import ATTEMPT_ENDINGS, RUN_NOW, JobStatus
+from django_sqlqueue.rules.lifecycle import RUN_NOW, JobStatus
 from django_sqlqueue.rules.registry import get_task
 from django_sqlqueue.runner.execution import JobOutcome, attempt
 
@@ -55,6 +55,8 @@ class Ran(NamedTuple):
     failed: int = 0
     #: Stopped on a cancel request (``JobCancelled``): ``CANCELLED``.
     cancelled: int = 0
+    #: Snoozed (``raise Snooze``): back to ``READY`` after its delay, its attempt not counted.
+    snoozed: int = 0
 
 
 def enqueued(
@@ -187,19 +189,16 @@ def perform(task: AnyTask, *args: Any, **kwargs: Any) -> Any:
 
 def _finish(outcome: JobOutcome) -> Counter[str]:
     """Write ``outcome`` as a worker does (its failure as the runner decided it); the
-    statuses written."""
+    outcomes written."""
     succeeded = {outcome.job: outcome.result} if outcome.failure is None else {}
     failed = {} if outcome.failure is None else {outcome.job: outcome.failure}
     return finish(Job.objects.on_queue_db(), worker_id=WORKER_ID, succeeded=succeeded, failed=failed)
 
 
 def _tally(ran: Ran, written: Counter[str]) -> Ran:
-    """``ran`` with the attempts that ended in the ``written`` statuses (a success the
-    retention deleted counts as ``SUCCESSFUL``), by the outcome of the transition of each."""
-    for status, count in written.items():
-        field = ATTEMPT_ENDINGS[JobStatus(status)].outcome
-        ran = ran._replace(**{field: getattr(ran, field) + count})
-    return ran
+    """``ran`` with the attempts that ended in the ``written`` outcomes (a success the
+    retention deleted counts as ``succeeded``)."""
+    return ran._replace(**{outcome: getattr(ran, outcome) + count for outcome, count in written.items()})
 
 
 def _make_due(queues: list[str] | None) -> None:

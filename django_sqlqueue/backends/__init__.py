@@ -55,14 +55,19 @@ class SQLQueueTask(Task):  # type: ignore[type-arg]  # generic in the stubs, not
     unique: bool | tuple[str, ...] | None = None
     unique_queue: bool = False
     unique_until: str | None = None
+    #: ``@job``'s ``max_snoozes``: a job that raises ``Snooze`` more often is ``FAILED``
+    #: (``None``: ``SQLQUEUE_MAX_SNOOZES``).
+    max_snoozes: int | None = None
 
     def __post_init__(self) -> None:
         """Validated by the backend (what Django's ``Task`` does), then registered, so
         that a worker finds the task by name and imports nothing a row names."""
         Task.__post_init__(self)  # not super(): a slots dataclass is a new class
         if _unregistered(self):
-            unique = {name: getattr(self, name) for name in ("unique", "unique_queue", "unique_until")}
-            register(self.func, name=self.module_path, django_task=self, **{k: v for k, v in unique.items() if v})
+            own = {name: getattr(self, name) for name in ("unique", "unique_queue", "unique_until", "max_snoozes")}
+            # Left out when unset; max_snoozes=0 is set (a job fails at its first snooze).
+            options = {name: value for name, value in own.items() if value is not None and value is not False}
+            register(self.func, name=self.module_path, django_task=self, **options)
 
 
 class SQLQueueBackend(BaseTaskBackend):

@@ -26,17 +26,20 @@ from django_sqlqueue.db.lifecycle import column_case, status_case, written
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import is_away, is_unwritable
-from django_sqlqueue.exceptions import InvalidJobError, JobCancelled
+from django_sqlqueue.exceptions import InvalidJobError, JobCancelled, Snooze, SnoozedTooOften, UnknownTaskError
 from django_sqlqueue.rules.lifecycle import (
     AFTER_RELEASE,
     FAIL_UNRECORDED,
     RETRY,
+    SNOOZE,
     SUCCEED,
     JobStatus,
     Transition,
     failure_transition,
+    snooze_transition,
 )
-from django_sqlqueue.rules.validation import json_problem
+from django_sqlqueue.rules.registry import get_task
+from django_sqlqueue.rules.validation import delay_problem, json_problem
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
@@ -102,50 +105,94 @@ def _storable(text: str, limit: int) -> str:
 
 
 class Failure(NamedTuple):
-    """A failed attempt, decided once (:func:`decide`): what the runner logs and tells
-    Django's task signals is what the finisher writes, the same backoff among it."""
+    """An attempt that raised, decided once (:func:`decide`): what the runner logs and
+    tells Django's task signals is what the finisher writes, the same backoff among it.
+    A snooze (its task raised ``Snooze``) is one too, which counts no failure."""
 
     error: BaseException
-    #: What is kept of it in the job's ``errors`` (:func:`error_record`).
-    record: dict[str, Any]
-    #: ``stop``, ``retry`` or ``fail`` (``rules.lifecycle.AFTER_FAILURE``).
+    #: What is kept of it in the job's ``errors`` (:func:`error_record`); None for a snooze.
+    record: dict[str, Any] | None
+    #: ``stop``, ``retry`` or ``fail`` (``rules.lifecycle.AFTER_FAILURE``), or
+    #: ``snooze`` or ``snooze_spent`` (``AFTER_SNOOZE``).
     transition: Transition
-    #: How long a retry waits (:func:`retry_delay`); None for the others.
+    #: How long a retry (:func:`retry_delay`) or a snooze waits; None for the others.
     delay: datetime.timedelta | None
 
 
 def decide(job: AbstractJob, error: BaseException, worker_id: str) -> Failure:
-    """What ``job``'s failed attempt in ``worker_id`` becomes, by the lifecycle table:
-    ``CANCELLED`` when it was cancelled (it raised ``JobCancelled``, or someone asked to
-    cancel it), else back to ``READY`` after :func:`retry_delay` while it has attempts
-    left, else ``FAILED``. Call it once per attempt: the delay is drawn at random."""
+    """What ``job``'s attempt in ``worker_id`` that raised ``error`` becomes, by the
+    lifecycle table: ``CANCELLED`` when it was cancelled (it raised ``JobCancelled``, or
+    someone asked to cancel it); a snooze (:func:`snoozed`) when it raised ``Snooze``;
+    else back to ``READY`` after :func:`retry_delay` while it has attempts left, else
+    ``FAILED``. Call it once per attempt: the delay is drawn at random."""
     cancelled = isinstance(error, JobCancelled) or job.cancel_requested_at is not None
+    if isinstance(error, Snooze) and not cancelled:
+        return snoozed(job, error, worker_id)
     transition = failure_transition(attempts=job.attempts, max_attempts=job.max_attempts, cancelled=cancelled)
     delay = retry_delay(job.attempts) if transition is RETRY else None
     return Failure(error, error_record(job, error, worker_id), transition, delay)
 
 
+def snoozed(job: AbstractJob, snooze: Snooze, worker_id: str) -> Failure:
+    """What ``job``'s attempt that raised ``snooze`` becomes: back to ``READY`` after its
+    delay (``snooze``) while its task's ``max_snoozes`` is not reached, else ``FAILED``
+    with ``SnoozedTooOften`` (``snooze_spent``). A delay out of range fails the attempt
+    (an ``InvalidJobError`` saying why), as any exception would."""
+    if problem := delay_problem(snooze.delay):
+        invalid = InvalidJobError(f"{job.task} raised Snooze, but its {problem}")
+        invalid.__cause__ = snooze
+        return decide(job, invalid, worker_id)
+    most = max_snoozes(job.task)
+    transition = snooze_transition(snoozes=job.snoozes, max_snoozes=most)
+    if transition is SNOOZE:
+        delay = (
+            snooze.delay if isinstance(snooze.delay, datetime.timedelta) else datetime.timedelta(seconds=snooze.delay)
+        )
+        return Failure(snooze, None, transition, delay)
+    too_often = SnoozedTooOften(f"{job.task} snoozed {job.snoozes + 1} times, more than its max_snoozes ({most})")
+    too_often.__cause__ = snooze
+    return Failure(too_often, error_record(job, too_often, worker_id), transition, None)
+
+
+def max_snoozes(task: str) -> int:
+    """How many times a job of ``task`` may snooze: its ``@job(max_snoozes=...)``, else
+    ``SQLQUEUE_MAX_SNOOZES``."""
+    try:
+        own = get_task(task).max_snoozes
+    except UnknownTaskError:
+        own = None
+    return conf.SQLQUEUE_MAX_SNOOZES if own is None else own
+
+
 def after_failure(job: AbstractJob, failure: Failure, now: Any) -> dict[str, Any]:
     """The columns ``failure`` changes (its transition's), its error added to the job's
-    (and its class to ``last_error_class``).
+    (and its class to ``last_error_class``); a snooze gives its attempt back.
 
     ``now`` is the database's clock when the outcome is written; the worker's own
     clock only where it tells Django's task signals what is about to be written."""
-    record = failure.record
-    # The column holds what fits of the path: a class nested deep enough to pass 255
-    # characters is grouped by its start, and its full path stays in the record.
-    return written(
-        failure.transition,
-        errors=[*job.errors, record],
-        last_error_class=record["exception_class_path"][:255],
-        **_times(failure.transition, now, failure.delay),
-    )
+    transition, record = failure.transition, failure.record
+    values = _times(transition, now, failure.delay)
+    if record is not None:
+        # The column holds what fits of the path: a class nested deep enough to pass 255
+        # characters is grouped by its start, and its full path stays in the record.
+        values.update(errors=[*job.errors, record], last_error_class=record["exception_class_path"][:255])
+    if "snoozes" in transition.writes:
+        # Fenced on the attempt it claimed: the attempt it gives back is that one.
+        values.update(attempts=job.attempts - 1, snoozes=job.snoozes + 1)
+    return written(transition, **values)
 
 
 def _times(transition: Transition, now: Any, delay: datetime.timedelta | None) -> dict[str, Any]:
     """The times ``transition`` writes: ``finished_at`` is ``now``; ``run_at`` is ``delay`` later."""
     times = {"finished_at": now, "run_at": None if delay is None else now + delay}
     return {column: times[column] for column in transition.writes if column in times}
+
+
+class _Ending(NamedTuple):
+    """An attempt's ending as the finisher writes it: its transition, and its columns."""
+
+    transition: Transition
+    columns: dict[str, Any]
 
 
 class _Changes:
@@ -196,26 +243,27 @@ def finish(
     succeeded: Mapping[JobT, Any],
     failed: Mapping[JobT, Failure],
 ) -> Counter[str]:
-    """See :meth:`JobManager.finish_by_status`, which decides each failure (:func:`decide`):
-    the runner, which decided them as it ran the jobs, writes them here as decided."""
+    """Write the outcomes of claimed jobs: what :meth:`JobManager.finish` does, each
+    failure (or snooze) as the runner decided it (:func:`decide`) as it ran the job.
+    Returns how many jobs got each outcome (``rules.lifecycle.OUTCOMES``): a
+    snooze and a retry both write ``READY``."""
     if failed and (both := {job.pk for job in succeeded} & {job.pk for job in failed}):
         raise ValueError(f"Jobs {sorted(both)} cannot both succeed and fail.")
     now = DatabaseNow()
-    outcomes: dict[AbstractJob, dict[str, Any]] = {}
+    outcomes: dict[AbstractJob, _Ending] = {}
     for job, value in succeeded.items():
         if problem := json_problem(value, "the return value"):
-            invalid = InvalidJobError(f"{job.task} finished, but {problem}.")
-            outcomes[job] = after_failure(job, decide(job, invalid, worker_id), now)
+            outcomes[job] = _failed(job, InvalidJobError(f"{job.task} finished, but {problem}."), worker_id, now)
         else:
-            outcomes[job] = {"status": SUCCEED.target, "finished_at": now}
+            outcomes[job] = _Ending(SUCCEED, {"status": SUCCEED.target, "finished_at": now})
             if value is not None:
-                outcomes[job]["result"] = value
+                outcomes[job].columns["result"] = value
     for job, failure in failed.items():
-        outcomes[job] = after_failure(job, failure, now)
+        outcomes[job] = _Ending(failure.transition, after_failure(job, failure, now))
     kept = conf.SQLQUEUE_RETENTION[JobStatus.SUCCESSFUL]
     counts = Counter[str]()
     if kept == datetime.timedelta(0):
-        counts[JobStatus.SUCCESSFUL] = _delete_successes(jobs, worker_id, outcomes)
+        counts[SUCCEED.outcome] = _delete_successes(jobs, worker_id, outcomes)
     if not outcomes:
         return +counts
     try:
@@ -227,34 +275,45 @@ def finish(
             "The database refused the outcomes of %d jobs (%s): writing them one job at a time", len(outcomes), error
         )
     else:
-        return counts + _statuses_written(jobs, worker_id, outcomes, count)
+        return counts + _outcomes_written(jobs, worker_id, outcomes, count)
     for written_job, outcome in outcomes.items():
         counts += _write_alone(jobs, worker_id, written_job, outcome, now)
     return counts
 
 
-def _statuses_written(
-    jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[AbstractJob, Mapping[str, Any]], count: int
+def _failed(job: AbstractJob, error: BaseException, worker_id: str, now: Any) -> _Ending:
+    """The ending of ``job``'s attempt failed by ``error`` where the finisher finds it."""
+    failure = decide(job, error, worker_id)
+    return _Ending(failure.transition, after_failure(job, failure, now))
+
+
+#: The columns a row read back is compared on: it is ours when it holds what we wrote.
+_READ_BACK = ("status", "attempts", "snoozes", "last_error_class")
+
+
+def _outcomes_written(
+    jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[AbstractJob, _Ending], count: int
 ) -> Counter[str]:
-    """The statuses the UPDATE that wrote ``count`` of ``outcomes`` gave, by how many jobs
+    """The outcomes the UPDATE that wrote ``count`` of ``outcomes`` gave, by how many jobs
     got each. When the fence left some out (jobs rescued or claimed again meanwhile, which
     is rare), the rows are read back: a row is ours when it holds the status, the worker,
-    the attempt and the last error class we wrote (a rescue writes ``WorkerLost``'s)."""
+    the attempt, the snoozes and the last error class we wrote (a rescue writes
+    ``WorkerLost``'s)."""
     if count == len(outcomes):
-        return Counter(outcome["status"] for outcome in outcomes.values())
+        return Counter(ending.transition.outcome for ending in outcomes.values())
     ours = {
-        job.pk: (outcome["status"], worker_id, job.attempts, outcome.get("last_error_class", job.last_error_class))
-        for job, outcome in outcomes.items()
+        job.pk: (ending.transition.outcome, [ending.columns.get(column, getattr(job, column)) for column in _READ_BACK])
+        for job, ending in outcomes.items()
     }
-    rows = jobs.filter(PrimaryKeyIn(ours)).values_list("pk", "status", "worker", "attempts", "last_error_class")
-    return Counter(status for pk, status, *rest in rows if ours[pk] == (status, *rest))
+    rows = jobs.filter(PrimaryKeyIn(ours), worker=worker_id).values_list("pk", *_READ_BACK)
+    return Counter(ours[pk][0] for pk, *values in rows if ours[pk][1] == values)
 
 
-def _delete_successes(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: dict[AbstractJob, dict[str, Any]]) -> int:
+def _delete_successes(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: dict[AbstractJob, _Ending]) -> int:
     """With ``SQLQUEUE_RETENTION["SUCCESSFUL"]`` 0: delete the held jobs that succeeded,
     in one DELETE fenced like the UPDATE, and take them out of ``outcomes``. Nothing of
     theirs is stored, so the database has nothing to refuse."""
-    successes = [job for job, outcome in outcomes.items() if outcome["status"] == SUCCEED.target]
+    successes = [job for job, ending in outcomes.items() if ending.transition is SUCCEED]
     for job in successes:
         del outcomes[job]
     if not successes:
@@ -264,11 +323,11 @@ def _delete_successes(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: dic
     return deleted
 
 
-def _write(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[AbstractJob, Mapping[str, Any]]) -> int:
+def _write(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[AbstractJob, _Ending]) -> int:
     """One UPDATE of the held jobs among ``outcomes``; in a savepoint inside a caller's
     transaction, which a refused statement would otherwise break (PostgreSQL)."""
     statement = outcome_updates(jobs.model, connections[jobs.db])
-    sql, params = statement.sql(worker_id, outcomes)
+    sql, params = statement.sql(worker_id, {job: ending.columns for job, ending in outcomes.items()})
     return retry_transient(jobs.db, lambda: statement.run(sql, params), atomic=connections[jobs.db].in_atomic_block)
 
 
@@ -320,32 +379,34 @@ outcome_updates = PerConnection(_OutcomeUpdate)
 
 
 def _write_alone(
-    jobs: QuerySet[AbstractJob], worker_id: str, job: AbstractJob, outcome: Mapping[str, Any], now: Any
+    jobs: QuerySet[AbstractJob], worker_id: str, job: AbstractJob, ending: _Ending, now: Any
 ) -> Counter[str]:
     """Write one job's outcome; if the database refuses it, a failed attempt saying so
     instead; if it refuses that too (the job's earlier errors are as much as a row can
     take), the job ``FAILED`` with its errors as they were, and the refusal logged. The
-    status written (nothing when the fence left the job out)."""
+    outcome written (nothing when the fence left the job out)."""
     try:
-        return Counter({outcome["status"]: _write(jobs, worker_id, {job: outcome})})
+        return Counter({ending.transition.outcome: _write(jobs, worker_id, {job: ending})})
     except DatabaseError as error:
         if not _refused(jobs.db, error):
             raise
-        if outcome["status"] == SUCCEED.target:
+        if ending.transition is SUCCEED:
             what = f"{job.task} finished, but the database refused to store its return value"
-        else:
-            raised = outcome["errors"][-1]["exception_class_path"]
+        elif "errors" in ending.columns:
+            raised = ending.columns["errors"][-1]["exception_class_path"]
             what = f"{job.task} raised {raised}, but the database refused to store that error"
+        else:
+            what = f"{job.task} ended its attempt ({ending.transition.name}), but the database refused it"
         refusal = InvalidJobError(f"{what}: {error}")
-    instead = after_failure(job, decide(job, refusal, worker_id), now)
+    instead = _failed(job, refusal, worker_id, now)
     try:
-        return Counter({instead["status"]: _write(jobs, worker_id, {job: instead})})
+        return Counter({instead.transition.outcome: _write(jobs, worker_id, {job: instead})})
     except DatabaseError as error:
         if not _refused(jobs.db, error):
             raise
         logger.error("Job %s: %s, and the error saying so (%s); it is FAILED", job.pk, refusal, error)
-    failed = written(FAIL_UNRECORDED, finished_at=now)
-    return Counter({failed["status"]: _write(jobs, worker_id, {job: failed})})
+    failed = _Ending(FAIL_UNRECORDED, written(FAIL_UNRECORDED, finished_at=now))
+    return Counter({FAIL_UNRECORDED.outcome: _write(jobs, worker_id, {job: failed})})
 
 
 def _refused(using: str, error: DatabaseError) -> bool:

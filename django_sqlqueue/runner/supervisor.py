@@ -35,7 +35,7 @@ from django_sqlqueue.maintenance.rescue import Rescued, rescue_worker
 from django_sqlqueue.maintenance.schedules import sync_settings
 from django_sqlqueue.maintenance.services import maintenance_services
 from django_sqlqueue.models import Job, Leader, Worker
-from django_sqlqueue.rules.lifecycle import FINISHED, JobStatus
+from django_sqlqueue.rules.lifecycle import FAIL, FINISHED, OUTCOME_STATUS, RETRY, SNOOZE, STOP, SUCCEED
 from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.leases import keep_lease, stopped
@@ -213,10 +213,10 @@ class Supervisor:
                 elif kind == "recycle":
                     (child.recycled,) = details
                 else:
-                    job_ids, statuses = details
+                    job_ids, outcomes = details
                     for job_id in job_ids:
                         child.cancelling.pop(job_id, None)
-                    self.written.update(statuses)
+                    self.written.update(outcomes)
         except (EOFError, OSError):
             pass
 
@@ -450,19 +450,20 @@ class Supervisor:
 
     def _finished(self) -> int:
         """The jobs its processes and rescues ended (``SUCCESSFUL``, ``FAILED``, ``CANCELLED``)."""
-        return sum(count for status, count in self.written.items() if status in FINISHED)
+        return sum(count for outcome, count in self.written.items() if OUTCOME_STATUS[outcome] in FINISHED)
 
     def _status(self, elapsed: float) -> None:
         """Counts in jobs, by the status written, as ``sqlqueue_stats`` counts them; and
-        the failed attempts that went back to ``READY`` to be retried."""
+        the attempts that went back to ``READY``: failed ones to be retried, and snoozes."""
         ready = unless_away(lambda: Job.objects.ready().in_queues(self.options.queues).count(), "?", by=SUPERVISOR)
         paused = unless_away(lambda: sorted(paused_queues()), [], by=SUPERVISOR)
         rate = self._finished() / elapsed if elapsed else 0.0
         written = self.written
         self.write(
-            f"{datetime.datetime.now():%H:%M:%S} jobs succeeded {written[JobStatus.SUCCESSFUL]}, "
-            f"failed {written[JobStatus.FAILED]}, cancelled {written[JobStatus.CANCELLED]} ({rate:.0f}/s); "
-            f"failed attempts to retry {written[JobStatus.READY]}; jobs rescued {self.rescued}, ready {ready}; "
+            f"{datetime.datetime.now():%H:%M:%S} jobs succeeded {written[SUCCEED.outcome]}, "
+            f"failed {written[FAIL.outcome]}, cancelled {written[STOP.outcome]} ({rate:.0f}/s); "
+            f"failed attempts to retry {written[RETRY.outcome]}, snoozed {written[SNOOZE.outcome]}; "
+            f"jobs rescued {self.rescued}, ready {ready}; "
             f"processes {len(self.children)}" + (f"; paused {', '.join(paused)}" if paused else "")
         )
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from django_sqlqueue import current_job
 from django_sqlqueue.backends.compat import TaskContext, task
+from django_sqlqueue.exceptions import Snooze
 
 
 @task
@@ -46,3 +47,9 @@ async def current_job_id_async() -> int | None:
     """The same from a coroutine function."""
     handle = current_job()
     return None if handle is None else handle.id
+
+
+@task(max_snoozes=1)
+def snooze_for(seconds: float) -> None:
+    """A Django task that snoozes every time: its second snooze fails its job."""
+    raise Snooze(seconds)

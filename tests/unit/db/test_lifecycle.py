@@ -191,7 +191,7 @@ def test_a_django_tasks_failed_attempt_is_decided_once_for_its_signal_its_log_an
     assert outcome.failure is not None
     assert outcome.failure.transition is lifecycle.RETRY
     assert finishing.finish(Job.objects.all(), worker_id="w", succeeded={}, failed={job: outcome.failure}) == {
-        JobStatus.READY: 1
+        "retried": 1
     }
     assert counted(calls) == {"retry_delay": 1, "error_record": 1}
     # The row holds the delay that was decided: run_at is the attempt's start plus it, or about.
