@@ -312,11 +312,11 @@ class WorkerProcess:
         failed = {out.job: out.failure for out in outcomes if out.started and out.failure is not None}
         unstarted = [out.job for out in outcomes if not out.started]
         self.budget.give_back(len(unstarted))
-        outcomes = self._persist(
+        ended = self._persist(
             lambda: finish(Job.objects.on_queue_db(), worker_id=self.config.name, succeeded=succeeded, failed=failed)
         )
         self._persist(lambda: Job.objects.release(worker_id=self.config.name, unstarted=unstarted))
-        if (written := sum(outcomes.values())) < len(succeeded) + len(failed):
+        if (written := sum(ended.values())) < len(succeeded) + len(failed):
             self.lost = True
             logger.warning(
                 "%s: %d of %d jobs had been taken away (rescued?) before their outcome was written",
@@ -328,7 +328,7 @@ class WorkerProcess:
         self.failed += len(failed)
         self.started.recorded([job.pk for job in (*succeeded, *failed)])
         # What was written, not what was meant: the supervisor's counts follow the rows.
-        self._tell("done", [job.pk for job in (*succeeded, *failed, *unstarted)], dict(outcomes))
+        self._tell("done", [job.pk for job in (*succeeded, *failed, *unstarted)], dict(ended))
 
     def _persist(self, write: Callable[[], Written]) -> Written:
         """``write()``, tried until the database takes it: outcomes are all the proof

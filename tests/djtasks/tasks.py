@@ -49,7 +49,12 @@ async def current_job_id_async() -> int | None:
     return None if handle is None else handle.id
 
 
-@task(max_snoozes=1)
+@task
 def snooze_for(seconds: float) -> None:
-    """A Django task that snoozes every time: its second snooze fails its job."""
+    """A Django task that snoozes every time."""
+    raise Snooze(seconds)
+
+
+def snooze_at_most_never(seconds: float) -> None:
+    """Made a task by a test, with ``@task(max_snoozes=0)`` (Django 6.0's ``@task`` takes no options)."""
     raise Snooze(seconds)

@@ -8,10 +8,11 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+import django
 import pytest
 from django.test import override_settings
 
-from django_sqlqueue.backends.compat import TaskResultStatus, task_finished
+from django_sqlqueue.backends.compat import TaskResultStatus, task, task_finished
 from django_sqlqueue.db import finishing
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.exceptions import Snooze, WorkerLost
@@ -20,7 +21,7 @@ from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.rules import lifecycle
 from django_sqlqueue.runner import execution
 from django_sqlqueue.testing import Ran, run_jobs
-from tests.djtasks.tasks import snooze_for
+from tests.djtasks.tasks import snooze_at_most_never, snooze_for
 from tests.testapp.tasks import noop, snooze, snooze_then_fail, sync_order
 
 pytestmark = pytest.mark.django_db
@@ -157,6 +158,7 @@ def test_admin_retry_gives_a_fresh_budget_of_snoozes() -> None:
     assert RETRY.writes()["snoozes"] == 0
 
 
+@override_settings(SQLQUEUE_MAX_SNOOZES=1)
 def test_a_django_task_snoozes_and_its_signal_says_ready() -> None:
     results: list[Any] = []
 
@@ -168,9 +170,18 @@ def test_a_django_task_snoozes_and_its_signal_says_ready() -> None:
     try:
         assert run_and_finish(claim_one()) == {"snoozed": 1}
         Job.objects.update(run_at=DatabaseNow())
-        assert run_and_finish(claim_one()) == {"failed": 1}  # @task(max_snoozes=1)
+        assert run_and_finish(claim_one()) == {"failed": 1}
     finally:
         task_finished.disconnect(heard)
     assert [result.status for result in results] == [TaskResultStatus.READY, TaskResultStatus.FAILED]
     job = Job.objects.get()
     assert (job.status, job.attempts, job.snoozes, job.last_error_class) == (JobStatus.FAILED, 1, 1, TOO_OFTEN)
+
+
+@pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task passes no options to the backend")
+def test_a_django_task_takes_its_own_max_snoozes() -> None:
+    never = task(max_snoozes=0)(snooze_at_most_never)  # type: ignore[call-overload]
+    assert never.max_snoozes == 0
+    never.enqueue(5)
+    assert run_and_finish(claim_one()) == {"failed": 1}
+    assert Job.objects.get().last_error_class == TOO_OFTEN
