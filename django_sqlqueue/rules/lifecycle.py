@@ -23,7 +23,7 @@ class JobStatus(models.TextChoices):
     ``READY`` also holds a failed attempt waiting for its retry (its ``run_at`` is later
     and its error is kept); ``FAILED`` is final and waits for a human in the admin."""
 
-    #: Waiting to be claimed: now, or from its ``run_at`` on (a retry, a delayed job).
+    #: Waiting to be claimed: now, or from its ``run_at`` on (a retry, a snoozed or delayed job).
     READY = "READY", "Ready"
     #: Claimed by a worker, which holds it (``worker``) while its lease lasts.
     RUNNING = "RUNNING", "Running"

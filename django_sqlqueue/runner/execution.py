@@ -113,10 +113,10 @@ def job_fields(job: Job, outcome: str, duration: float) -> dict[str, Any]:
 
 
 def run(job: Job, worker_id: str) -> JobOutcome:
-    """Run a claimed job's task in ``worker_id``: its return value, or what it raised
-    (raised here, or already decided by the backend of a Django task, which tells
-    ``task_finished`` what will be written). Raises ``UnknownTaskError`` for a job
-    naming no registered task."""
+    """Run a claimed job's task in ``worker_id``: its outcome. What a ``@job`` function
+    raises is raised here, for the caller to decide; a Django task's backend decides
+    what its task raised itself, to tell ``task_finished`` what will be written. Raises
+    ``UnknownTaskError`` for a job naming no registered task."""
     registered = get_task(job.task)
     if registered.django_task is None:
         func = registered.func

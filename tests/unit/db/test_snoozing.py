@@ -10,8 +10,10 @@ from typing import Any
 
 import django
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
+from django_sqlqueue import job
 from django_sqlqueue.backends.compat import TaskResultStatus, task, task_finished
 from django_sqlqueue.db import finishing
 from django_sqlqueue.db.clock import DatabaseNow
@@ -185,3 +187,8 @@ def test_a_django_task_takes_its_own_max_snoozes() -> None:
     never.enqueue(5)
     assert run_and_finish(claim_one()) == {"failed": 1}
     assert Job.objects.get().last_error_class == TOO_OFTEN
+
+
+def test_a_max_snoozes_out_of_range_is_refused_when_the_task_is_registered() -> None:
+    with pytest.raises(ImproperlyConfigured, match="max_snoozes must be an integer from 0 to 2147483647, not -1"):
+        job(max_snoozes=-1)(snooze_at_most_never)
