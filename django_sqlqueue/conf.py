@@ -20,6 +20,7 @@ from typing import Any, Generic, TypeVar, cast, overload
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
 
 from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.rules.limits import MAX_ATTEMPTS
@@ -139,6 +140,21 @@ def _retention_period(status: str, value: Any) -> datetime.timedelta:
             f"(None keeps jobs for ever), not {value!r}."
         )
     return kept
+
+
+def _middleware(path: Any) -> Callable[[Any], Any]:
+    """The callable ``path`` names, imported (once per process: Python keeps the module)."""
+    if not isinstance(path, str):
+        raise ImproperlyConfigured(f"SQLQUEUE_MIDDLEWARE must hold dotted paths (strings), not {path!r}.")
+    try:
+        factory = import_string(path)
+    except Exception as error:  # a module that raises as it is imported, too
+        raise ImproperlyConfigured(
+            f"SQLQUEUE_MIDDLEWARE: cannot import {path!r}: {type(error).__name__}: {error}."
+        ) from None
+    if not callable(factory):
+        raise ImproperlyConfigured(f"SQLQUEUE_MIDDLEWARE: {path!r} is not callable.")
+    return cast("Callable[[Any], Any]", factory)
 
 
 class Setting(Generic[T]):
@@ -280,6 +296,16 @@ class Settings:
         ``args``, ``kwargs``, ``queue``, ``priority``, ``tz`` (default ``TIME_ZONE``),
         ``enabled`` and ``missed`` (``"skip"``, ``"latest"``, ``"all"``)."""
         return parse_schedule(value, default_tz=settings.TIME_ZONE or "UTC")
+
+    @setting(default=[])
+    def SQLQUEUE_MIDDLEWARE(self, value: Any) -> tuple[Callable[[Any], Any], ...]:
+        """Dotted paths to middleware that wrap every attempt, outermost first, as Django's
+        ``MIDDLEWARE`` wraps a view: each is called once per worker process with the next
+        handler (``get_result``) and returns the handler that takes a job and returns its
+        result. See the Middleware and signals guide."""
+        if isinstance(value, str) or not isinstance(value, (list, tuple)):
+            raise ImproperlyConfigured(f"SQLQUEUE_MIDDLEWARE must be a list of dotted paths, not {value!r}.")
+        return tuple(_middleware(path) for path in value)
 
     @setting(default={})
     def SQLQUEUE_RATE_LIMITS(self, value: Any) -> dict[str, Rate]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 from django.conf import settings
 from django.db import models, transaction
 
+from django_sqlqueue import signals
 from django_sqlqueue.conf import conf, remembered
 from django_sqlqueue.db import charsets, claiming, finishing, inserting, instances, rates
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
@@ -21,7 +22,7 @@ from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.table import AbstractJob, JobT
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.rules import keys
-from django_sqlqueue.rules.lifecycle import CANCEL, CLAIM, REQUEST_CANCEL
+from django_sqlqueue.rules.lifecycle import CANCEL, CLAIM, REQUEST_CANCEL, SUCCEED
 from django_sqlqueue.rules.registry import RegisteredTask, get_task
 from django_sqlqueue.rules.validation import (
     ON_CONFLICT,
@@ -297,7 +298,9 @@ class JobManager(models.Manager[JobT]):
                 texts = {"queue": job.queue, "task": job.task, "concurrency_key": job.concurrency_key}
                 self._storable(using, job.task, {**texts, "unique_key": job.unique_key})
         if any(job.unique_key is not None for job in jobs):
-            return unique.write(jobs, using, batch_size, on_conflict)
+            jobs = unique.write(jobs, using, batch_size, on_conflict)
+            signals.send_enqueued([job for job in jobs if job.created], using)
+            return jobs
         if len(jobs) == 1:
             inserting.insert(jobs, using, batch_size=1)
         else:
@@ -306,6 +309,7 @@ class JobManager(models.Manager[JobT]):
                 inserting.insert(jobs, using, batch_size=batch_size)
         for job in jobs:
             job.created = True
+        signals.send_enqueued(jobs, using)
         return jobs
 
     def claim(
@@ -390,8 +394,15 @@ class JobManager(models.Manager[JobT]):
     ) -> Counter[str]:
         """:meth:`finish`, counting the jobs written by the status each was given
         (``READY`` for a failed attempt that will be retried): what ``runworkers``
-        reports follows what was written, not what was meant to be."""
-        return finishing.finish(self.on_queue_db(), worker_id=worker_id, succeeded=succeeded or {}, failed=failed or {})
+        reports follows what was written, not what was meant to be.
+
+        Each job written sends its outcome's signal (``signals.job_ended``) once this
+        commits: at once, outside a transaction."""
+        jobs = self.on_queue_db()
+        ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded or {}, failed=failed or {})
+        signals.send_ended(ended, jobs.db)
+        # A success SQLQUEUE_RETENTION deleted counts as SUCCESSFUL.
+        return Counter(SUCCEED.target if e.transition.target is None else e.transition.target for e in ended.values())
 
     def cancel(self, jobs: models.QuerySet[JobT] | Iterable[int]) -> CancelCount:
         """Cancel ``jobs`` (a queryset or ids): a ``READY`` one becomes ``CANCELLED`` at

@@ -10,7 +10,7 @@ import logging
 import math
 import random
 import traceback
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
@@ -32,6 +32,7 @@ from django_sqlqueue.rules.lifecycle import (
     FAIL,
     RETRY,
     SUCCEED,
+    SUCCEED_UNKEPT,
     JobStatus,
     Transition,
     failure_transition,
@@ -187,37 +188,53 @@ def _as_expression(value: Any, output_field: Field[Any, Any]) -> Any:
     return value if isinstance(value, Combinable) else Value(value, output_field=output_field)
 
 
+class Ended(NamedTuple):
+    """An attempt's outcome as it was written: the transition it made, the return value
+    stored (or None) and the exception the attempt failed with (or None)."""
+
+    transition: Transition
+    result: Any = None
+    error: BaseException | None = None
+
+
 def finish(
     jobs: QuerySet[AbstractJob],
     *,
     worker_id: str,
     succeeded: Mapping[JobT, Any],
     failed: Mapping[JobT, BaseException | Failure],
-) -> Counter[str]:
-    """See :meth:`JobManager.finish_by_status`. A failure the runner decided
+) -> dict[AbstractJob, Ended]:
+    """See :meth:`JobManager.finish_by_status`: the jobs written, each with what it
+    became (a job the fence kept out is not among them). A failure the runner decided
     (:class:`Failure`) is written as decided; a bare exception is decided here."""
     if failed and (both := {job.pk for job in succeeded} & {job.pk for job in failed}):
         raise ValueError(f"Jobs {sorted(both)} cannot both succeed and fail.")
     now = DatabaseNow()
     outcomes: dict[AbstractJob, dict[str, Any]] = {}
+    meant: dict[AbstractJob, Ended] = {}
     for job, value in succeeded.items():
         if problem := json_problem(value, "the return value"):
             invalid = InvalidJobError(f"{job.task} finished, but {problem}.")
-            outcomes[job] = after_failure(job, decide(job, invalid, worker_id), now)
+            failure = decide(job, invalid, worker_id)
+            outcomes[job] = after_failure(job, failure, now)
+            meant[job] = Ended(failure.transition, error=invalid)
         else:
             outcomes[job] = {"status": SUCCEED.target, "finished_at": now}
             if value is not None:
                 outcomes[job]["result"] = value
+            meant[job] = Ended(SUCCEED, result=value)
     for job, failure in failed.items():
         if not isinstance(failure, Failure):  # not decided by the runner
             failure = decide(job, failure, worker_id)
         outcomes[job] = after_failure(job, failure, now)
+        meant[job] = Ended(failure.transition, error=failure.error)
     kept = conf.SQLQUEUE_RETENTION[JobStatus.SUCCESSFUL]
-    written = Counter[str]()
+    written: dict[AbstractJob, Ended] = {}
     if kept == datetime.timedelta(0):
-        written[JobStatus.SUCCESSFUL] = _delete_successes(jobs, worker_id, outcomes)
+        for job in _delete_successes(jobs, worker_id, outcomes):
+            written[job] = meant[job]._replace(transition=SUCCEED_UNKEPT)
     if not outcomes:
-        return +written
+        return written
     try:
         count = _write(jobs, worker_id, outcomes)
     except DatabaseError as error:
@@ -227,41 +244,49 @@ def finish(
             "The database refused the outcomes of %d jobs (%s): writing them one job at a time", len(outcomes), error
         )
     else:
-        return written + _statuses_written(jobs, worker_id, outcomes, count)
+        return written | {job: meant[job] for job in _jobs_written(jobs, worker_id, outcomes, count)}
     for written_job, outcome in outcomes.items():
-        written += _write_alone(jobs, worker_id, written_job, outcome, now)
+        if ended := _write_alone(jobs, worker_id, written_job, outcome, now, meant[written_job]):
+            written[written_job] = ended
     return written
 
 
-def _statuses_written(
+def _jobs_written(
     jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[AbstractJob, Mapping[str, Any]], count: int
-) -> Counter[str]:
-    """The statuses the UPDATE that wrote ``count`` of ``outcomes`` gave, by how many jobs
-    got each. When the fence left some out (jobs rescued or claimed again meanwhile, which
-    is rare), the rows are read back: a row is ours when it holds the status, the worker,
-    the attempt and the last error class we wrote (a rescue writes ``WorkerLost``'s)."""
+) -> list[AbstractJob]:
+    """The jobs of ``outcomes`` the UPDATE that wrote ``count`` of them wrote. When the
+    fence left some out (jobs rescued or claimed again meanwhile, which is rare), the
+    rows are read back: a row is ours when it holds the status, the worker, the attempt
+    and the last error class we wrote (a rescue writes ``WorkerLost``'s)."""
     if count == len(outcomes):
-        return Counter(outcome["status"] for outcome in outcomes.values())
+        return list(outcomes)
     ours = {
         job.pk: (outcome["status"], worker_id, job.attempts, outcome.get("last_error_class", job.last_error_class))
         for job, outcome in outcomes.items()
     }
     rows = jobs.filter(PrimaryKeyIn(ours)).values_list("pk", "status", "worker", "attempts", "last_error_class")
-    return Counter(status for pk, status, *rest in rows if ours[pk] == (status, *rest))
+    found = {pk for pk, *row in rows if ours[pk] == tuple(row)}
+    return [job for job in outcomes if job.pk in found]
 
 
-def _delete_successes(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: dict[AbstractJob, dict[str, Any]]) -> int:
+def _delete_successes(
+    jobs: QuerySet[AbstractJob], worker_id: str, outcomes: dict[AbstractJob, dict[str, Any]]
+) -> list[AbstractJob]:
     """With ``SQLQUEUE_RETENTION["SUCCESSFUL"]`` 0: delete the held jobs that succeeded,
-    in one DELETE fenced like the UPDATE, and take them out of ``outcomes``. Nothing of
-    theirs is stored, so the database has nothing to refuse."""
+    in one DELETE fenced like the UPDATE, and take them out of ``outcomes``; the jobs it
+    deleted. Nothing of theirs is stored, so the database has nothing to refuse. When
+    the fence left some out, those are the ones whose rows are still there."""
     successes = [job for job, outcome in outcomes.items() if outcome["status"] == SUCCEED.target]
     for job in successes:
         del outcomes[job]
     if not successes:
-        return 0
+        return []
     held = still_held(jobs, worker_id, successes)
     deleted, _ = retry_transient(jobs.db, held.delete, atomic=connections[jobs.db].in_atomic_block)
-    return deleted
+    if deleted == len(successes):
+        return successes
+    left = set(jobs.filter(PrimaryKeyIn(job.pk for job in successes)).values_list("pk", flat=True))
+    return [job for job in successes if job.pk not in left]
 
 
 def _write(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[AbstractJob, Mapping[str, Any]]) -> int:
@@ -320,14 +345,19 @@ outcome_updates = PerConnection(_OutcomeUpdate)
 
 
 def _write_alone(
-    jobs: QuerySet[AbstractJob], worker_id: str, job: AbstractJob, outcome: Mapping[str, Any], now: Any
-) -> Counter[str]:
-    """Write one job's outcome; if the database refuses it, a failed attempt saying so
-    instead; if it refuses that too (the job's earlier errors are as much as a row can
-    take), the job ``FAILED`` with its errors as they were, and the refusal logged. The
-    status written (nothing when the fence left the job out)."""
+    jobs: QuerySet[AbstractJob],
+    worker_id: str,
+    job: AbstractJob,
+    outcome: Mapping[str, Any],
+    now: Any,
+    meant: Ended,
+) -> Ended | None:
+    """Write one job's outcome (``meant``); if the database refuses it, a failed attempt
+    saying so instead; if it refuses that too (the job's earlier errors are as much as a
+    row can take), the job ``FAILED`` with its errors as they were, and the refusal
+    logged. What was written (None when the fence left the job out)."""
     try:
-        return Counter({outcome["status"]: _write(jobs, worker_id, {job: outcome})})
+        return meant if _write(jobs, worker_id, {job: outcome}) else None
     except DatabaseError as error:
         if not _refused(jobs.db, error):
             raise
@@ -337,16 +367,17 @@ def _write_alone(
             raised = outcome["errors"][-1]["exception_class_path"]
             what = f"{job.task} raised {raised}, but the database refused to store that error"
         refusal = InvalidJobError(f"{what}: {error}")
-    instead = after_failure(job, decide(job, refusal, worker_id), now)
+    failure = decide(job, refusal, worker_id)
     try:
-        return Counter({instead["status"]: _write(jobs, worker_id, {job: instead})})
+        written = _write(jobs, worker_id, {job: after_failure(job, failure, now)})
+        return Ended(failure.transition, error=refusal) if written else None
     except DatabaseError as error:
         if not _refused(jobs.db, error):
             raise
         logger.error("Job %s: %s, and the error saying so (%s); it is FAILED", job.pk, refusal, error)
     # FAIL's columns but its error, which is what the database refused.
     failed = {"status": FAIL.target, "finished_at": now}
-    return Counter({failed["status"]: _write(jobs, worker_id, {job: failed})})
+    return Ended(FAIL, error=refusal) if _write(jobs, worker_id, {job: failed}) else None
 
 
 def _refused(using: str, error: DatabaseError) -> bool:
