@@ -297,7 +297,7 @@ class Settings:
         ``enabled`` and ``missed`` (``"skip"``, ``"latest"``, ``"all"``)."""
         return parse_schedule(value, default_tz=settings.TIME_ZONE or "UTC")
 
-    @setting(default=[])
+    @setting(default=())
     def SQLQUEUE_MIDDLEWARE(self, value: Any) -> tuple[Callable[[Any], Any], ...]:
         """Dotted paths to middleware that wrap every attempt, outermost first, as Django's
         ``MIDDLEWARE`` wraps a view: each is called once per worker process with the next

@@ -22,7 +22,7 @@ from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.table import AbstractJob, JobT
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.rules import keys
-from django_sqlqueue.rules.lifecycle import CANCEL, CLAIM, REQUEST_CANCEL, SUCCEED
+from django_sqlqueue.rules.lifecycle import CANCEL, CLAIM, REQUEST_CANCEL
 from django_sqlqueue.rules.registry import RegisteredTask, get_task
 from django_sqlqueue.rules.validation import (
     ON_CONFLICT,
@@ -401,8 +401,7 @@ class JobManager(models.Manager[JobT]):
         jobs = self.on_queue_db()
         ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded or {}, failed=failed or {})
         signals.send_ended(ended, jobs.db)
-        # A success SQLQUEUE_RETENTION deleted counts as SUCCESSFUL.
-        return Counter(SUCCEED.target if e.transition.target is None else e.transition.target for e in ended.values())
+        return Counter(outcome.status for outcome in ended.values())
 
     def cancel(self, jobs: models.QuerySet[JobT] | Iterable[int]) -> CancelCount:
         """Cancel ``jobs`` (a queryset or ids): a ``READY`` one becomes ``CANCELLED`` at

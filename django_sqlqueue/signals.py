@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.dispatch import Signal
 
-from django_sqlqueue.rules.lifecycle import FAIL, OUTCOMES, RETRY, STOP, SUCCEED, Transition
+from django_sqlqueue.rules.lifecycle import FAIL, OUTCOMES, RETRY, STOP, SUCCEED
 
 if TYPE_CHECKING:
+    from django_sqlqueue.db.finishing import Ended
     from django_sqlqueue.db.table import AbstractJob
 
 logger = logging.getLogger(__name__)
@@ -46,7 +47,8 @@ job_started = Signal()
 job_finished = Signal()
 
 #: One signal for each outcome of ``rules.lifecycle.OUTCOMES``, sent with ``job`` (its
-#: ``status`` the one written), ``transition`` (the ``rules.lifecycle.Transition`` made),
+#: ``status`` the one written; ``SUCCESSFUL`` for a success ``SQLQUEUE_RETENTION``
+#: deleted), ``transition`` (the ``rules.lifecycle.Transition`` made),
 #: ``result`` (the return value stored, or None) and ``error`` (the exception the attempt
 #: failed with, or None) once the outcome is committed. A transition given an outcome in
 #: the state machine gets its signal here.
@@ -55,14 +57,6 @@ job_succeeded = job_ended[SUCCEED.outcome]
 job_retried = job_ended[RETRY.outcome]
 job_failed = job_ended[FAIL.outcome]
 job_cancelled = job_ended[STOP.outcome]
-
-
-class Ended(NamedTuple):
-    """What an attempt's written outcome was, for :data:`job_ended`'s signals."""
-
-    transition: Transition
-    result: Any = None
-    error: BaseException | None = None
 
 
 def send(signal: Signal, sender: type[Any], about: object, **named: Any) -> None:
@@ -88,10 +82,10 @@ def send_ended(ended: Mapping[AbstractJob, Ended], using: str) -> None:
         return
 
     def sent() -> None:
-        for job, (transition, result, error) in ended.items():
-            if transition.target is not None:
-                job.status = transition.target
+        for job, outcome in ended.items():
+            job.status = outcome.status
+            transition = outcome.transition
             signal = job_ended[transition.outcome]
-            send(signal, type(job), job, job=job, transition=transition, result=result, error=error)
+            send(signal, type(job), job, job=job, transition=transition, result=outcome.result, error=outcome.error)
 
     transaction.on_commit(sent, using=using)

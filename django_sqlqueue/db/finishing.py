@@ -196,6 +196,11 @@ class Ended(NamedTuple):
     result: Any = None
     error: BaseException | None = None
 
+    @property
+    def status(self) -> JobStatus:
+        """The status written: ``SUCCESSFUL`` for a success ``SQLQUEUE_RETENTION`` deleted."""
+        return SUCCEED.status if self.transition is SUCCEED_UNKEPT else self.transition.status
+
 
 def finish(
     jobs: QuerySet[AbstractJob],

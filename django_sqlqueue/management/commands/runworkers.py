@@ -122,7 +122,7 @@ class Command(QueueCommand):
             ) from error
         try:
             # Here too: every worker process would die at start-up on it, and be started again.
-            conf.SQLQUEUE_MIDDLEWARE
+            conf.SQLQUEUE_MIDDLEWARE  # noqa: B018  # read to import each one
         except ImproperlyConfigured as error:
             raise CommandError(f"{error} No worker could start: fix it, then start runworkers again.") from error
         batch_size = batch_size or conf.SQLQUEUE_BATCH_SIZE
