@@ -190,8 +190,11 @@ class JobManager(models.Manager[JobT]):
 
         Raises :class:`~django_sqlqueue.exceptions.UnknownTaskError` or
         :class:`~django_sqlqueue.exceptions.InvalidJobError` and writes nothing
-        when the job cannot be run as given. Options are those of :meth:`build`."""
+        when the job cannot be run as given. Options are those of :meth:`build`. The
+        job goes through ``SQLQUEUE_ENQUEUE_HOOKS`` before it is checked, and sends
+        ``job_enqueued`` once written and committed."""
         job = self.build(task, args, kwargs, **options)
+        _hooked([job])
         _validate(job)
         return self._write([job], batch_size=1, on_conflict=on_conflict)[0]
 
@@ -199,6 +202,7 @@ class JobManager(models.Manager[JobT]):
         """Write many jobs (usually made by :meth:`build`) in a few multi-row INSERTs, all
         or none: every job is validated before anything is written (one bad job refuses
         them all), and the INSERTs share one transaction (the caller's, if it has one).
+        Each goes through ``SQLQUEUE_ENQUEUE_HOOKS`` first, as in :meth:`enqueue`.
 
         Returns a job for each, in order: the one written (``created`` True), or the
         active job that holds its ``unique_key``, as :meth:`enqueue` says; with
@@ -208,6 +212,7 @@ class JobManager(models.Manager[JobT]):
         :class:`~django_sqlqueue.exceptions.InvalidJobError` and writes nothing
         when any job cannot be run as given."""
         jobs = list(jobs)
+        _hooked(jobs)
         for job in jobs:
             _validate(job)
         return self._write(jobs, batch_size=batch_size, on_conflict=on_conflict) if jobs else []
@@ -485,6 +490,15 @@ def _checked_delay(delay: Any) -> datetime.timedelta:
     if problem := delay_problem(delay):
         raise InvalidJobError(f"{problem}.")
     return delay if isinstance(delay, datetime.timedelta) else datetime.timedelta(seconds=delay)
+
+
+def _hooked(jobs: Iterable[AbstractJob]) -> None:
+    """Pass each of ``jobs`` to the ``SQLQUEUE_ENQUEUE_HOOKS``, in order, before they
+    are checked: what a hook sets is checked as the caller's own."""
+    if hooks := conf.SQLQUEUE_ENQUEUE_HOOKS:
+        for job in jobs:
+            for hook in hooks:
+                hook(job)
 
 
 def _validate(job: AbstractJob, *, bind: bool = True) -> None:

@@ -60,6 +60,7 @@ SETTING_CHECKS = {
         "SQLQUEUE_CANCEL_GRACE": "E026",
         "SQLQUEUE_RATE_LIMITS": "E035",
         "SQLQUEUE_MIDDLEWARE": "E039",
+        "SQLQUEUE_ENQUEUE_HOOKS": "E040",
     }.items()
 }
 CLAIMS = CheckId(

@@ -95,3 +95,11 @@ def _thread() -> str:
 
 #: Not callable: a setting naming it is an error.
 NOT_CALLABLE = 42
+
+
+def urgent(job: Job) -> None:
+    """An enqueue hook: notes each job it sees (unsaved), and makes the one whose
+    kwargs say ``urgent`` a priority 9 job (whatever that says: 10**9 is refused)."""
+    note(f"hook {job.task} saved {job.pk is not None}")
+    if urgency := job.kwargs.get("urgent"):
+        job.priority = 9 if urgency is True else urgency
