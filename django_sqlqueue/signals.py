@@ -53,9 +53,13 @@ job_finished = Signal()
 #: failed with, or None) once the outcome is committed. A transition given an outcome in
 #: the state machine gets its signal here.
 job_ended: Mapping[str, Signal] = {outcome: Signal() for outcome in OUTCOMES}
+#: ``job_ended["succeeded"]``: the job is ``SUCCESSFUL`` (or deleted, by ``SQLQUEUE_RETENTION``).
 job_succeeded = job_ended[SUCCEED.outcome]
+#: ``job_ended["retried"]``: the attempt failed and the job is ``READY`` for its retry.
 job_retried = job_ended[RETRY.outcome]
+#: ``job_ended["failed"]``: the job failed for good and is ``FAILED``.
 job_failed = job_ended[FAIL.outcome]
+#: ``job_ended["cancelled"]``: the job stopped on a cancel request and is ``CANCELLED``.
 job_cancelled = job_ended[STOP.outcome]
 
 
