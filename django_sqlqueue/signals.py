@@ -17,7 +17,7 @@ logged and changes nothing about the job, or about the other receivers.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
@@ -71,11 +71,17 @@ def send(signal: Signal, sender: type[Any], about: object, **named: Any) -> None
             logger.error("Receiver %r of %s raised", receiver, about, exc_info=response)
 
 
-def send_enqueued(jobs: Iterable[AbstractJob], using: str) -> None:
+def send_enqueued(jobs: Sequence[AbstractJob], using: str) -> None:
     """Send :data:`job_enqueued` for each of ``jobs`` once ``using``'s transaction
     commits (at once outside one); nothing is held when nobody listens."""
-    if job_enqueued.receivers:
-        transaction.on_commit(lambda: [send(job_enqueued, type(job), job, job=job) for job in jobs], using=using)
+    if not job_enqueued.receivers:
+        return
+
+    def sent() -> None:
+        for job in jobs:
+            send(job_enqueued, type(job), job, job=job)
+
+    transaction.on_commit(sent, using=using)
 
 
 def send_ended(ended: Mapping[AbstractJob, Ended], using: str) -> None:

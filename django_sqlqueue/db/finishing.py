@@ -220,24 +220,24 @@ def finish(
     for job, value in succeeded.items():
         if problem := json_problem(value, "the return value"):
             invalid = InvalidJobError(f"{job.task} finished, but {problem}.")
-            failure = decide(job, invalid, worker_id)
-            outcomes[job] = after_failure(job, failure, now)
-            meant[job] = Ended(failure.transition, error=invalid)
+            refused = decide(job, invalid, worker_id)
+            outcomes[job] = after_failure(job, refused, now)
+            meant[job] = Ended(refused.transition, error=invalid)
         else:
             outcomes[job] = {"status": SUCCEED.target, "finished_at": now}
             if value is not None:
                 outcomes[job]["result"] = value
             meant[job] = Ended(SUCCEED, result=value)
-    for job, failure in failed.items():
-        if not isinstance(failure, Failure):  # not decided by the runner
-            failure = decide(job, failure, worker_id)
+    for job, raised in failed.items():
+        # Decided here when the runner did not.
+        failure = raised if isinstance(raised, Failure) else decide(job, raised, worker_id)
         outcomes[job] = after_failure(job, failure, now)
         meant[job] = Ended(failure.transition, error=failure.error)
     kept = conf.SQLQUEUE_RETENTION[JobStatus.SUCCESSFUL]
     written: dict[AbstractJob, Ended] = {}
     if kept == datetime.timedelta(0):
-        for job in _delete_successes(jobs, worker_id, outcomes):
-            written[job] = meant[job]._replace(transition=SUCCEED_UNKEPT)
+        for deleted in _delete_successes(jobs, worker_id, outcomes):
+            written[deleted] = meant[deleted]._replace(transition=SUCCEED_UNKEPT)
     if not outcomes:
         return written
     try:
