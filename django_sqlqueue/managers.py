@@ -494,8 +494,9 @@ def _checked_delay(delay: Any) -> datetime.timedelta:
 
 def _hooked(jobs: Iterable[AbstractJob]) -> None:
     """Pass each of ``jobs`` to the ``SQLQUEUE_ENQUEUE_HOOKS``, in order, before they
-    are checked: what a hook sets is checked as the caller's own."""
-    if hooks := conf.SQLQUEUE_ENQUEUE_HOOKS:
+    are checked: what a hook sets is checked as the caller's own. The setting's
+    callables are looked up once per settings in force, not on every enqueue."""
+    if hooks := remembered(("enqueue hooks", ""), lambda: conf.SQLQUEUE_ENQUEUE_HOOKS):
         for job in jobs:
             for hook in hooks:
                 hook(job)
