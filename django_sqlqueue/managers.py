@@ -406,7 +406,7 @@ class JobManager(models.Manager[JobT]):
         jobs = self.on_queue_db()
         ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded or {}, failed=failed or {})
         signals.send_ended(ended, jobs.db)
-        return Counter(outcome.status for outcome in ended.values())
+        return Counter(outcome.status for outcome in ended)
 
     def cancel(self, jobs: models.QuerySet[JobT] | Iterable[int]) -> CancelCount:
         """Cancel ``jobs`` (a queryset or ids): a ``READY`` one becomes ``CANCELLED`` at

@@ -84,7 +84,7 @@ def send_enqueued(jobs: Sequence[AbstractJob], using: str) -> None:
     transaction.on_commit(sent, using=using)
 
 
-def send_ended(ended: Mapping[AbstractJob, Ended], using: str) -> None:
+def send_ended(ended: Sequence[Ended], using: str) -> None:
     """Send each written outcome's signal of :data:`job_ended` once ``using``'s
     transaction commits (at once outside one), with the job's ``status`` set to the
     one written."""
@@ -92,9 +92,9 @@ def send_ended(ended: Mapping[AbstractJob, Ended], using: str) -> None:
         return
 
     def sent() -> None:
-        for job, outcome in ended.items():
+        for outcome in ended:
+            job, transition = outcome.job, outcome.transition
             job.status = outcome.status
-            transition = outcome.transition
             signal = job_ended[transition.outcome]
             send(signal, type(job), job, job=job, transition=transition, result=outcome.result, error=outcome.error)
 
