@@ -414,14 +414,22 @@ class JobManager(models.Manager[JobT]):
         database's clock), which its worker learns of within a heartbeat: the job ends
         ``CANCELLED`` when its task stops on it (``current_job().raise_if_cancelled()``)
         or when the worker stops it after ``SQLQUEUE_CANCEL_GRACE``; never retried.
-        Finished jobs are left alone. Two UPDATEs in one transaction."""
+        Finished jobs are left alone. Two UPDATEs in one transaction; each ``READY`` job
+        cancelled sends ``job_cancelled`` once it commits (with a receiver connected,
+        the jobs are read and locked first)."""
         targets = self.on_queue_db()
         if isinstance(jobs, models.QuerySet):
             targets = targets.filter(pk__in=jobs.values_list("pk", flat=True))
         else:
             targets = targets.filter(pk__in=list(jobs))
         with transaction.atomic(using=targets.db):
-            cancelled = targets.filter(allowed(CANCEL)).update(**written(CANCEL, finished_at=DatabaseNow()))
+            ready = targets.filter(allowed(CANCEL))
+            if signals.job_ended[CANCEL.outcome].receivers:
+                # Its receivers get the jobs: read (and locked) first, then cancelled by id.
+                found = list(ready.select_for_update())
+                ready = ready.filter(pk__in=[job.pk for job in found])
+                signals.send_ended([finishing.Ended(job, CANCEL) for job in found], targets.db)
+            cancelled = ready.update(**written(CANCEL, finished_at=DatabaseNow()))
             requested = targets.filter(allowed(REQUEST_CANCEL)).update(
                 **written(REQUEST_CANCEL, cancel_requested_at=DatabaseNow())
             )

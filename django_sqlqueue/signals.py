@@ -10,8 +10,8 @@ logged and changes nothing about the job, or about the other receivers.
   state machine (``rules.lifecycle.OUTCOMES``): :data:`job_succeeded`,
   :data:`job_retried` (failed, a retry to come), :data:`job_failed` (failed for good)
   and :data:`job_cancelled`. Sent once the statement that wrote the outcome committed,
-  in the process and thread that wrote it (a worker's main thread, or the caller of
-  ``Job.objects.finish``), once per job: an outcome that the fence kept out (the job was
+  in the process and thread that wrote it (a worker's main thread, the caller of
+  ``Job.objects.finish`` or of ``Job.objects.cancel``), once per job: an outcome that the fence kept out (the job was
   rescued from its worker meanwhile) sends nothing."""
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ job_succeeded = job_ended[SUCCEED.outcome]
 job_retried = job_ended[RETRY.outcome]
 #: ``job_ended["failed"]``: the job failed for good and is ``FAILED``.
 job_failed = job_ended[FAIL.outcome]
-#: ``job_ended["cancelled"]``: the job stopped on a cancel request and is ``CANCELLED``.
+#: ``job_ended["cancelled"]``: the job stopped on a cancel request, or was cancelled while
+#: ``READY`` (``Job.objects.cancel``, the admin: sent from there), and is ``CANCELLED``.
 job_cancelled = job_ended[STOP.outcome]
 
 

@@ -16,7 +16,7 @@ from django_sqlqueue import signals, testing
 from django_sqlqueue.exceptions import WorkerLost
 from django_sqlqueue.maintenance.rescue import rescue_worker
 from django_sqlqueue.models import Job, JobStatus
-from django_sqlqueue.rules.lifecycle import FAIL, OUTCOMES, RETRY, SUCCEED, SUCCEED_UNKEPT
+from django_sqlqueue.rules.lifecycle import CANCEL, FAIL, OUTCOMES, RETRY, SUCCEED, SUCCEED_UNKEPT
 from tests.testapp.tasks import add, fail_once, sync_order
 
 Received = list[tuple[str, int, str, Any, Any]]
@@ -155,3 +155,13 @@ def test_a_receiver_that_raises_changes_nothing(received: Received, caplog: pyte
     assert [(record.levelno, str(record.exc_info and record.exc_info[1])) for record in logged] == [
         (logging.ERROR, "a receiver's bug")
     ] * 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_ready_job_cancelled_sends_cancelled_once_and_a_running_one_nothing_yet(received: Received) -> None:
+    ready, running = Job.objects.enqueue(add, [1, 2]), Job.objects.enqueue(add, [3, 4], priority=5)
+    Job.objects.claim(worker_id="worker-1", limit=1)  # the higher priority: running
+    received.clear()
+    assert Job.objects.cancel([ready.pk, running.pk]) == (1, 1)
+    assert Job.objects.cancel([ready.pk, running.pk]) == (0, 0)
+    assert received == [("cancelled", ready.pk, JobStatus.CANCELLED, CANCEL.name, None)]
