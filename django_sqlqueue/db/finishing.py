@@ -10,7 +10,7 @@ import logging
 import math
 import random
 import traceback
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
@@ -33,6 +33,7 @@ from django_sqlqueue.rules.lifecycle import (
     RETRY,
     SNOOZE,
     SUCCEED,
+    SUCCEED_UNKEPT,
     JobStatus,
     Transition,
     failure_transition,
@@ -188,13 +189,6 @@ def _times(transition: Transition, now: Any, delay: datetime.timedelta | None) -
     return {column: times[column] for column in transition.writes if column in times}
 
 
-class _Ending(NamedTuple):
-    """An attempt's ending as the finisher writes it: its transition, and its columns."""
-
-    transition: Transition
-    columns: dict[str, Any]
-
-
 class _Changes:
     """The new value of each changed column, by job id."""
 
@@ -236,36 +230,61 @@ def _as_expression(value: Any, output_field: Field[Any, Any]) -> Any:
     return value if isinstance(value, Combinable) else Value(value, output_field=output_field)
 
 
+class Ended(NamedTuple):
+    """An attempt's outcome as it was written: the job, the transition it made, the
+    return value stored (or None) and the exception the attempt failed with (or None)."""
+
+    job: AbstractJob
+    transition: Transition
+    result: Any = None
+    error: BaseException | None = None
+
+    @property
+    def status(self) -> JobStatus:
+        """The status written: ``SUCCESSFUL`` for a success ``SQLQUEUE_RETENTION`` deleted."""
+        return SUCCEED.status if self.transition is SUCCEED_UNKEPT else self.transition.status
+
+
 def finish(
     jobs: QuerySet[AbstractJob],
     *,
     worker_id: str,
     succeeded: Mapping[JobT, Any],
     failed: Mapping[JobT, Failure],
-) -> Counter[str]:
-    """Write the outcomes of claimed jobs: what :meth:`JobManager.finish` does, each
-    failure (or snooze) as the runner decided it (:func:`decide`) as it ran the job.
-    Returns how many jobs got each outcome (``rules.lifecycle.OUTCOMES``): a
-    snooze and a retry both write ``READY``."""
+) -> list[Ended]:
+    """Write the outcomes of claimed jobs, each failure (or snooze) as it was decided
+    (:func:`decide`): what :meth:`JobManager.finish` does. What each job written became
+    (a job the fence kept out is not among them)."""
     if failed and (both := {job.pk for job in succeeded} & {job.pk for job in failed}):
         raise ValueError(f"Jobs {sorted(both)} cannot both succeed and fail.")
     now = DatabaseNow()
-    outcomes: dict[AbstractJob, _Ending] = {}
+    outcomes: dict[AbstractJob, dict[str, Any]] = {}
+    #: What each of ``outcomes`` is meant to become, in the same order: a list, as a
+    #: model instance costs a dict about a microsecond each time it is hashed.
+    meant: list[Ended] = []
     for job, value in succeeded.items():
         if problem := json_problem(value, "the return value"):
-            outcomes[job] = _failed(job, InvalidJobError(f"{job.task} finished, but {problem}."), worker_id, now)
+            invalid = InvalidJobError(f"{job.task} finished, but {problem}.")
+            refused = decide(job, invalid, worker_id)
+            outcomes[job] = after_failure(job, refused, now)
+            meant.append(Ended(job, refused.transition, error=invalid))
         else:
-            outcomes[job] = _Ending(SUCCEED, {"status": SUCCEED.target, "finished_at": now})
+            outcomes[job] = {"status": SUCCEED.target, "finished_at": now}
             if value is not None:
-                outcomes[job].columns["result"] = value
+                outcomes[job]["result"] = value
+            meant.append(Ended(job, SUCCEED, result=value))
     for job, failure in failed.items():
-        outcomes[job] = _Ending(failure.transition, after_failure(job, failure, now))
+        outcomes[job] = after_failure(job, failure, now)
+        meant.append(Ended(job, failure.transition, error=failure.error))
     kept = conf.SQLQUEUE_RETENTION[JobStatus.SUCCESSFUL]
-    counts = Counter[str]()
+    done: list[Ended] = []
     if kept == datetime.timedelta(0):
-        counts[SUCCEED.outcome] = _delete_successes(jobs, worker_id, outcomes)
+        fenced = _delete_successes(jobs, worker_id, outcomes)
+        successes = [ended for ended in meant if ended.transition is SUCCEED]
+        done += [ended._replace(transition=SUCCEED_UNKEPT) for ended in successes if ended.job.pk not in fenced]
+        meant = [ended for ended in meant if ended.transition is not SUCCEED]
     if not outcomes:
-        return +counts
+        return done
     try:
         count = _write(jobs, worker_id, outcomes)
     except DatabaseError as error:
@@ -275,59 +294,58 @@ def finish(
             "The database refused the outcomes of %d jobs (%s): writing them one job at a time", len(outcomes), error
         )
     else:
-        return counts + _outcomes_written(jobs, worker_id, outcomes, count)
-    for written_job, outcome in outcomes.items():
-        counts += _write_alone(jobs, worker_id, written_job, outcome, now)
-    return counts
+        if count == len(outcomes):
+            return done + meant
+        fenced = _fenced(jobs, worker_id, outcomes)
+        return done + [ended for ended in meant if ended.job.pk not in fenced]
+    for ended in meant:
+        if alone := _write_alone(jobs, worker_id, outcomes[ended.job], now, ended):
+            done.append(alone)
+    return done
 
 
-def _failed(job: AbstractJob, error: BaseException, worker_id: str, now: Any) -> _Ending:
-    """The ending of ``job``'s attempt failed by ``error`` where the finisher finds it."""
-    failure = decide(job, error, worker_id)
-    return _Ending(failure.transition, after_failure(job, failure, now))
+def _fenced(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[AbstractJob, Mapping[str, Any]]) -> set[int]:
+    """The ids of the jobs of ``outcomes`` that the fence kept an UPDATE that wrote fewer
+    than all of them from (jobs rescued or claimed again meanwhile, which is rare): the
+    rows are read back, and a row is ours when it holds the worker, and the status, the
+    attempts, the snoozes and the last error class we wrote (a rescue writes
+    ``WorkerLost``'s)."""
+    ours = {
+        job.pk: [outcome.get(column, getattr(job, column)) for column in _READ_BACK]
+        for job, outcome in outcomes.items()
+    }
+    rows = jobs.filter(PrimaryKeyIn(ours), worker=worker_id).values_list("pk", *_READ_BACK)
+    return set(ours) - {pk for pk, *row in rows if ours[pk] == row}
 
 
 #: The columns a row read back is compared on: it is ours when it holds what we wrote.
 _READ_BACK = ("status", "attempts", "snoozes", "last_error_class")
 
 
-def _outcomes_written(
-    jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[AbstractJob, _Ending], count: int
-) -> Counter[str]:
-    """The outcomes the UPDATE that wrote ``count`` of ``outcomes`` gave, by how many jobs
-    got each. When the fence left some out (jobs rescued or claimed again meanwhile, which
-    is rare), the rows are read back: a row is ours when it holds the status, the worker,
-    the attempt, the snoozes and the last error class we wrote (a rescue writes
-    ``WorkerLost``'s)."""
-    if count == len(outcomes):
-        return Counter(ending.transition.outcome for ending in outcomes.values())
-    ours = {
-        job.pk: (ending.transition.outcome, [ending.columns.get(column, getattr(job, column)) for column in _READ_BACK])
-        for job, ending in outcomes.items()
-    }
-    rows = jobs.filter(PrimaryKeyIn(ours), worker=worker_id).values_list("pk", *_READ_BACK)
-    return Counter(ours[pk][0] for pk, *values in rows if ours[pk][1] == values)
-
-
-def _delete_successes(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: dict[AbstractJob, _Ending]) -> int:
+def _delete_successes(
+    jobs: QuerySet[AbstractJob], worker_id: str, outcomes: dict[AbstractJob, dict[str, Any]]
+) -> set[int]:
     """With ``SQLQUEUE_RETENTION["SUCCESSFUL"]`` 0: delete the held jobs that succeeded,
-    in one DELETE fenced like the UPDATE, and take them out of ``outcomes``. Nothing of
-    theirs is stored, so the database has nothing to refuse."""
-    successes = [job for job, ending in outcomes.items() if ending.transition is SUCCEED]
+    in one DELETE fenced like the UPDATE, and take them out of ``outcomes``; the ids of
+    those the fence kept out (their rows are still there). Nothing of theirs is stored,
+    so the database has nothing to refuse."""
+    successes = [job for job, outcome in outcomes.items() if outcome["status"] == SUCCEED.target]
     for job in successes:
         del outcomes[job]
     if not successes:
-        return 0
+        return set()
     held = still_held(jobs, worker_id, successes)
     deleted, _ = retry_transient(jobs.db, held.delete, atomic=connections[jobs.db].in_atomic_block)
-    return deleted
+    if deleted == len(successes):
+        return set()
+    return set(jobs.filter(PrimaryKeyIn(job.pk for job in successes)).values_list("pk", flat=True))
 
 
-def _write(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[AbstractJob, _Ending]) -> int:
+def _write(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[AbstractJob, Mapping[str, Any]]) -> int:
     """One UPDATE of the held jobs among ``outcomes``; in a savepoint inside a caller's
     transaction, which a refused statement would otherwise break (PostgreSQL)."""
     statement = outcome_updates(jobs.model, connections[jobs.db])
-    sql, params = statement.sql(worker_id, {job: ending.columns for job, ending in outcomes.items()})
+    sql, params = statement.sql(worker_id, outcomes)
     return retry_transient(jobs.db, lambda: statement.run(sql, params), atomic=connections[jobs.db].in_atomic_block)
 
 
@@ -379,34 +397,36 @@ outcome_updates = PerConnection(_OutcomeUpdate)
 
 
 def _write_alone(
-    jobs: QuerySet[AbstractJob], worker_id: str, job: AbstractJob, ending: _Ending, now: Any
-) -> Counter[str]:
-    """Write one job's outcome; if the database refuses it, a failed attempt saying so
-    instead; if it refuses that too (the job's earlier errors are as much as a row can
-    take), the job ``FAILED`` with its errors as they were, and the refusal logged. The
-    outcome written (nothing when the fence left the job out)."""
+    jobs: QuerySet[AbstractJob], worker_id: str, outcome: Mapping[str, Any], now: Any, meant: Ended
+) -> Ended | None:
+    """Write one job's ``outcome`` (``meant``); if the database refuses it, a failed attempt
+    saying so instead; if it refuses that too (the job's earlier errors are as much as a
+    row can take), the job ``FAILED`` with its errors as they were, and the refusal
+    logged. What was written (None when the fence left the job out)."""
+    job = meant.job
     try:
-        return Counter({ending.transition.outcome: _write(jobs, worker_id, {job: ending})})
+        return meant if _write(jobs, worker_id, {job: outcome}) else None
     except DatabaseError as error:
         if not _refused(jobs.db, error):
             raise
-        if ending.transition is SUCCEED:
+        if meant.transition is SUCCEED:
             what = f"{job.task} finished, but the database refused to store its return value"
-        elif "errors" in ending.columns:
-            raised = ending.columns["errors"][-1]["exception_class_path"]
+        elif "errors" in outcome:
+            raised = outcome["errors"][-1]["exception_class_path"]
             what = f"{job.task} raised {raised}, but the database refused to store that error"
         else:
-            what = f"{job.task} ended its attempt ({ending.transition.name}), but the database refused it"
+            what = f"{job.task} ended its attempt ({meant.transition.name}), but the database refused it"
         refusal = InvalidJobError(f"{what}: {error}")
-    instead = _failed(job, refusal, worker_id, now)
+    failure = decide(job, refusal, worker_id)
     try:
-        return Counter({instead.transition.outcome: _write(jobs, worker_id, {job: instead})})
+        wrote = _write(jobs, worker_id, {job: after_failure(job, failure, now)})
+        return Ended(job, failure.transition, error=refusal) if wrote else None
     except DatabaseError as error:
         if not _refused(jobs.db, error):
             raise
         logger.error("Job %s: %s, and the error saying so (%s); it is FAILED", job.pk, refusal, error)
-    failed = _Ending(FAIL_UNRECORDED, written(FAIL_UNRECORDED, finished_at=now))
-    return Counter({FAIL_UNRECORDED.outcome: _write(jobs, worker_id, {job: failed})})
+    failed = written(FAIL_UNRECORDED, finished_at=now)
+    return Ended(job, FAIL_UNRECORDED, error=refusal) if _write(jobs, worker_id, {job: failed}) else None
 
 
 def _refused(using: str, error: DatabaseError) -> bool:

@@ -14,7 +14,7 @@ from django.db import transaction
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.finishing import decide, finish
+from django_sqlqueue.db.finishing import decide
 from django_sqlqueue.db.transient import unless_away
 from django_sqlqueue.exceptions import WorkerLost
 from django_sqlqueue.maintenance.service import Service
@@ -66,7 +66,10 @@ def rescue_worker(
     errors = errors or {}
     failed = {job: decide(job, errors.get(job.pk, error), name) for job in held if job.pk in started}
     rescued = Rescued(
-        finish(Job.objects.on_queue_db(), worker_id=name, succeeded={}, failed=failed),
+        Counter(
+            ended.transition.outcome
+            for ended in Job.objects._finish_decided(worker_id=name, succeeded={}, failed=failed)
+        ),
         Job.objects.release(worker_id=name, unstarted=[job for job in held if job.pk not in started]),
     )
     if rescued.count:

@@ -13,7 +13,6 @@ from typing import Any, NamedTuple, Protocol, cast
 
 from asgiref.sync import async_to_sync, iscoroutinefunction
 from django.db import DatabaseError, connections
-from django.dispatch import Signal
 
 from django_sqlqueue import current, signals
 from django_sqlqueue.db.finishing import Failure, decide, error_message
@@ -39,19 +38,24 @@ class JobOutcome(NamedTuple):
     failure: Failure | None = None
 
 
-def attempt(job: Job, worker_id: str) -> JobOutcome:
+def attempt(job: Job, worker_id: str, through: Through | None = None) -> JobOutcome:
     """Run ``job`` in ``worker_id`` with ``job_started`` and ``job_finished`` sent around
     it, ``current_job()`` giving its handle meanwhile, and logs the attempt (at the level
     of :data:`LOG_LEVELS`, with the fields of :func:`job_fields` as the record's extras).
+    ``through`` is the worker's middleware chain (``runner.middleware``), if any.
     Whatever the task raises is its outcome, never the worker's: its failure is decided
     here, once (:func:`~django_sqlqueue.db.finishing.decide`), for the finisher to write."""
     with current.JobHandle(job, worker_id):
-        send(signals.job_started, Job, job, job=job)
+        signals.send(signals.job_started, Job, job, job=job)
         began = time.perf_counter()
+        decided: list[Failure] = []
         try:
-            outcome = run(job, worker_id)
+            value = run(job, worker_id, decided=decided) if through is None else through(job, decided)
+            outcome = JobOutcome(job, result=value)
         except Exception as error:
-            outcome = JobOutcome(job, error=error, failure=decide(job, error, worker_id))
+            # A Django task's failure was decided as its signal was sent: not twice.
+            failure = decided[0] if decided and decided[0].error is error else decide(job, error, worker_id)
+            outcome = JobOutcome(job, error=error, failure=failure)
         duration = time.perf_counter() - began
         result = SUCCEED.outcome if outcome.failure is None else outcome.failure.transition.outcome
         level, said = LOG_LEVELS[result], _SAID[result]
@@ -67,7 +71,7 @@ def attempt(job: Job, worker_id: str) -> JobOutcome:
                 "" if outcome.error is None else f": {type(outcome.error).__name__}: {error_message(outcome.error)}",
                 extra=job_fields(job, result, duration),
             )
-        send(
+        signals.send(
             signals.job_finished,
             Job,
             job,
@@ -112,11 +116,12 @@ def job_fields(job: Job, outcome: str, duration: float) -> dict[str, Any]:
     }
 
 
-def run(job: Job, worker_id: str) -> JobOutcome:
-    """Run a claimed job's task in ``worker_id``: its outcome. What a ``@job`` function
-    raises is raised here, for the caller to decide; a Django task's backend decides
-    what its task raised itself, to tell ``task_finished`` what will be written. Raises
-    ``UnknownTaskError`` for a job naming no registered task."""
+def run(job: Job, worker_id: str, *, decided: list[Failure] | None = None) -> Any:
+    """Run a claimed job's task in ``worker_id``: its return value, or the exception it
+    raised. Raises ``UnknownTaskError`` for a job naming no registered task.
+
+    A Django task that raises has its failure decided (:func:`decide`) to tell Django's
+    ``task_finished`` what will be written: that decision is appended to ``decided``."""
     registered = get_task(job.task)
     if registered.django_task is None:
         func = registered.func
@@ -125,9 +130,9 @@ def run(job: Job, worker_id: str) -> JobOutcome:
             # context (current_job()), its sync_to_async calls back on this thread and its
             # connections.
             func = async_to_sync(func)
-        return JobOutcome(job, result=call(func, *job.args, **job.kwargs))
+        return call(func, *job.args, **job.kwargs)
     backend = cast(TaskBackend, registered.django_task.get_backend())
-    return backend.run_job(registered.django_task, job, worker_id)
+    return backend.run_job(registered.django_task, job, worker_id, [] if decided is None else decided)
 
 
 def call(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -169,21 +174,19 @@ def _close_left_open() -> list[str]:
     return closed
 
 
+class Through(Protocol):
+    """The middleware chain a worker builds once (``runner.middleware.Chain``): it runs
+    a job through :func:`run`, a failure a Django task decided appended to ``decided``."""
+
+    def __call__(self, job: Job, decided: list[Failure]) -> Any: ...
+
+
 class TaskBackend(Protocol):
     """What the runner asks of a Django task's backend (``SQLQueueBackend``, which
     registered the task): to run the task of a claimed job, with Django's task signals
     around it. Asked of the task's own backend, so that the runner never imports the
     Tasks adapter, which depends on it."""
 
-    def run_job(self, task: Any, job: Job, worker_id: str) -> JobOutcome:
-        """The attempt's outcome, as :func:`run` returns it: what the task raised is
-        decided there (:func:`~django_sqlqueue.db.finishing.decide`), to tell ``task_finished``."""
-
-
-def send(signal: Signal, sender: type[Any], about: object, **named: Any) -> None:
-    """Send a signal around a job; a receiver's exception is logged, naming ``about``
-    (made a string only then), and changes nothing about the job, whose outcome is the
-    task's alone."""
-    for receiver, response in signal.send_robust(sender, **named):
-        if isinstance(response, Exception):
-            logger.error("Receiver %r of %s raised", receiver, about, exc_info=response)
+    def run_job(self, task: Any, job: Job, worker_id: str, decided: list[Failure]) -> Any:
+        """The task's return value, as :func:`run` returns it; a failure it decides (to
+        tell ``task_finished``) is appended to ``decided``."""

@@ -10,7 +10,7 @@ import os
 import socket
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor, wait
 from multiprocessing.connection import Connection
@@ -21,7 +21,7 @@ from django.db import Error, close_old_connections
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import PrimaryKeyIn
-from django_sqlqueue.db.finishing import finish, still_held
+from django_sqlqueue.db.finishing import still_held
 from django_sqlqueue.db.pausing import REFRESH_SECONDS, PausedQueues
 from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.maintenance.rescue import rescue_worker
@@ -30,6 +30,7 @@ from django_sqlqueue.rules.registry import autodiscover
 from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.execution import JobOutcome, attempt
 from django_sqlqueue.runner.memory import resident_mib
+from django_sqlqueue.runner.middleware import chain
 from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.wakeup import Waiter
 
@@ -106,6 +107,8 @@ class WorkerProcess:
         #: within half a lease of it, nobody can have rescued its jobs.
         self.beat_at = time.monotonic()
         self.lease_half = conf.SQLQUEUE_LEASE / 2
+        #: ``SQLQUEUE_MIDDLEWARE`` around every attempt, built once, before the process is ready.
+        self.through = chain(config.name)
 
     def run(self) -> None:
         autodiscover()
@@ -276,7 +279,7 @@ class WorkerProcess:
         self.started.start(pk, job.timeout)
         self.running[pk] = job
         try:
-            return attempt(job, self.config.name)
+            return attempt(job, self.config.name, self.through)
         finally:
             self.started.ran(pk)
             del self.running[pk]
@@ -312,8 +315,11 @@ class WorkerProcess:
         failed = {out.job: out.failure for out in outcomes if out.started and out.failure is not None}
         unstarted = [out.job for out in outcomes if not out.started]
         self.budget.give_back(len(unstarted))
-        ended = self._persist(
-            lambda: finish(Job.objects.on_queue_db(), worker_id=self.config.name, succeeded=succeeded, failed=failed)
+        ended = Counter(
+            outcome.transition.outcome
+            for outcome in self._persist(
+                lambda: Job.objects._finish_decided(worker_id=self.config.name, succeeded=succeeded, failed=failed)
+            )
         )
         self._persist(lambda: Job.objects.release(worker_id=self.config.name, unstarted=unstarted))
         if (written := sum(ended.values())) < len(succeeded) + len(failed):

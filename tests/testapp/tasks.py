@@ -337,3 +337,12 @@ def snooze_then_fail(snoozes: int) -> None:
     if handle.snoozes < snoozes:
         handle.snooze(0)
     raise ValueError(f"failed after {handle.snoozes} snoozes")
+
+
+@job(max_attempts=3)
+def fail_once(token: str) -> str:
+    """Raises on its first run, after writing the token's receipt; returns the token after."""
+    if Receipt.objects.filter(token=token).exists():
+        return token
+    Receipt.objects.create(token=token)
+    raise RuntimeError(f"{token}: first run")

@@ -6,6 +6,7 @@ plus the delay, the attempt given back, the snooze counted; ``FAILED`` past the 
 from __future__ import annotations
 
 import datetime
+from collections import Counter
 from typing import Any
 
 import django
@@ -48,7 +49,11 @@ def run_and_finish(job: Job, worker_id: str = "w") -> dict[str, int]:
     """Run ``job`` as a worker does, write its outcome: the outcomes written."""
     outcome = execution.attempt(job, worker_id)
     assert outcome.failure is not None, outcome
-    return dict(finishing.finish(Job.objects.all(), worker_id=worker_id, succeeded={}, failed={job: outcome.failure}))
+    return dict(Counter(ended.transition.outcome for ended in finish(job, outcome.failure, worker_id)))
+
+
+def finish(job: Job, failure: finishing.Failure, worker_id: str = "w") -> list[finishing.Ended]:
+    return Job.objects._finish_decided(worker_id=worker_id, succeeded={}, failed={job: failure})
 
 
 def test_a_snooze_is_ready_again_at_the_database_clock_plus_its_delay_its_attempt_not_counted() -> None:
@@ -103,7 +108,7 @@ def test_a_snooze_from_a_worker_that_lost_the_job_writes_nothing() -> None:
     rescue_worker("w", WorkerLost("no heartbeat"))
     Job.objects.update(run_at=DatabaseNow())
     claim_one("other")
-    written = finishing.finish(Job.objects.all(), worker_id="w", succeeded={}, failed={job: outcome.failure})
+    written = finish(job, outcome.failure)
     assert not written
     job.refresh_from_db()
     assert (job.status, job.worker, job.attempts, job.snoozes) == (JobStatus.RUNNING, "other", 2, 0)
@@ -145,9 +150,7 @@ def test_a_snooze_with_a_bad_delay_fails_the_attempt_saying_why(delay: Any) -> N
 def test_a_snoozed_job_keeps_its_unique_key() -> None:
     first = Job.objects.enqueue(sync_order, (7,))
     job = claim_one()
-    finishing.finish(
-        Job.objects.all(), worker_id="w", succeeded={}, failed={job: finishing.decide(job, Snooze(60), "w")}
-    )
+    finish(job, finishing.decide(job, Snooze(60), "w"))
     again = Job.objects.enqueue(sync_order, (7,))
     assert again.pk == first.pk
     assert Job.objects.count() == 1

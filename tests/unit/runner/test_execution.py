@@ -17,7 +17,6 @@ from django.utils import timezone
 from django_sqlqueue import signals
 from django_sqlqueue.backends import SQLQueueBackend
 from django_sqlqueue.backends.compat import TaskResult, TaskResultStatus, task_finished, task_started
-from django_sqlqueue.db import finishing
 from django_sqlqueue.exceptions import TransactionLeftOpen, UnknownTaskError
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.rules.lifecycle import FAIL, RETRY, SUCCEED
@@ -56,7 +55,7 @@ def claim_one(worker: str = "worker-1") -> Job:
 
 def test_a_job_task_is_called_with_its_arguments(sent: Sent) -> None:
     Job.objects.enqueue(report, ["monthly"])
-    assert execution.run(claim_one(), "worker-1").result == "monthly"
+    assert execution.run(claim_one(), "worker-1") == "monthly"
     assert sent == []
 
 
@@ -64,7 +63,7 @@ def test_a_django_task_runs_between_djangos_signals(sent: Sent) -> None:
     result = add.enqueue(2, 3)
     job = claim_one()
 
-    assert execution.run(job, "worker-1").result == 5
+    assert execution.run(job, "worker-1") == 5
 
     assert [(name, sender) for name, sender, _ in sent] == [
         ("started", SQLQueueBackend),
@@ -86,12 +85,12 @@ def test_the_context_has_the_attempt_number() -> None:
     whoami.enqueue("again")
     Job.objects.finish(worker_id="worker-0", failed={claim_one("worker-0"): RuntimeError("first attempt")})
     Job.objects.update(run_at=timezone.now() - datetime.timedelta(hours=1))
-    assert execution.run(claim_one(), "worker-1").result == {"label": "again", "attempt": 2, "status": "RUNNING"}
+    assert execution.run(claim_one(), "worker-1") == {"label": "again", "attempt": 2, "status": "RUNNING"}
 
 
 def test_a_coroutine_function_runs_and_its_value_is_made_json() -> None:
     async_double.enqueue(4)
-    assert execution.run(claim_one(), "worker-1").result == [4, 8]
+    assert execution.run(claim_one(), "worker-1") == [4, 8]
 
 
 def test_an_async_job_function_runs_and_its_result_is_stored() -> None:
@@ -143,10 +142,9 @@ def test_a_failed_attempt_is_retried_then_failed(sent: Sent, caplog: pytest.LogC
 
     for worker, status in (("worker-1", TaskResultStatus.READY), ("worker-2", TaskResultStatus.FAILED)):
         job = claim_one(worker)
-        outcome = execution.run(job, worker)
-        assert isinstance(outcome.error, ValueError)
-        assert outcome.failure is not None
-        finishing.finish(Job.objects.all(), worker_id=worker, succeeded={}, failed={job: outcome.failure})
+        with pytest.raises(ValueError, match="boom") as excinfo:
+            execution.run(job, worker)
+        Job.objects.finish(worker_id=worker, failed={job: excinfo.value})
         Job.objects.update(run_at=timezone.now() - datetime.timedelta(hours=1))
         _, _, finished = sent[-1]
         assert (finished.status, finished.worker_ids) == (status, ["worker-1", "worker-2"][: job.attempts])
@@ -164,7 +162,7 @@ def test_a_failed_attempt_is_retried_then_failed(sent: Sent, caplog: pytest.LogC
     (logged,) = [record for record in caplog.records if record.levelno == logging.ERROR]
     assert logged.getMessage() == f"Task id={result.id} path=tests.djtasks.tasks.fail state=FAILED"
     assert logged.exc_info is not None
-    assert logged.exc_info[1] is outcome.error
+    assert logged.exc_info[1] is excinfo.value
 
 
 def test_a_failing_receiver_changes_nothing(caplog: pytest.LogCaptureFixture) -> None:
@@ -174,10 +172,10 @@ def test_a_failing_receiver_changes_nothing(caplog: pytest.LogCaptureFixture) ->
     add.enqueue(1, 1)
     task_finished.connect(broken)
     try:
-        assert execution.run(claim_one(), "worker-1").result == 2
+        assert execution.run(claim_one(), "worker-1") == 2
     finally:
         task_finished.disconnect(broken)
-    (logged,) = [record for record in caplog.records if record.name == "django_sqlqueue.runner.execution"]
+    (logged,) = [record for record in caplog.records if record.name == "django_sqlqueue.signals"]
     assert logged.getMessage().endswith("of tests.djtasks.tasks.add raised")
 
 
