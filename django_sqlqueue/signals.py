@@ -8,8 +8,8 @@ logged and changes nothing about the job, or about the other receivers.
   thread that runs it, outside any transaction (the attempt's claim committed before).
 - One signal per way an attempt ends, :data:`job_ended`, by the outcomes of the
   state machine (``rules.lifecycle.OUTCOMES``): :data:`job_succeeded`,
-  :data:`job_retried` (failed, a retry to come), :data:`job_failed` (failed for good)
-  and :data:`job_cancelled`. Sent once the statement that wrote the outcome committed,
+  :data:`job_retried` (failed, a retry to come), :data:`job_failed` (failed for good),
+  :data:`job_cancelled` and :data:`job_snoozed`. Sent once the statement that wrote the outcome committed,
   in the process and thread that wrote it (a worker's main thread, the caller of
   ``Job.objects.finish`` or of ``Job.objects.cancel``), once per job: an outcome that the fence kept out (the job was
   rescued from its worker meanwhile) sends nothing."""
