@@ -19,7 +19,6 @@ from django_sqlqueue.conf import conf
 from django_sqlqueue.db import recurrence
 from django_sqlqueue.models import Schedule
 from django_sqlqueue.rules.recurrence import (
-    Entry,
     cron_expression,
     cronsim_installed,
     every_period,
@@ -35,8 +34,7 @@ FIELDS = ("key", "task", "cron", "every", "tz", "missed", "args", "kwargs", "que
 
 
 class ScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
-    """A recurring job defined in the admin; :attr:`entry` is the valid entry it holds
-    once ``is_valid()``."""
+    """A recurring job defined in the admin."""
 
     task = forms.ChoiceField(help_text="A registered task: only these can be scheduled.")
 
@@ -53,7 +51,6 @@ class ScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
         self.fields["task"].choices = [("", "---------"), *missing, *((name, name) for name in names)]
         if self.instance.pk is None:
             self.fields["tz"].initial = settings.TIME_ZONE or "UTC"
-        self.entry: Entry | None = None
 
     def clean_key(self) -> str:
         key: str = self.cleaned_data["key"]
@@ -118,7 +115,6 @@ class ScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
             raise ValidationError(str(error)) from None
         if refused := recurrence.refusal(entry):
             raise ValidationError(f"Every tick would be refused: {refused.problem}")
-        self.entry = entry
         return data
 
 

@@ -102,9 +102,7 @@ class ScheduleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return super().has_delete_permission(request, obj) and _defined_here(obj)
 
     def save_model(self, request: HttpRequest, obj: Schedule, form: ModelForm, change: bool) -> None:  # type: ignore[type-arg]
-        assert isinstance(form, ScheduleForm)
-        assert form.entry is not None  # the form is valid: the admin saves no other
-        recurrence.define(obj, form.entry, queue_db(Schedule))
+        recurrence.define(obj, queue_db(Schedule))
 
     def has_enable_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("django_sqlqueue.enable_schedule")

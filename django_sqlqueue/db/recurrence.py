@@ -154,9 +154,9 @@ def _sync(entries: Mapping[str, Entry], using: str) -> None:
         row.save(using=using)
 
 
-def define(row: Schedule, entry: Entry, using: str) -> None:
-    """Write ``entry``, defined in the admin, to ``row`` (new, or the one it edits) in one
-    transaction, under the row's lock.
+def define(row: Schedule, using: str) -> None:
+    """Write ``row``, an entry defined in the admin (new, or the one it edits), in one
+    transaction, under the row's lock; its definition must be valid (``entry_of``).
 
     A new row ticks from now on. An edit moves ``revision`` on (a tick that read the row
     before fires nothing) and writes only the definition: the ticks' columns are the
@@ -164,6 +164,7 @@ def define(row: Schedule, entry: Entry, using: str) -> None:
     fire it again. Changing when it runs (``cron``, ``every``, ``tz``) or enabling it
     makes it tick from the edit on, as enabling does: no tick of the old timing, nor of
     the new one before the edit, is enqueued for it."""
+    entry = entry_of(row)
     with transaction.atomic(using=using):
         now = database_now(using)
         if row.pk is None:
