@@ -50,7 +50,8 @@ def test_an_added_schedule_ticks_from_now_on_and_enqueues_its_job(admin_client: 
     response = admin_client.post(ADD, fields())
     assert response.status_code == 302
     row = Schedule.objects.get()
-    assert (row.defined_in, row.expression, row.kwargs, row.enabled) == (DefinedIn.ADMIN, "every 60 s", {"user_id": 1}, True)
+    assert (row.defined_in, row.expression, row.kwargs) == (DefinedIn.ADMIN, "every 60 s", {"user_id": 1})
+    assert row.enabled
     assert row.next_tick_at is not None
     assert recurrence.tick(DEFAULT_DB_ALIAS) == 0
     rewind("welcome", 61)
@@ -80,9 +81,9 @@ def test_a_cron_schedule_is_saved_with_its_expression(admin_client: Client) -> N
         ({"kwargs": "[1]"}, "kwargs must be a JSON object"),
         (
             {"kwargs": '{"user": 1}'},
-            "Every tick would be refused: its arguments do not fit send_welcome(user_id, *, greeting=&#x27;Hello&#x27;)",
+            "Every tick would be refused: its arguments do not fit send_welcome(user_id, *, greeting=",
         ),
-        ({"kwargs": '{"user_id": NaN}'}, "Every tick would be refused: kwargs[&#x27;user_id&#x27;] is nan, which JSON cannot"),
+        ({"kwargs": '{"user_id": NaN}'}, "refused: kwargs[&#x27;user_id&#x27;] is nan, which JSON cannot represent"),
         ({"tz": "Mars/Olympus"}, "&#x27;Mars/Olympus&#x27; is not a time zone name"),
         ({"queue": "mail", "priority": "1000"}, "Every tick would be refused: priority must be an integer from"),
         ({"key": ""}, "This field is required."),

@@ -174,11 +174,12 @@ def test_the_page_shows_next_ticks_in_its_zone_and_last_runs_with_outcomes(admin
     assert "2026-10-25 03:00:00 CET (Europe/Paris)<br>2026-10-26 03:00:00 CET (Europe/Paris)" in page
     runs = page[page.index('<ul class="sqlqueue-runs">') :]
     assert runs.index(f">#{second.pk}</a>") < runs.index(f">#{first.pk}</a>")  # newest first
-    assert ">Failed</span>" in runs and ">Ready</span>" in runs
+    assert ">Failed</span>" in runs
+    assert ">Ready</span>" in runs
     Job.objects.filter(pk=second.pk).delete()  # pruned
     assert f"#{second.pk}</a> pruned" in admin_client.get(f"{SCHEDULES}{row.pk}/change/").content.decode()
     listed = admin_client.get(SCHEDULES).content.decode()
-    assert f'>#{second.pk}</a> pruned</td>' in listed
+    assert f">#{second.pk}</a> pruned</td>" in listed
 
 
 def test_viewing_jobs_is_not_editing_schedules(django_user_model: Any, admin_client: Client) -> None:
