@@ -51,24 +51,16 @@ FIELDS = (
 #: The ticks after the next one that a page lists.
 UPCOMING = 4
 #: A problem as the list shows it, whole on hover.
-PROBLEM_CHARS = 40
+PROBLEM_CHARS = 60
+#: A key as the list shows it, whole on hover.
+KEY_CHARS = 40
 
 
 class ScheduleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """Every recurring job, with its next and last run."""
 
     # Narrow enough for a laptop beside the filter; each time's zone is in its exact time, on hover.
-    list_display = [
-        "key",
-        "defined_in",
-        "task_shown",
-        "expression",
-        "next_tick",
-        "last_run",
-        "last_job",
-        "enabled",
-        "problem_shown",
-    ]
+    list_display = ["key_shown", "task_shown", "expression", "next_tick", "last_run", "enabled"]
     list_filter = ["enabled", "defined_in"]
     search_fields = ["key", "task"]
     ordering = ["key"]
@@ -110,14 +102,21 @@ class ScheduleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def has_run_now_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("django_sqlqueue.run_schedule_now")
 
+    @admin.display(description="key", ordering="key")
+    def key_shown(self, schedule: Schedule) -> SafeString:
+        """Its name, and where it is defined under it."""
+        return format_html(
+            '{}<br><span class="quiet">{}</span>', display.clipped(schedule.key, KEY_CHARS), schedule.defined_in
+        )
+
     @admin.display(description="task", ordering="task")
     def task_shown(self, schedule: Schedule) -> SafeString:
-        return display.clipped(schedule.task, TASK_CHARS)
-
-    @admin.display(description="problem")
-    def problem_shown(self, schedule: Schedule) -> SafeString | str:
-        problem = recurrence.row_problem(schedule)
-        return "" if problem is None else display.clipped(problem, PROBLEM_CHARS)
+        """Its task, and under it why its ticks enqueue nothing, if they do not."""
+        task = display.clipped(schedule.task, TASK_CHARS)
+        if (problem := recurrence.row_problem(schedule)) is None:
+            return task
+        shown = display.clipped(problem, PROBLEM_CHARS)
+        return format_html('{}<br><span class="sqlqueue-problem">{}</span>', task, shown)
 
     @admin.display(description="problem")
     def problem(self, schedule: Schedule) -> str:
@@ -154,16 +153,16 @@ class ScheduleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.display(description="last run", ordering="last_run_at")
     def last_run(self, schedule: Schedule) -> SafeString | str:
-        return "never" if schedule.last_run_at is None else times.when(schedule.last_run_at, zone=schedule.tz)
-
-    @admin.display(description="last job")
-    def last_job(self, schedule: Schedule) -> SafeString | str:
-        """Its last job and that job's status ("pruned" once it is gone)."""
+        """When it last ran, its job and that job's status ("pruned" once it is gone)."""
+        when = "never" if schedule.last_run_at is None else times.when(schedule.last_run_at, zone=schedule.tz)
         if schedule.last_job_id is None:
-            return "-"
+            return when
         status = getattr(schedule, "last_job_status", None)
         return format_html(
-            "{} {}", _job_link(schedule.last_job_id), "pruned" if status is None else display.status_badge(status)
+            "{} {} {}",
+            when,
+            _job_link(schedule.last_job_id),
+            "pruned" if status is None else display.status_badge(status),
         )
 
     @admin.action(permissions=["enable"], description="Disable the selected schedules")
