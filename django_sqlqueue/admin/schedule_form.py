@@ -48,7 +48,9 @@ class ScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
         current = self.instance.task
         # A task gone from the code is shown as it is, and refused until another is chosen.
         missing = [(current, f"{current} (not registered)")] if current and current not in names else []
-        self.fields["task"].choices = [("", "---------"), *missing, *((name, name) for name in names)]
+        task = self.fields["task"]
+        assert isinstance(task, forms.ChoiceField)
+        task.choices = [("", "---------"), *missing, *((name, name) for name in names)]
         if self.instance.pk is None:
             self.fields["tz"].initial = settings.TIME_ZONE or "UTC"
 
@@ -98,7 +100,8 @@ class ScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
         return kwargs
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if self.errors:
             return data
         if bool(data["cron"]) == (data["every"] is not None):

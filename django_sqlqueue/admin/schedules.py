@@ -72,7 +72,8 @@ class ScheduleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Schedule]:
         last_status = Job.objects.filter(pk=OuterRef("last_job_id")).values("status")[:1]
-        return super().get_queryset(request).annotate(last_job_status=Subquery(last_status))
+        schedules: QuerySet[Schedule] = super().get_queryset(request)
+        return schedules.annotate(last_job_status=Subquery(last_status))
 
     def get_fields(self, request: HttpRequest, obj: Schedule | None = None) -> Any:
         if obj is None:
