@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import datetime
 import itertools
-import threading
 import zoneinfo
 from typing import Any
 
 import pytest
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS
 from django.utils import timezone
 
 from django_sqlqueue.db import recurrence
 from django_sqlqueue.models import Job, Schedule
 from django_sqlqueue.rules.recurrence import Entry, parse_schedule
+from tests.support.racing import at_once
 from tests.support.zones import COMBINATIONS, zones
 
 pytestmark = pytest.mark.django_db
@@ -309,25 +309,5 @@ def test_two_supervisors_ticking_at_once_enqueue_each_tick_once() -> None:
     rounds = 5
     for _ in range(rounds):
         rewind("mine", 61)
-        assert sorted(tick_at_once(2)) == [0, 1]
+        assert sorted(at_once(2, lambda index: recurrence.tick(DB))) == [0, 1]
     assert Job.objects.count() == rounds
-
-
-def tick_at_once(supervisors: int) -> list[int]:
-    """What each of ``supervisors`` threads' ticks enqueued, all released at once."""
-    start = threading.Barrier(supervisors)
-    enqueued: list[int] = []
-
-    def supervisor() -> None:
-        try:
-            start.wait(30)
-            enqueued.append(recurrence.tick(DB))
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=supervisor) for _ in range(supervisors)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    return enqueued
