@@ -194,9 +194,9 @@ def tick(using: str, logged: set[tuple[str, str]] | None = None) -> int:
 
     A row that cannot enqueue (its task is not registered in this process, its
     arguments are refused, its definition is not valid) is logged and left as it is: it
-    fires nothing, and no other row waits for it. A caller that ticks every second passes ``logged``, the problems
-    it has logged, so that each is logged once rather than every tick, and again only
-    after its row has fired in between."""
+    fires nothing, and no other row waits for it. A caller that ticks every second
+    passes ``logged``, the problems it has logged, so that each is logged once rather
+    than every tick, and again only after its row has fired in between."""
     logged = set() if logged is None else logged
     enqueued = 0
     for row in due_rows(using):
