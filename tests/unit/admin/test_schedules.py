@@ -199,3 +199,14 @@ def test_viewing_jobs_is_not_editing_schedules(django_user_model: Any, admin_cli
     assert editor.post(f"{SCHEDULES}add/", fields(key="other")).status_code == 302
     assert edit(editor, row, kwargs='{"user_id": 2}').status_code == 302
     assert Schedule.objects.get(key="welcome").kwargs == {"user_id": 2}
+
+
+def test_the_bulk_delete_refuses_a_selection_with_a_settings_entry(admin_client: Client, rows: list[Schedule]) -> None:
+    here = defined_here(admin_client)
+    mixed = [str(here.pk), str(rows[0].pk)]
+    page = act(admin_client, "delete_selected", [here, rows[0]]).content.decode()
+    assert "<title>Cannot delete schedules" in page
+    admin_client.post(SCHEDULES, {"action": "delete_selected", "_selected_action": mixed, "post": "yes"})
+    assert Schedule.objects.count() == 3
+    admin_client.post(SCHEDULES, {"action": "delete_selected", "_selected_action": [str(here.pk)], "post": "yes"})
+    assert sorted(Schedule.objects.values_list("key", flat=True)) == ["nightly", "ping"]
