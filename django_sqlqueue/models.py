@@ -94,8 +94,9 @@ class Schedule(models.Model):
     once: a supervisor moves ``last_tick_at`` from the value it read to the tick it
     enqueues, in the transaction that inserts the job, only if ``revision`` is still the
     one it read; only one supervisor can move it from any one value, and every write of
-    the definition (an edit in the admin, a sync from settings) moves ``revision`` on,
-    so a tick read before an edit writes nothing and the next check reads the edit."""
+    the definition (an edit in the admin, a sync from settings) or of its jobs ("run
+    now") moves ``revision`` on, so a tick read before an edit writes nothing and the
+    next check reads the edit."""
 
     key = NameField(
         max_length=SCHEDULE_KEY_MAX_LENGTH,
@@ -138,7 +139,7 @@ class Schedule(models.Model):
         default=list, blank=True, editable=False, help_text="Its last jobs' ids, newest first."
     )
     revision = models.PositiveIntegerField(
-        default=0, editable=False, help_text="Moves on at every write of the definition (see the class)."
+        default=0, editable=False, help_text="Moves on at every write but a tick's (see the class)."
     )
 
     class Meta:

@@ -9,12 +9,13 @@ for the first to commit, then finds ``last_tick_at`` changed and matches no row)
 only the one that updated inserts. What is due is decided by the database's clock.
 
 The compare-and-set is keyed by the row (its primary key), never by what it says, and
-also compares ``revision``, which every write of the definition moves on under the
-row's lock: a tick that read a row before an edit matches no row, enqueues nothing, and
-the next check (a second later) reads the edit. An edit keeps ``last_tick_at`` (read
-under the lock), so a tick already fired is never fired again, and a tick not yet
-fired fires once, as the edited entry says, unless the edit changes when the entry
-runs (``cron``, ``every``, ``tz``) or enables it: then it ticks from the edit on."""
+also compares ``revision``, which every write of the definition (and "run now") moves
+on under the row's lock: a tick that read a row before an edit matches no row,
+enqueues nothing, and the next check (a second later) reads the edit. An edit keeps
+``last_tick_at`` (read under the lock), so a tick already fired is never fired again,
+and a tick not yet fired fires once, as the edited entry says, unless the edit changes
+when the entry runs (``cron``, ``every``, ``tz``) or enables it: then it ticks from
+the edit on."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from django_sqlqueue.db.clock import DatabaseNow, database_now
@@ -243,29 +245,31 @@ def _fire(row: Schedule, using: str) -> int:
 
 
 def run_now(row: Schedule, using: str) -> Job:
-    """Enqueue one job for ``row`` now, outside its ticks (the admin's "run now"), in
-    the caller's transaction; its ticks go on as before."""
+    """Enqueue one job for ``row`` (locked by the caller) now, outside its ticks (the
+    admin's "run now"), in the caller's transaction; its ticks go on as before. It moves
+    ``revision`` on: a tick that read the row before writes nothing (and fires at the
+    next check), so that it cannot drop this job from the row's last jobs."""
     entry = entry_of(row)
     job = Job.objects.build(entry.task, entry.args, entry.kwargs, queue=entry.queue, priority=entry.priority)
-    _enqueue(row, [job], using)
-    Schedule.objects.using(using).filter(pk=row.pk).update(last_run_at=DatabaseNow())
+    _enqueue(row, [job], using, last_run_at=DatabaseNow(), revision=F("revision") + 1)
     return job
 
 
-def _enqueue(row: Schedule, jobs: list[Job], using: str) -> None:
-    """Insert ``jobs`` and point the row at the last, and at its last jobs: those inserted
-    one by one (one per tick, unless it catches up), so that every database returns
-    their ids (MySQL returns none for a multi-row insert). The row's jobs are read under its lock: a "run now" and a
-    tick at once both keep theirs."""
+def _enqueue(row: Schedule, jobs: list[Job], using: str, **changes: Any) -> None:
+    """Insert ``jobs``, and point the row at the last and at its last jobs (with
+    ``changes``). Those are inserted one by one (one per tick, unless it catches up), so
+    that every database returns their ids (MySQL returns none for a multi-row insert).
+    The row's last jobs are the ones it was read with: current, as no other write can
+    have come in between (a tick's compare-and-set checked it; "run now" holds its lock)."""
     manager = Job.objects.db_manager(using)
     if len(jobs) > RECENT_JOBS:
         manager.enqueue_many(jobs[:-RECENT_JOBS])
     for job in jobs[-RECENT_JOBS:]:
         manager.enqueue_many([job])
-    rows = Schedule.objects.using(using).filter(pk=row.pk)
-    kept = rows.select_for_update().values_list("recent_jobs", flat=True).get()
-    recent = [job.pk for job in reversed(jobs[-RECENT_JOBS:])] + list(kept)
-    rows.update(last_job_id=jobs[-1].pk, recent_jobs=recent[:RECENT_JOBS])
+    recent = [job.pk for job in reversed(jobs[-RECENT_JOBS:])] + list(row.recent_jobs)
+    Schedule.objects.using(using).filter(pk=row.pk).update(
+        last_job_id=jobs[-1].pk, recent_jobs=recent[:RECENT_JOBS], **changes
+    )
 
 
 def enable(rows: list[Schedule], using: str) -> None:

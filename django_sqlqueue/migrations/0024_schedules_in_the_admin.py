@@ -38,7 +38,7 @@ class Migration(migrations.Migration):
             model_name="schedule",
             name="revision",
             field=models.PositiveIntegerField(
-                default=0, editable=False, help_text="Moves on at every write of the definition (see the class)."
+                default=0, editable=False, help_text="Moves on at every write but a tick's (see the class)."
             ),
         ),
         migrations.AlterField(
