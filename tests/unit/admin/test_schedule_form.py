@@ -22,12 +22,13 @@ WELCOME = "tests.testapp.tasks.send_welcome"
 
 
 def fields(**changes: str) -> dict[str, str]:
-    """A valid form's data (a welcome every minute), with ``changes``."""
+    """A valid form's data (a welcome every hour: an hour passes during a test only once
+    in thousands of runs, so a tick comes due only when a test says so), with ``changes``."""
     data = {
         "key": "welcome",
         "task": WELCOME,
         "cron": "",
-        "every": "60",
+        "every": "3600",
         "tz": "Europe/Paris",
         "missed": "latest",
         "args": "[]",
@@ -50,11 +51,11 @@ def test_an_added_schedule_ticks_from_now_on_and_enqueues_its_job(admin_client: 
     response = admin_client.post(ADD, fields())
     assert response.status_code == 302
     row = Schedule.objects.get()
-    assert (row.defined_in, row.expression, row.kwargs) == (DefinedIn.ADMIN, "every 60 s", {"user_id": 1})
+    assert (row.defined_in, row.expression, row.kwargs) == (DefinedIn.ADMIN, "every 3600 s", {"user_id": 1})
     assert row.enabled
     assert row.next_tick_at is not None
     assert recurrence.tick(DEFAULT_DB_ALIAS) == 0
-    rewind("welcome", 61)
+    rewind("welcome", 3601)
     assert recurrence.tick(DEFAULT_DB_ALIAS) == 1
     job = Job.objects.get()
     assert (job.task, job.kwargs, job.queue) == (WELCOME, {"user_id": 1}, "mail")

@@ -250,8 +250,8 @@ def test_a_tick_read_before_an_edit_enqueues_nothing_and_the_next_enqueues_the_e
     """An edit made during a tick: the tick read the row, the edit commits, then the tick
     writes. Its compare-and-set fails (the revision moved on); the next check fires the
     tick once, as edited."""
-    row = defined_here("mine", task=NOOP, every=60, kwargs={"v": 1})
-    rewind("mine", 61)
+    row = defined_here("mine", task=NOOP, every=3600, kwargs={"v": 1})
+    rewind("mine", 3601)
     read_during_the_edit = recurrence.due_rows(DB)
     row.kwargs = {"v": 2}
     recurrence.define(row, DB)
@@ -266,8 +266,8 @@ def test_a_tick_read_before_an_edit_enqueues_nothing_and_the_next_enqueues_the_e
 def test_an_edit_saved_from_a_page_read_before_a_tick_does_not_fire_it_again() -> None:
     """The page was opened before the tick fired and saved after: the edit keeps the
     locked row's last tick, not the one the page read."""
-    opened = defined_here("mine", task=NOOP, every=60)
-    rewind("mine", 61)
+    opened = defined_here("mine", task=NOOP, every=3600)
+    rewind("mine", 3601)
     opened = Schedule.objects.get(key="mine")
     read = opened.last_tick_at
     assert recurrence.tick(DB) == 1
@@ -292,6 +292,19 @@ def test_a_row_that_is_not_valid_is_logged_and_the_others_still_fire(caplog: pyt
     )
 
 
+def test_a_run_now_during_a_tick_is_kept_among_its_last_jobs() -> None:
+    defined_here("mine", task=NOOP, every=3600)
+    rewind("mine", 3601)
+    read_before = recurrence.due_rows(DB)
+    ran_now = recurrence.run_now(Schedule.objects.get(), DB)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(recurrence, "due_rows", lambda using: read_before)
+        assert recurrence.tick(DB) == 0
+    assert recurrence.tick(DB) == 1
+    ticked = Job.objects.latest("pk")
+    assert Schedule.objects.get().recent_jobs == [ticked.pk, ran_now.pk]
+
+
 def test_a_row_keeps_its_last_jobs_newest_first() -> None:
     defined_here("mine", task=NOOP, every=60, missed="all")
     past = timezone.now().replace(second=0, microsecond=0) - datetime.timedelta(minutes=12)
@@ -304,10 +317,13 @@ def test_a_row_keeps_its_last_jobs_newest_first() -> None:
 @pytest.mark.django_db(transaction=True)
 def test_two_supervisors_ticking_at_once_enqueue_each_tick_once() -> None:
     """Two schedulers, each on its own connection, check the same due row at the same
-    moment, round after round: each round's tick gives one job."""
-    defined_here("mine", task=NOOP, every=60, missed="all")
-    rounds = 5
-    for _ in range(rounds):
-        rewind("mine", 61)
-        assert sorted(at_once(2, lambda index: recurrence.tick(DB))) == [0, 1]
-    assert Job.objects.count() == rounds
+    moment, round after round: one enqueues the round's tick (two, when the rewound hour
+    holds two), the other nothing, and no tick has two jobs."""
+    defined_here("mine", task=NOOP, every=3600, missed="all")
+    for _ in range(5):
+        rewind("mine", 3601)
+        before = list(Job.objects.values_list("pk", flat=True))
+        loser, winner = sorted(at_once(2, lambda index: recurrence.tick(DB)))
+        run_ats = list(Job.objects.exclude(pk__in=before).values_list("run_at", flat=True))
+        assert loser == 0
+        assert len(run_ats) == len(set(run_ats)) == winner >= 1

@@ -53,14 +53,14 @@ def test_the_settings_are_synced_and_a_due_tick_enqueues_each_second() -> None:
 def test_a_running_service_enqueues_an_admin_edit_at_its_next_turn() -> None:
     """No restart: the service holds no entry between turns, and a supervisor's start-up
     sync leaves the admin's schedules alone."""
-    recurrence.define(Schedule(key="mine", task=NOOP, every=60, tz="UTC", kwargs={"v": 1}), DB)
+    recurrence.define(Schedule(key="mine", task=NOOP, every=3600, tz="UTC", kwargs={"v": 1}), DB)
     sync_settings()
     service = SchedulesService()
     assert service.run(0.0) == SCHEDULE_SECONDS
     row = Schedule.objects.get()
     row.kwargs = {"v": 2}
     recurrence.define(row, DB)
-    past = Schedule.objects.get().last_tick_at - datetime.timedelta(seconds=61)
+    past = Schedule.objects.get().last_tick_at - datetime.timedelta(seconds=3601)
     Schedule.objects.update(last_tick_at=past, next_tick_at=past)
     service.run(1.0)
     assert list(Job.objects.values_list("kwargs", flat=True)) == [{"v": 2}]
