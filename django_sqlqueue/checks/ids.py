@@ -59,6 +59,7 @@ SETTING_CHECKS = {
         "SQLQUEUE_SCHEDULE": "E018",
         "SQLQUEUE_CANCEL_GRACE": "E026",
         "SQLQUEUE_RATE_LIMITS": "E035",
+        "SQLQUEUE_WAKEUP_DIR": "E039",
     }.items()
 }
 CLAIMS = CheckId(

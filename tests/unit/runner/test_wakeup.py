@@ -1,10 +1,11 @@
-"""How an idle worker waits for work (``runner/wakeup.py``): polling that backs off, or
-PostgreSQL's NOTIFY. A real idle ``runworkers`` is in ``tests/integration/runner/``."""
+"""How an idle worker waits for work (``runner/wakeup.py``): polling that backs off,
+PostgreSQL's NOTIFY, or a datagram from an enqueue on this host. A real idle ``runworkers`` is in ``tests/integration/runner/``."""
 
 from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,6 +54,7 @@ class RecordingStop(threading.Event):
 @pytest.mark.skipif(connection.vendor == "postgresql", reason="PostgreSQL waits for a NOTIFY instead of polling")
 def test_idle_polling_backs_off_to_the_poll_interval_and_resets_on_work(settings: Any) -> None:
     settings.SQLQUEUE_POLL_INTERVAL = 0.4
+    settings.SQLQUEUE_WAKEUP_DIR = False  # no enqueue on this host wakes it: it polls
     stop = RecordingStop()
     waiter = Waiter(stop)
     waiter.listen()
@@ -64,27 +66,87 @@ def test_idle_polling_backs_off_to_the_poll_interval_and_resets_on_work(settings
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="LISTEN/NOTIFY is PostgreSQL's")
-def test_notify_wakes_an_idle_worker_when_the_enqueue_commits(settings: Any) -> None:
+def test_an_enqueue_wakes_an_idle_worker_when_it_commits(settings: Any, tmp_path: Path) -> None:
+    """By NOTIFY on PostgreSQL, by a datagram on this host elsewhere."""
     settings.SQLQUEUE_POLL_INTERVAL = 60
-    waiter = Waiter(threading.Event())
+    settings.SQLQUEUE_WAKEUP_DIR = str(tmp_path)
+    stop = threading.Event()
+    waiter = Waiter(stop)
     waiter.listen()
     woke = threading.Event()
 
     def idle() -> None:
-        waiter.wait()
+        while not waiter.wait() and not stop.is_set():
+            pass  # the wait backs off, from 50 ms up to the poll interval
         woke.set()
 
+    sleeper = threading.Thread(target=idle)
     try:
         with transaction.atomic():
             Job.objects.enqueue(noop)
-            sleeper = threading.Thread(target=idle)
             sleeper.start()
             assert not woke.wait(1), "woke for a job that is not committed"
-        assert woke.wait(20), "the commit's NOTIFY did not wake the waiter"
-        sleeper.join()
+        assert woke.wait(20), "the commit did not wake the waiter"
+        assert not stop.is_set()
     finally:
+        stop.set()
+        sleeper.join()
         waiter.close()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor == "postgresql", reason="PostgreSQL's workers LISTEN")
+def test_a_worker_sleeps_through_the_enqueues_of_queues_it_does_not_serve(settings: Any, tmp_path: Path) -> None:
+    settings.SQLQUEUE_WAKEUP_DIR = str(tmp_path)
+    stop = threading.Event()
+    waiter = Waiter(stop, ["reports"])
+    waiter.listen()
+    try:
+        assert waiter.doorbell is not None
+        Job.objects.enqueue(noop, queue="mail")
+        assert not waiter.doorbell.wait(0.2)
+        Job.objects.enqueue(noop, queue="reports")
+        assert waiter.doorbell.wait(20)
+    finally:
+        stop.set()
+        waiter.close()
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor == "postgresql", reason="PostgreSQL's workers LISTEN")
+def test_a_stop_ends_the_wait_for_a_datagram(settings: Any, tmp_path: Path) -> None:
+    """SIGTERM sets the stop event: the worker must not sleep on until its poll ends."""
+    settings.SQLQUEUE_POLL_INTERVAL = 60
+    settings.SQLQUEUE_WAKEUP_DIR = str(tmp_path)
+    stop = threading.Event()
+    waiter = Waiter(stop)
+    waiter.listen()
+    sleeper = threading.Thread(target=waiter.wait)
+    try:
+        sleeper.start()
+        stop.set()
+        sleeper.join(timeout=20)
+        assert not sleeper.is_alive(), "the stop did not end the wait"
+    finally:
+        stop.set()
+        waiter.close()
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor == "postgresql", reason="PostgreSQL's workers LISTEN")
+def test_a_worker_without_a_usable_wakeup_folder_says_so_and_polls(
+    settings: Any, tmp_path: Path, warnings: Warnings
+) -> None:
+    tmp_path.chmod(0o777)  # others could plant sockets there
+    settings.SQLQUEUE_WAKEUP_DIR = str(tmp_path)
+    stop = RecordingStop()
+    waiter = Waiter(stop)
+    waiter.listen()
+    waiter.wait()
+    assert (waiter.doorbell, stop.waits) == (None, [0.05])
+    (warned,) = warnings.messages
+    assert warned.startswith("No wake-up socket for database 'default' (")
+    assert warned.endswith("idle workers poll.")
 
 
 @pytest.mark.django_db(transaction=True)
