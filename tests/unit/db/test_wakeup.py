@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
 
 from django_sqlqueue.conf import conf
@@ -66,14 +65,14 @@ def test_a_commit_sends_one_datagram_naming_its_queues_however_many_jobs(bell: s
 @no_notify
 @pytest.mark.django_db(transaction=True)
 def test_a_rolled_back_enqueue_sends_nothing_and_the_next_commit_still_does(bell: socket.socket) -> None:
-    with pytest.raises(ZeroDivisionError), transaction.atomic():
+    with transaction.atomic():
         Job.objects.enqueue(noop, queue="lost")
-        raise ZeroDivisionError
+        transaction.set_rollback(True)
     assert received(bell) == []
     with transaction.atomic():
-        with pytest.raises(ZeroDivisionError), transaction.atomic():
+        with transaction.atomic():  # a savepoint, rolled back
             Job.objects.enqueue(noop, queue="lost")
-            raise ZeroDivisionError
+            transaction.set_rollback(True)
         Job.objects.enqueue(noop, queue="kept")
     assert received(bell) == [b"kept"]
     Job.objects.enqueue(noop)  # autocommit: at once
@@ -149,13 +148,6 @@ def test_the_wakeup_can_be_turned_off(settings: Any) -> None:
     settings.SQLQUEUE_WAKEUP_DIR = False
     assert wakeup.wakeup_folder("default") is None
     assert wakeup.bind("default") is None
-
-
-@pytest.mark.parametrize("value", ["relative/path", 3, True])
-def test_the_folder_setting_must_be_an_absolute_path(settings: Any, value: Any) -> None:
-    settings.SQLQUEUE_WAKEUP_DIR = value
-    with pytest.raises(ImproperlyConfigured, match="SQLQUEUE_WAKEUP_DIR must be an absolute path"):
-        _ = conf.SQLQUEUE_WAKEUP_DIR
 
 
 @pytest.mark.parametrize(

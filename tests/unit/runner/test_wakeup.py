@@ -1,5 +1,6 @@
 """How an idle worker waits for work (``runner/wakeup.py``): polling that backs off,
-PostgreSQL's NOTIFY, or a datagram from an enqueue on this host. A real idle ``runworkers`` is in ``tests/integration/runner/``."""
+PostgreSQL's NOTIFY, or a datagram from an enqueue on this host. A real idle
+``runworkers`` is in ``tests/integration/runner/``."""
 
 from __future__ import annotations
 
