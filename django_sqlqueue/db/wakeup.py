@@ -19,6 +19,7 @@ workers find the jobs at their next poll, as they would without it. PostgreSQL's
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import hashlib
@@ -28,8 +29,11 @@ import secrets
 import socket
 import stat
 import tempfile
+import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any, cast
 
 from django.db import connections, transaction
 
@@ -44,6 +48,11 @@ MOST_PAYLOAD = 1024
 _SUFFIX = ".sock"
 #: The attribute of a connection object that holds its transaction's pending wake-up.
 _ATTRIBUTE = "_sqlqueue_wakeup"
+#: Each database's folder, by what it is made from; each folder's sockets, by its time.
+_folders: dict[tuple[Any, ...], Path] = {}
+_listings: dict[Path, tuple[int, list[str]]] = {}
+_sending: socket.socket | None = None
+_making = threading.Lock()
 
 
 class UnsafeFolder(OSError):
@@ -59,14 +68,20 @@ def wakeup_folder(alias: str) -> Path | None:
     if base is False or notifies(alias) or not hasattr(socket, "AF_UNIX") or not hasattr(os, "geteuid"):
         return None
     settings = connection.settings_dict
+    # Worked out once: every enqueue's commit asks (a SQLite file's real path costs 20 µs).
+    key = (base, alias, settings["HOST"], settings["PORT"], settings["NAME"])
+    try:
+        return _folders[key]
+    except KeyError:
+        pass
     name = str(settings["NAME"])
     if connection.vendor == "sqlite":
-        if connection.is_in_memory_db():
+        if cast(Any, connection).is_in_memory_db():
             return None
         name = os.path.realpath(name)
     identity = "\0".join((connection.vendor, str(settings["HOST"]), str(settings["PORT"]), name))
-    digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
-    return _base(base) / digest
+    folder = _folders[key] = _base(base) / hashlib.sha256(identity.encode()).hexdigest()[:16]
+    return folder
 
 
 def _base(setting: str | None) -> Path:
@@ -112,23 +127,48 @@ def send(alias: str, queues: Iterable[str]) -> int:
         folder = wakeup_folder(alias)
         if folder is None:
             return 0
-        _check_private(folder)
         payload = "\n".join(sorted(queues)).encode()
         if len(payload) > MOST_PAYLOAD:
             payload = b""
+        sender = _sender()
         sent = 0
-        with os.scandir(folder) as entries, socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
-            sender.setblocking(False)
-            for entry in entries:
-                if entry.name.endswith(_SUFFIX):
-                    # No listener (a worker killed), a full buffer (it is awake already), gone.
-                    with contextlib.suppress(OSError):
-                        sender.sendto(payload, entry.path)
-                        sent += 1
+        for path in _sockets(folder):
+            # No listener (a worker killed), a full buffer (it is awake already), gone.
+            with contextlib.suppress(OSError):
+                sender.sendto(payload, path)
+                sent += 1
         return sent
     except Exception as error:  # whatever it is, the jobs are committed and will be polled
         logger.debug("No wake-up sent for database %r: %s", alias, error)
         return 0
+
+
+def _sockets(folder: Path) -> list[str]:
+    """The socket files in ``folder``, which must be this user's alone (else
+    :class:`UnsafeFolder`): listed again only when the folder changed (a worker came or
+    went), or changed less than a second ago (its time may not have ticked since)."""
+    held = os.lstat(folder)
+    _check_private(folder, held, 0o077)
+    cached = _listings.get(folder)
+    if cached is not None and cached[0] == held.st_mtime_ns and time.time_ns() - held.st_mtime_ns > 1_000_000_000:
+        return cached[1]
+    with os.scandir(folder) as entries:
+        paths = [entry.path for entry in entries if entry.name.endswith(_SUFFIX)]
+    _listings[folder] = (held.st_mtime_ns, paths)
+    return paths
+
+
+def _sender() -> socket.socket:
+    """This process's socket to send from, made once (closed at exit)."""
+    global _sending
+    if _sending is None:
+        with _making:
+            if _sending is None:
+                made = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                made.setblocking(False)
+                atexit.register(made.close)
+                _sending = made
+    return _sending
 
 
 def wakes(payload: bytes, queues: Iterable[str] | None) -> bool:
@@ -149,7 +189,9 @@ def bind(alias: str) -> socket.socket | None:
     for made in (folder.parent, folder):
         with contextlib.suppress(FileExistsError):
             made.mkdir(mode=0o700)
-    _check_private(folder)
+    # The folder nobody else may enter, in one nobody else may write to (and so swap it).
+    for path, closed in ((folder.parent, 0o022), (folder, 0o077)):
+        _check_private(path, os.lstat(path), closed)
     _remove_stale(folder)
     path = folder / f"{os.getpid()}-{secrets.token_hex(4)}{_SUFFIX}"
     bell = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -171,18 +213,15 @@ def unbind(bell: socket.socket) -> None:
         os.unlink(path)
 
 
-def _check_private(folder: Path) -> None:
-    """Raise :class:`UnsafeFolder` unless ``folder`` is a real folder of this user that
-    nobody else may enter, and its parent one nobody else may write to."""
-    for path, closed in ((folder.parent, 0o022), (folder, 0o077)):
-        held = os.lstat(path)
-        if not stat.S_ISDIR(held.st_mode) or held.st_uid != os.geteuid() or held.st_mode & closed:
-            raise UnsafeFolder(
-                errno.EPERM,
-                f"not a folder of this user's that others cannot write to (mode {stat.filemode(held.st_mode)}, "
-                f"owner {held.st_uid})",
-                str(path),
-            )
+def _check_private(path: Path, held: os.stat_result, closed: int) -> None:
+    """Raise :class:`UnsafeFolder` unless ``path`` (``held`` its ``lstat``) is a real folder
+    of this user's that nobody else may do what the ``closed`` bits allow."""
+    if not stat.S_ISDIR(held.st_mode) or held.st_uid != os.geteuid() or held.st_mode & closed:
+        raise UnsafeFolder(
+            errno.EPERM,
+            f"not a folder of this user's closed to others (mode {stat.filemode(held.st_mode)}, owner {held.st_uid})",
+            str(path),
+        )
 
 
 def _remove_stale(folder: Path) -> None:
