@@ -205,6 +205,16 @@ def bind(alias: str) -> socket.socket | None:
     return bell
 
 
+def touch(bell: socket.socket) -> bool:
+    """Set the times of the file of a socket made by :func:`bind` to now; whether it is
+    still there."""
+    try:
+        os.utime(bell.getsockname())
+    except OSError:
+        return False
+    return True
+
+
 def unbind(bell: socket.socket) -> None:
     """Close a socket made by :func:`bind` and remove its file."""
     path = bell.getsockname()

@@ -18,7 +18,7 @@ from django.db import DatabaseError, connections
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.notifying import QUEUES_CHANGED, listening_connection, notifies, notify
 from django_sqlqueue.db.routing import queue_db
-from django_sqlqueue.db.wakeup import bind, unbind, wakes
+from django_sqlqueue.db.wakeup import bind, touch, unbind, wakes
 from django_sqlqueue.models import Job
 
 logger = logging.getLogger(__name__)
@@ -26,6 +26,8 @@ logger = logging.getLogger(__name__)
 SHORTEST_WAIT = 0.05
 #: A worker that has listened for this long without hearing its own probe polls instead.
 PROBE_SECONDS = 2.0
+#: How often an idle worker touches its wake-up socket's file, and binds another if it is gone.
+KEEP_SECONDS = 60.0
 
 
 class Waiter:
@@ -156,9 +158,12 @@ class Doorbell:
     is set (a thread of its own turns the event into a byte on a socket pair, which the
     wait watches too, so a SIGTERM ends it at once)."""
 
-    def __init__(self, bell: socket.socket, stop: threading.Event, queues: Sequence[str] | None) -> None:
+    def __init__(self, alias: str, bell: socket.socket, stop: threading.Event, queues: Sequence[str] | None) -> None:
+        self.alias = alias
         self.bell = bell
         self.queues = queues
+        #: When to touch its socket file next (:meth:`_keep`).
+        self.keep_at = time.monotonic() + KEEP_SECONDS
         self.stopped, rings_stop = socket.socketpair()
         threading.Thread(target=_ring_on, args=(stop, rings_stop), name="sqlqueue-wakeup", daemon=True).start()
 
@@ -171,11 +176,13 @@ class Doorbell:
         except OSError as error:
             logger.warning("No wake-up socket for database %r (%s): idle workers poll.", alias, error)
             return None
-        return None if bell is None else cls(bell, stop, queues)
+        return None if bell is None else cls(alias, bell, stop, queues)
 
     def wait(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds; whether a datagram for its queues ended it."""
         deadline = time.monotonic() + timeout
+        if deadline >= self.keep_at:
+            self._keep()
         while (left := deadline - time.monotonic()) > 0:
             readable, _, _ = select.select([self.bell, self.stopped], [], [], left)
             if self.stopped in readable:
@@ -183,6 +190,22 @@ class Doorbell:
             if self.bell in readable and self._rang():
                 return True
         return False
+
+    def _keep(self) -> None:
+        """Touch its socket file, so that a cleaner of old files (systemd-tmpfiles in
+        ``/tmp``) leaves it alone; if it was removed all the same, bind another."""
+        self.keep_at = time.monotonic() + KEEP_SECONDS
+        if touch(self.bell):
+            return
+        logger.warning("The wake-up socket %s was removed: binding another.", self.bell.getsockname())
+        try:
+            bell = bind(self.alias)
+        except OSError as error:
+            logger.warning("No wake-up socket for database %r (%s): idle workers poll.", self.alias, error)
+            return
+        if bell is not None:
+            unbind(self.bell)
+            self.bell = bell
 
     def _rang(self) -> bool:
         """Read every datagram waiting; whether one was for its queues."""

@@ -5,6 +5,7 @@ PostgreSQL's NOTIFY, or a datagram from an enqueue on this host. A real idle
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -208,3 +209,29 @@ def test_a_worker_that_never_hears_its_probe_says_so_once_and_polls(
     assert warned.startswith("LISTEN on database 'default' hears no notifications")
     assert warned.endswith("polling every 0.2 s instead.")
     assert stop.waits  # it polls from then on
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor == "postgresql", reason="PostgreSQL's workers LISTEN")
+def test_a_worker_whose_socket_file_was_removed_binds_another(
+    settings: Any, tmp_path: Path, warnings: Warnings
+) -> None:
+    """As systemd-tmpfiles does to files in /tmp that nobody touched for ten days."""
+    settings.SQLQUEUE_WAKEUP_DIR = str(tmp_path)
+    stop = threading.Event()
+    waiter = Waiter(stop)
+    waiter.listen()
+    try:
+        doorbell = waiter.doorbell
+        assert doorbell is not None
+        removed = doorbell.bell.getsockname()
+        os.unlink(removed)
+        doorbell.keep_at = 0  # due
+        doorbell.wait(0)
+        assert doorbell.bell.getsockname() != removed
+        Job.objects.enqueue(noop)
+        assert doorbell.wait(20)
+        assert warnings.messages == [f"The wake-up socket {removed} was removed: binding another."]
+    finally:
+        stop.set()
+        waiter.close()
