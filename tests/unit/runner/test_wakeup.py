@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,25 @@ class RecordingStop(threading.Event):
         return False
 
 
+@pytest.fixture
+def waiting(settings: Any, tmp_path: Path) -> Iterator[Callable[..., Waiter]]:
+    """``waiting(queues=None)``: a listening ``Waiter`` (its wake-up folder this test's own),
+    stopped and closed after the test."""
+    settings.SQLQUEUE_WAKEUP_DIR = str(tmp_path)
+    made: list[Waiter] = []
+
+    def make(queues: list[str] | None = None) -> Waiter:
+        waiter = Waiter(threading.Event(), queues)
+        made.append(waiter)
+        waiter.listen()
+        return waiter
+
+    yield make
+    for waiter in made:
+        waiter.stop.set()
+        waiter.close()
+
+
 @pytest.mark.django_db
 @pytest.mark.skipif(connection.vendor == "postgresql", reason="PostgreSQL waits for a NOTIFY instead of polling")
 def test_idle_polling_backs_off_to_the_poll_interval_and_resets_on_work(settings: Any) -> None:
@@ -68,17 +88,14 @@ def test_idle_polling_backs_off_to_the_poll_interval_and_resets_on_work(settings
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_enqueue_wakes_an_idle_worker_when_it_commits(settings: Any, tmp_path: Path) -> None:
+def test_an_enqueue_wakes_an_idle_worker_when_it_commits(settings: Any, waiting: Callable[..., Waiter]) -> None:
     """By NOTIFY on PostgreSQL, by a datagram on this host elsewhere."""
     settings.SQLQUEUE_POLL_INTERVAL = 60
-    settings.SQLQUEUE_WAKEUP_DIR = str(tmp_path)
-    stop = threading.Event()
-    waiter = Waiter(stop)
-    waiter.listen()
+    waiter = waiting()
     woke = threading.Event()
 
     def idle() -> None:
-        while not waiter.wait() and not stop.is_set():
+        while not waiter.wait() and not waiter.stop.is_set():
             pass  # the wait backs off, from 50 ms up to the poll interval
         woke.set()
 
@@ -89,49 +106,34 @@ def test_an_enqueue_wakes_an_idle_worker_when_it_commits(settings: Any, tmp_path
             sleeper.start()
             assert not woke.wait(1), "woke for a job that is not committed"
         assert woke.wait(20), "the commit did not wake the waiter"
-        assert not stop.is_set()
+        assert not waiter.stop.is_set()
     finally:
-        stop.set()
+        waiter.stop.set()
         sleeper.join()
-        waiter.close()
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(connection.vendor == "postgresql", reason="PostgreSQL's workers LISTEN")
-def test_a_worker_sleeps_through_the_enqueues_of_queues_it_does_not_serve(settings: Any, tmp_path: Path) -> None:
-    settings.SQLQUEUE_WAKEUP_DIR = str(tmp_path)
-    stop = threading.Event()
-    waiter = Waiter(stop, ["reports"])
-    waiter.listen()
-    try:
-        assert waiter.doorbell is not None
-        Job.objects.enqueue(noop, queue="mail")
-        assert not waiter.doorbell.wait(0.2)
-        Job.objects.enqueue(noop, queue="reports")
-        assert waiter.doorbell.wait(20)
-    finally:
-        stop.set()
-        waiter.close()
+def test_a_worker_sleeps_through_the_enqueues_of_queues_it_does_not_serve(waiting: Callable[..., Waiter]) -> None:
+    doorbell = waiting(["reports"]).doorbell
+    assert doorbell is not None
+    Job.objects.enqueue(noop, queue="mail")
+    assert not doorbell.wait(0.2)
+    Job.objects.enqueue(noop, queue="reports")
+    assert doorbell.wait(20)
 
 
 @pytest.mark.django_db
 @pytest.mark.skipif(connection.vendor == "postgresql", reason="PostgreSQL's workers LISTEN")
-def test_a_stop_ends_the_wait_for_a_datagram(settings: Any, tmp_path: Path) -> None:
+def test_a_stop_ends_the_wait_for_a_datagram(settings: Any, waiting: Callable[..., Waiter]) -> None:
     """SIGTERM sets the stop event: the worker must not sleep on until its poll ends."""
     settings.SQLQUEUE_POLL_INTERVAL = 60
-    settings.SQLQUEUE_WAKEUP_DIR = str(tmp_path)
-    stop = threading.Event()
-    waiter = Waiter(stop)
-    waiter.listen()
+    waiter = waiting()
     sleeper = threading.Thread(target=waiter.wait)
-    try:
-        sleeper.start()
-        stop.set()
-        sleeper.join(timeout=20)
-        assert not sleeper.is_alive(), "the stop did not end the wait"
-    finally:
-        stop.set()
-        waiter.close()
+    sleeper.start()
+    waiter.stop.set()
+    sleeper.join(timeout=20)
+    assert not sleeper.is_alive(), "the stop did not end the wait"
 
 
 @pytest.mark.django_db
@@ -214,24 +216,16 @@ def test_a_worker_that_never_hears_its_probe_says_so_once_and_polls(
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(connection.vendor == "postgresql", reason="PostgreSQL's workers LISTEN")
 def test_a_worker_whose_socket_file_was_removed_binds_another(
-    settings: Any, tmp_path: Path, warnings: Warnings
+    waiting: Callable[..., Waiter], warnings: Warnings
 ) -> None:
     """As systemd-tmpfiles does to files in /tmp that nobody touched for ten days."""
-    settings.SQLQUEUE_WAKEUP_DIR = str(tmp_path)
-    stop = threading.Event()
-    waiter = Waiter(stop)
-    waiter.listen()
-    try:
-        doorbell = waiter.doorbell
-        assert doorbell is not None
-        removed = doorbell.bell.getsockname()
-        os.unlink(removed)
-        doorbell.keep_at = 0  # due
-        doorbell.wait(0)
-        assert doorbell.bell.getsockname() != removed
-        Job.objects.enqueue(noop)
-        assert doorbell.wait(20)
-        assert warnings.messages == [f"The wake-up socket {removed} was removed: binding another."]
-    finally:
-        stop.set()
-        waiter.close()
+    doorbell = waiting().doorbell
+    assert doorbell is not None
+    removed = doorbell.bell.getsockname()
+    os.unlink(removed)
+    doorbell.keep_at = 0  # due
+    doorbell.wait(0)
+    assert doorbell.bell.getsockname() != removed
+    Job.objects.enqueue(noop)
+    assert doorbell.wait(20)
+    assert warnings.messages == [f"The wake-up socket {removed} was removed: binding another."]
