@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_sqlqueue", "0020_unique_key_help_text"),
+        ("django_sqlqueue", "0021_schedules_in_the_admin"),
     ]
 
     operations = [
