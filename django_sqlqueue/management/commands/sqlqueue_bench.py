@@ -11,6 +11,7 @@ from django.db import connections
 
 from django_sqlqueue.bench import ceiling, measure
 from django_sqlqueue.conf import conf
+from django_sqlqueue.db.ceiling import RawDatabase, jobs_table
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.management.arguments import claim_limit, non_negative_int, positive_int
 from django_sqlqueue.management.base import QueueCommand
@@ -64,7 +65,7 @@ class Command(QueueCommand):
         **options: Any,
     ) -> None:
         connection = connections[queue_db(Job)]
-        raw = ceiling.RawDatabase.of(connection, ceiling.jobs_table(connection.ops.quote_name(Job._meta.db_table)))
+        raw = RawDatabase.of(connection, jobs_table(connection.ops.quote_name(Job._meta.db_table)))
         prefix = f"sqlqueue-bench-{secrets.token_hex(3)}"
         singles = max(1, min(jobs // 10, 2000))
         figures: dict[str, Any] = {
