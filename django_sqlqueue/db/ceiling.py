@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from django_sqlqueue.db.candidate_window import CandidateWindow
 from django_sqlqueue.db.clock import clock_sql
 
 #: The connection parameters Django adds for its own use of the driver: its adapters and
@@ -26,11 +27,22 @@ DJANGO_DRIVER_PARAMS = {
 }
 
 
+#: The raw finish: the jobs ``{ids}`` (their parameters) succeeded at ``{now}``.
+FINISH = "UPDATE {t} SET status = 'SUCCESSFUL', finished_at = {now} WHERE id IN ({ids})"
+
+
 @dataclass(frozen=True)
 class QueueTable:
     """A table the raw SQL queues on: what a ready row holds (``{mark}`` for the queue's
     name, ``{now}`` for the database's clock), the order claims take rows in, the
-    columns a claim reads back, and what else a claim sets beside status, owner and time."""
+    columns a claim reads back, and what else a claim sets beside status, owner and time.
+
+    A design of the jobs table (``db/designs``) may also name the table a claim reads
+    its payload from by id (``payload_from``), a statement that follows each ``INSERT``
+    with the queue's name (``filled``: rows of another table for the new ones), the
+    statements of a finish (``finish``: ``{t}``, ``{now}`` and ``{ids}`` for the ids'
+    marks), and on MySQL/MariaDB a claim that reads its candidates before it locks
+    them, as the app's claim does (``read_then_lock``)."""
 
     name: str
     columns: str
@@ -38,6 +50,10 @@ class QueueTable:
     order: str
     payload: str
     claimed: str = ""
+    payload_from: str = ""
+    filled: str = ""
+    finish: tuple[str, ...] = (FINISH,)
+    read_then_lock: bool = False
 
 
 def jobs_table(name: str) -> QueueTable:
@@ -80,8 +96,10 @@ def minimal_ready_index(vendor: str, name: str) -> str:
 
 
 #: Claims and finishes as the raw drain runs them: claim() takes a batch and returns its
-#: ids (none when the queue is empty), finish(ids) marks them done.
-Claim = Callable[[], list[int]]
+#: ids (none when the queue is empty) and the candidates it lost to another claimer,
+#: finish(ids) marks them done.
+Claimed = tuple[list[int], int]
+Claim = Callable[[], Claimed]
 Finish = Callable[[list[int]], None]
 
 
@@ -168,6 +186,13 @@ class RawDatabase:
         row = self.table.row.format(mark=self.mark, now=self.now)
         return f"INSERT INTO {self.table.name} ({self.table.columns}) VALUES " + ", ".join([row] * rows)
 
+    def insert(self, cursor: Any, queue: str, rows: int) -> None:
+        """Insert ``rows`` ready jobs of ``queue`` with ``cursor``, and what the table's
+        design fills beside them."""
+        cursor.execute(self.insert_sql(rows), (queue,) * rows)
+        if self.table.filled:
+            cursor.execute(self.table.filled.format(mark=self.mark, now=self.now), (queue,))
+
     @contextmanager
     def minimal(self) -> Iterator[RawDatabase]:
         """This database on a minimal queue table made for the run and dropped after it,
@@ -203,54 +228,95 @@ class RawDatabase:
         worker ``name``, and its finish, on ``connection``: a claim locks with ``SKIP
         LOCKED`` (PostgreSQL: one ``UPDATE`` of a locking subquery; MySQL/MariaDB: a
         locking read, then an ``UPDATE`` by id), or on SQLite is one ``UPDATE …
-        RETURNING`` under the write lock; each commits."""
+        RETURNING`` under the write lock; each commits. A claim returns the ids it
+        took and how many candidates it read that another claimer took first."""
         table, m, now = self.table, self.mark, self.now
-        t, payload = table.name, table.payload
+        t = table.name
         ready = f"status = 'READY' AND queue = {m} AND run_at <= {now} ORDER BY {table.order} LIMIT {m}"
         claimed = f"status = 'RUNNING', worker = {m}, started_at = {now}{table.claimed}"
+        # What the claim returns: the payload too, unless it is read from another table.
+        returned = f"{t}.id" if table.payload_from else f"{t}.id, {table.payload}"
         cursor = connection.cursor()
+
+        def marks(ids: list[int]) -> str:
+            return ", ".join([m] * len(ids))
+
+        def payloads(ids: list[int]) -> None:
+            if ids and table.payload_from:
+                cursor.execute(f"SELECT id, {table.payload} FROM {table.payload_from} WHERE id IN ({marks(ids)})", ids)
+                cursor.fetchall()
 
         def finish(ids: list[int]) -> None:
             self.begin(connection)
-            marks = ", ".join([m] * len(ids))
-            cursor.execute(f"UPDATE {t} SET status = 'SUCCESSFUL', finished_at = {now} WHERE id IN ({marks})", ids)
+            for statement in table.finish:
+                cursor.execute(statement.format(t=t, now=now, ids=marks(ids)), ids)
             self.commit(connection)
 
         if self.vendor == "postgresql":
+            locked = f"c AS MATERIALIZED (SELECT id FROM {t} WHERE {ready} FOR UPDATE SKIP LOCKED)"
+            update = f"UPDATE {t} SET {claimed} FROM c WHERE {t}.id = c.id RETURNING {returned}"
+            # Another table's payload is read in the same statement.
+            statement = (
+                f"WITH {locked}, u AS ({update}) "
+                f"SELECT u.id, {table.payload} FROM u JOIN {table.payload_from} p ON p.id = u.id"
+                if table.payload_from
+                else f"WITH {locked} {update}"
+            )
 
-            def claim() -> list[int]:
-                cursor.execute(
-                    f"WITH c AS MATERIALIZED (SELECT id FROM {t} WHERE {ready} FOR UPDATE SKIP LOCKED) "
-                    f"UPDATE {t} SET {claimed} FROM c WHERE {t}.id = c.id RETURNING {t}.id, {payload}",
-                    (queue, batch_size, name),
-                )
-                rows = cursor.fetchall()
+            def claim() -> Claimed:
+                cursor.execute(statement, (queue, batch_size, name))
+                ids = [row[0] for row in cursor.fetchall()]
                 connection.commit()
-                return [row[0] for row in rows]
+                return ids, 0
+
+        elif self.vendor == "mysql" and table.read_then_lock:
+            window = CandidateWindow()
+
+            def claim() -> Claimed:
+                lost = 0
+                while True:
+                    cursor.execute(f"SELECT id FROM {t} WHERE {ready}", (queue, batch_size * window.per_job))
+                    candidates = [row[0] for row in cursor.fetchall()]
+                    if not candidates:
+                        connection.commit()
+                        return [], lost
+                    cursor.execute(
+                        f"SELECT {returned} FROM {t} WHERE status = 'READY' AND id IN ({marks(candidates)}) "
+                        f"ORDER BY id LIMIT {m} FOR UPDATE SKIP LOCKED",
+                        (*candidates, batch_size),
+                    )
+                    ids = [row[0] for row in cursor.fetchall()]
+                    lost += window.lost(candidates, ids, batch_size)
+                    if ids:
+                        payloads(ids)
+                        cursor.execute(f"UPDATE {t} SET {claimed} WHERE id IN ({marks(ids)})", (name, *ids))
+                        connection.commit()
+                        return ids, lost
+                    # Others hold every candidate: read again (a claim of none ends the drain).
+                    connection.commit()
 
         elif self.vendor == "mysql":
 
-            def claim() -> list[int]:
-                cursor.execute(
-                    f"SELECT id, {payload} FROM {t} WHERE {ready} FOR UPDATE SKIP LOCKED", (queue, batch_size)
-                )
+            def claim() -> Claimed:
+                cursor.execute(f"SELECT {returned} FROM {t} WHERE {ready} FOR UPDATE SKIP LOCKED", (queue, batch_size))
                 ids = [row[0] for row in cursor.fetchall()]
+                payloads(ids)
                 if ids:
-                    marks = ", ".join([m] * len(ids))
-                    cursor.execute(f"UPDATE {t} SET {claimed} WHERE id IN ({marks})", (name, *ids))
+                    cursor.execute(f"UPDATE {t} SET {claimed} WHERE id IN ({marks(ids)})", (name, *ids))
                 connection.commit()
-                return ids
+                return ids, 0
 
         else:
 
-            def claim() -> list[int]:
+            def claim() -> Claimed:
                 self.begin(connection)
                 cursor.execute(
-                    f"UPDATE {t} SET {claimed} WHERE id IN (SELECT id FROM {t} WHERE {ready}) RETURNING id, {payload}",
+                    f"UPDATE {t} SET {claimed} WHERE id IN (SELECT id FROM {t} WHERE {ready}) RETURNING {returned}",
                     (name, queue, batch_size),
                 )
-                rows = cursor.fetchall()
+                ids = [row[0] for row in cursor.fetchall()]
+                payloads(ids)
                 self.commit(connection)
-                return [row[0] for row in rows]
+                return ids, 0
 
         return claim, finish
