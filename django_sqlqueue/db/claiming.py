@@ -12,7 +12,7 @@ from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from django_sqlqueue.db.candidate_window import CandidateWindow as _CandidateWindow
+from django_sqlqueue.db.candidate_window import CandidateWindow
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.instances import job_rows
@@ -283,7 +283,7 @@ def _claim_without_returning(
     are still candidates (InnoDB would otherwise lock every index record the ordered
     scan passes over), and set the admitted ones ``RUNNING`` by id. After a claim lost
     candidates to another worker, the next ones read more than they want
-    (:class:`_CandidateWindow`).
+    (:class:`~django_sqlqueue.db.candidate_window.CandidateWindow`).
 
     Each locked row also brings the database's time, which becomes the attempt's
     start; the rows are read raw and made into jobs as the other databases' are."""
@@ -405,8 +405,8 @@ class _ClaimUpdate:
             return self.rows.jobs(cursor.fetchall())
 
 
-#: Each connection's :class:`_CandidateWindow`: the claimer's own, as the claims are.
-candidate_windows = PerConnection(_CandidateWindow)
+#: Each connection's :class:`~django_sqlqueue.db.candidate_window.CandidateWindow`: its claimer's own.
+candidate_windows: PerConnection[AbstractJob, CandidateWindow] = PerConnection(CandidateWindow)
 
 
 #: Each connection's :class:`_ClaimUpdate`, compiled once.

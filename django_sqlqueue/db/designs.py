@@ -201,7 +201,7 @@ def _narrow(name: str, connection: BaseDatabaseWrapper) -> _Made:
 
 def _history(name: str, connection: BaseDatabaseWrapper) -> _Made:
     history = _cold("history")
-    columns = [field.column for field in history._meta.concrete_fields]
+    columns = [str(field.column) for field in history._meta.concrete_fields]
     finished = {"status": "'SUCCESSFUL'", "finished_at": "{now}"}
     values = ", ".join(finished.get(column, column) for column in columns)
     into = f"INSERT INTO {name}_history ({', '.join(columns)}) SELECT {values}"

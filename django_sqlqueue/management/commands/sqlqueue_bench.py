@@ -169,7 +169,7 @@ class Command(QueueCommand):
         unsupported = {name: why for name in wanted if (why := table_designs.unsupported(name, connection))}
         made = [name for name in wanted if name not in unsupported]
         drains = bench_designs.drain_designs(connection, raw, made, queue, jobs, processes, batch_size, rounds)
-        figures = {
+        figures: dict[str, Any] = {
             "database": f"{connection.vendor} {connection.display_name}",
             "jobs": jobs,
             "processes": processes,
