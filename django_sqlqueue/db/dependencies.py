@@ -20,13 +20,15 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from django.db import models, transaction
+from django.db import connections, models, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F
 
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.lifecycle import allowed, written
+from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.exceptions import DependencyFailed, InvalidJobError
 from django_sqlqueue.rules.dependencies import blocked_reason, parent_id_problem
 from django_sqlqueue.rules.lifecycle import ACTIVE, CANCEL_DEPENDENT, UNBLOCK, JobStatus
@@ -206,11 +208,36 @@ def _decide(model: type[AbstractJob], using: str, children: Sequence[int], block
 def awaited(using: str, jobs: models.QuerySet[Any] | Collection[int]) -> list[int]:
     """The ids among ``jobs`` (a queryset, or ids) that some job still waits for
     (unsettled links): few, however many ``jobs`` holds; read from the links' index on
-    their parent, and no query at all for no ids."""
-    links = _links(using).filter(
-        settled=False, parent_id__in=jobs.values("pk") if isinstance(jobs, models.QuerySet) else jobs
-    )
-    return list(links.order_by().values_list("parent_id", flat=True).distinct())
+    their parent, and no query at all for no ids. For ids (a finished batch), the
+    statement is written once per connection (:class:`_AwaitedRead`): a finish compiles
+    nothing for it."""
+    if isinstance(jobs, models.QuerySet):
+        links = _links(using).filter(settled=False, parent_id__in=jobs.values("pk"))
+        return list(links.order_by().values_list("parent_id", flat=True).distinct())
+    from django_sqlqueue.models import JobDependency
+
+    read = _awaited_reads(JobDependency, connections[using])
+    return [pk for chunk in _chunks(jobs) for pk in read.run(chunk)]
+
+
+class _AwaitedRead:
+    """``SELECT DISTINCT parent_id FROM links WHERE settled = false AND parent_id IN (…)``
+    as plain SQL, its names quoted once for each connection."""
+
+    def __init__(self, model: type[JobDependency], connection: BaseDatabaseWrapper) -> None:
+        qn = connection.ops.quote_name
+        parent, settled = (qn(cast(str, model._meta.get_field(name).column)) for name in ("parent", "settled"))
+        self._connection = connection
+        self._head = f"SELECT DISTINCT {parent} FROM {qn(model._meta.db_table)} WHERE {settled} = %s AND {parent} IN "
+
+    def run(self, ids: Sequence[int]) -> list[int]:
+        with self._connection.cursor() as cursor:
+            cursor.execute(f"{self._head}({', '.join(['%s'] * len(ids))})", [False, *ids])
+            return [int(row[0]) for row in cursor.fetchall()]
+
+
+#: Each connection's :class:`_AwaitedRead`.
+_awaited_reads: PerConnection[JobDependency, _AwaitedRead] = PerConnection(_AwaitedRead)
 
 
 def waited_for() -> models.Exists:

@@ -56,7 +56,9 @@ def test_a_failed_parent_cancels_what_waits_on_it_all_the_way_down() -> None:
         assert job.status == JobStatus.CANCELLED
         assert job.last_error_class == "django_sqlqueue.exceptions.DependencyFailed"
         assert job.finished_at is not None
-    assert child.errors[-1]["message"] == f"Cancelled without running: job {parent.pk}, which it waits for, ended FAILED."
+    assert (
+        child.errors[-1]["message"] == f"Cancelled without running: job {parent.pk}, which it waits for, ended FAILED."
+    )
     assert f"job {child.pk}, which it waits for, ended CANCELLED" in grandchild.errors[-1]["message"]
     assert _status(cleanup) == JobStatus.SUCCESSFUL  # after_failure="run"
     assert Receipt.objects.get(token="cleanup").runs == 1
@@ -157,7 +159,9 @@ def test_the_sweep_cancels_what_waits_for_a_deleted_job_and_pruning_waits() -> N
     assert dependencies.sweep(Job, "default") == 1
     child.refresh_from_db()
     assert child.status == JobStatus.CANCELLED
-    assert child.errors[-1]["message"] == f"Cancelled without running: job {parent.pk}, which it waits for, was deleted."
+    assert (
+        child.errors[-1]["message"] == f"Cancelled without running: job {parent.pk}, which it waits for, was deleted."
+    )
     assert dependencies.sweep(Job, "default") == 0
 
 
@@ -172,7 +176,9 @@ def test_the_sweep_releases_what_a_finished_parent_left_waiting() -> None:
 def test_chain_and_chord() -> None:
     steps = workflows.chain(Job.objects.build(record, (f"step-{n}",)) for n in range(5))
     assert [job.status for job in steps] == [JobStatus.READY] + [JobStatus.WAITING] * 4
-    group, final = workflows.chord([Job.objects.build(add, (n, n)) for n in range(4)], Job.objects.build(gather, ("f",)))
+    group, final = workflows.chord(
+        [Job.objects.build(add, (n, n)) for n in range(4)], Job.objects.build(gather, ("f",))
+    )
     assert final.waiting_for == 4
     run_jobs()
     assert Receipt.objects.filter(token__startswith="step-", runs=1).count() == 5
