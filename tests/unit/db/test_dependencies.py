@@ -3,9 +3,12 @@ last parent releases it, a failed parent cancels it, and bad input writes nothin
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
+from django.db import connections
+from django.db.models import Q
 
 from django_sqlqueue import workflows
 from django_sqlqueue.db import dependencies
@@ -183,3 +186,64 @@ def test_chain_and_chord() -> None:
     run_jobs()
     assert Receipt.objects.filter(token__startswith="step-", runs=1).count() == 5
     assert Job.objects.get(pk=final.pk).result == {str(job.pk): 2 * n for n, job in enumerate(group)}
+
+
+def test_a_finish_that_dies_midway_settles_nothing_and_its_retry_settles_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    parent = Job.objects.enqueue(noop)
+    child = Job.objects.enqueue(noop, after=[parent])
+    (claimed,) = Job.objects.claim(worker_id=WORKER)
+
+    def killed(*args: Any) -> list[int]:
+        raise SystemExit("killed between the links and the release")
+
+    monkeypatch.setattr(dependencies, "_decide", killed)
+    with pytest.raises(SystemExit):
+        Job.objects.finish(worker_id=WORKER, succeeded={claimed: None})
+    assert (_status(parent), _status(child)) == (JobStatus.RUNNING, JobStatus.WAITING)
+    assert not JobDependency.objects.get(child=child).settled
+    monkeypatch.undo()
+    assert Job.objects.finish(worker_id=WORKER, succeeded={claimed: None}) == 1
+    assert Job.objects.values_list("status", "waiting_for").get(pk=child.pk) == (JobStatus.READY, 0)
+    Job.objects.finish(worker_id=WORKER, succeeded={claimed: None})  # again (a retry of a lost answer): nothing twice
+    assert Job.objects.values_list("status", "waiting_for").get(pk=child.pk) == (JobStatus.READY, 0)
+
+
+def _finish_at_once(outcomes: list[tuple[str, Job, bool]]) -> None:
+    """Each of ``outcomes`` (worker, job, succeeded) finished by a thread of its own, on
+    its own connection, all released at once by a barrier."""
+    start = threading.Barrier(len(outcomes))
+    errors: list[BaseException] = []
+
+    def finisher(worker: str, job: Job, succeeded: bool) -> None:
+        try:
+            start.wait(30)
+            if succeeded:
+                Job.objects.finish(worker_id=worker, succeeded={job: None})
+            else:
+                Job.objects.finish(worker_id=worker, failed={job: RuntimeError("boom")})
+        except BaseException as error:  # the test asserts there was none
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=finisher, args=outcome) for outcome in outcomes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_parents_finishing_at_once_on_two_connections_release_their_child_once() -> None:
+    for round_ in range(25):
+        one, two = Job.objects.enqueue(noop), Job.objects.enqueue(noop, max_attempts=1)
+        child = Job.objects.enqueue(noop, after=[one, two])
+        (first,) = Job.objects.claim(worker_id="racer-1", filter=Q(pk=one.pk))
+        (second,) = Job.objects.claim(worker_id="racer-2", filter=Q(pk=two.pk))
+        fails = round_ % 5 == 4  # now and then one fails: the child is cancelled once
+        _finish_at_once([("racer-1", first, True), ("racer-2", second, not fails)])
+        child.refresh_from_db()
+        assert (child.status, child.waiting_for) == (JobStatus.CANCELLED if fails else JobStatus.READY, 0)
+        assert len(child.errors) == int(fails)
+        assert list(JobDependency.objects.filter(child=child).values_list("settled", flat=True)) == [True, True]
