@@ -5,11 +5,12 @@ all or none, in one transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from django.db import transaction
 
 from django_sqlqueue.db.routing import queue_db
+from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.models import Job
 
 
@@ -20,7 +21,7 @@ def chain(steps: Iterable[Job]) -> list[Job]:
     with ``after_failure="run"``). Returns the jobs written, in order."""
     written: list[Job] = []
     with transaction.atomic(using=queue_db(Job)):
-        for step in steps:
+        for step in _unsaved(steps):
             if written:
                 step.after = (*step.after, written[-1])
             written += Job.objects.enqueue_many([step])
@@ -33,7 +34,16 @@ def chord(group: Iterable[Job], then: Job, *, batch_size: int = 1000) -> tuple[l
     results with ``current_job().dependency_results()``. Returns the group's jobs and
     ``then``'s."""
     with transaction.atomic(using=queue_db(Job)):
-        jobs = Job.objects.enqueue_many(group, batch_size=batch_size)
+        jobs = Job.objects.enqueue_many(_unsaved(group), batch_size=batch_size)
+        (then,) = _unsaved([then])
         then.after = (*then.after, *jobs)
         (final,) = Job.objects.enqueue_many([then])
     return jobs, final
+
+
+def _unsaved(jobs: Iterable[Job]) -> Iterator[Job]:
+    """``jobs``, refusing one already written: enqueueing it again would write a copy."""
+    for job in jobs:
+        if job.pk is not None:
+            raise InvalidJobError(f"Job {job.pk} is already enqueued: give jobs made by Job.objects.build().")
+        yield job

@@ -183,6 +183,8 @@ def test_chain_and_chord() -> None:
         [Job.objects.build(add, (n, n)) for n in range(4)], Job.objects.build(gather, ("f",))
     )
     assert final.waiting_for == 4
+    with pytest.raises(InvalidJobError, match=f"Job {final.pk} is already enqueued"):
+        workflows.chain([Job.objects.build(noop), final])
     run_jobs()
     assert Receipt.objects.filter(token__startswith="step-", runs=1).count() == 5
     assert Job.objects.get(pk=final.pk).result == {str(job.pk): 2 * n for n, job in enumerate(group)}
