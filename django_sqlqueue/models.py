@@ -71,7 +71,8 @@ class JobDependency(models.Model):
     class Meta:
         default_permissions = ()
         constraints = [models.UniqueConstraint(fields=["child", "parent"], name="sqlqueue_dependency_unique")]
-        indexes = [models.Index(fields=["parent", "settled"], name="sqlqueue_dependency_parent")]
+        # Led by settled: the finish asks first whether any link is unsettled at all.
+        indexes = [models.Index(fields=["settled", "parent"], name="sqlqueue_dependency_unsettled")]
 
     def __str__(self) -> str:
         return f"#{self.child_id} after #{self.parent_id}"

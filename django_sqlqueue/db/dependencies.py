@@ -222,16 +222,23 @@ def awaited(using: str, jobs: models.QuerySet[Any] | Collection[int]) -> list[in
 
 class _AwaitedRead:
     """``SELECT DISTINCT parent_id FROM links WHERE settled = false AND parent_id IN (…)``
-    as plain SQL, its names quoted once for each connection."""
+    as plain SQL, its names quoted once for each connection; first, without parameters,
+    whether any link is unsettled at all: with no workflow under way (most finishes of
+    most projects) that is all a finish reads, in about a bare round trip."""
 
     def __init__(self, model: type[JobDependency], connection: BaseDatabaseWrapper) -> None:
         qn = connection.ops.quote_name
         parent, settled = (qn(cast(str, model._meta.get_field(name).column)) for name in ("parent", "settled"))
+        table = qn(model._meta.db_table)
         self._connection = connection
-        self._head = f"SELECT DISTINCT {parent} FROM {qn(model._meta.db_table)} WHERE {settled} = %s AND {parent} IN "
+        self._any = f"SELECT 1 FROM {table} WHERE {settled} = %s LIMIT 1"
+        self._head = f"SELECT DISTINCT {parent} FROM {table} WHERE {settled} = %s AND {parent} IN "
 
     def run(self, ids: Sequence[int]) -> list[int]:
         with self._connection.cursor() as cursor:
+            cursor.execute(self._any, [False])
+            if cursor.fetchone() is None:
+                return []
             cursor.execute(f"{self._head}({', '.join(['%s'] * len(ids))})", [False, *ids])
             return [int(row[0]) for row in cursor.fetchall()]
 

@@ -90,7 +90,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 "default_permissions": (),
-                "indexes": [models.Index(fields=["parent", "settled"], name="sqlqueue_dependency_parent")],
+                "indexes": [models.Index(fields=["settled", "parent"], name="sqlqueue_dependency_unsettled")],
                 "constraints": [models.UniqueConstraint(fields=("child", "parent"), name="sqlqueue_dependency_unique")],
             },
         ),
