@@ -26,6 +26,7 @@ from django.db import connections, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F
 
+from django_sqlqueue.db import notifying
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.db.per_connection import PerConnection
@@ -200,8 +201,11 @@ def _decide(model: type[AbstractJob], using: str, children: Sequence[int], block
                 )
             )
             cancelled += ids
+    released = 0
     for chunk in _chunks(set(children) - set(cancelled)):
-        jobs.filter(pk__in=chunk).filter(allowed(UNBLOCK)).update(**written(UNBLOCK))
+        released += jobs.filter(pk__in=chunk).filter(allowed(UNBLOCK)).update(**written(UNBLOCK))
+    if released:  # idle workers wake when this commits, as for a new job (PostgreSQL)
+        notifying.notify(using, "")
     return cancelled
 
 
