@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from django.db import connections, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -232,7 +232,9 @@ class _AwaitedRead:
 
     def __init__(self, model: type[JobDependency], connection: BaseDatabaseWrapper) -> None:
         qn = connection.ops.quote_name
-        parent, settled = (qn(cast(str, model._meta.get_field(name).column)) for name in ("parent", "settled"))
+        # A concrete field has a column: the stubs type it optional for the others.
+        columns = {field.name: qn(str(field.column)) for field in model._meta.concrete_fields}
+        parent, settled = columns["parent"], columns["settled"]
         table = qn(model._meta.db_table)
         self._connection = connection
         self._any = f"SELECT 1 FROM {table} WHERE {settled} = %s LIMIT 1"

@@ -5,6 +5,7 @@ waiting until the rescued parent has finished."""
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import os
 import signal
@@ -48,12 +49,9 @@ def test_a_workflow_of_a_few_hundred_jobs_runs_each_job_once_in_order(start_work
     assert Job.objects.get(pk=final.pk).result == {str(job.pk): None for job in middles}
     # Each job started after the jobs it waits for finished.
     for n, middle in enumerate(middles):
-        parents = Job.objects.filter(pk__in=[roots[n].pk, roots[(n + 1) % ROOTS].pk])
-        assert parents.aggregate(last=Max("finished_at"))["last"] <= Job.objects.get(pk=middle.pk).started_at
-    middles_done = Job.objects.filter(pk__in=[job.pk for job in middles]).aggregate(last=Max("finished_at"))
-    assert middles_done["last"] <= Job.objects.get(pk=final.pk).started_at
-    chain_times = [Job.objects.values_list("started_at", "finished_at").get(pk=job.pk) for job in steps]
-    assert all(before[1] <= after[0] for before, after in itertools.pairwise(chain_times))
+        assert _last_finished([roots[n], roots[(n + 1) % ROOTS]]) <= _times(middle)[0]
+    assert _last_finished(middles) <= _times(final)[0]
+    assert all(_times(before)[1] <= _times(after)[0] for before, after in itertools.pairwise(steps))
 
 
 def test_a_worker_killed_mid_parent_releases_its_child_once_after_the_rescue(
@@ -73,4 +71,18 @@ def test_a_worker_killed_mid_parent_releases_its_child_once_after_the_rescue(
     parent.refresh_from_db()
     assert (parent.status, parent.last_error_class) == (JobStatus.SUCCESSFUL, "django_sqlqueue.exceptions.WorkerLost")
     assert Receipt.objects.get(token="child").runs == 1
-    assert parent.finished_at <= Job.objects.get(pk=child.pk).started_at
+    assert _times(parent)[1] <= _times(child)[0]
+
+
+def _times(job: Job) -> tuple[datetime.datetime, datetime.datetime]:
+    """When ``job`` started and finished (its last attempt)."""
+    started, finished = Job.objects.values_list("started_at", "finished_at").get(pk=job.pk)
+    assert started is not None
+    assert finished is not None
+    return started, finished
+
+
+def _last_finished(jobs: list[Job]) -> datetime.datetime:
+    last = Job.objects.filter(pk__in=[job.pk for job in jobs]).aggregate(last=Max("finished_at"))["last"]
+    assert isinstance(last, datetime.datetime)
+    return last

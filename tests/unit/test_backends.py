@@ -325,6 +325,7 @@ def test_get_result_of_a_finished_job() -> None:
 
 def test_a_task_waits_for_the_results_it_is_enqueued_after() -> None:
     first, second = add.enqueue(1, 2), add.enqueue(3, 4)
+    assert isinstance(add, SQLQueueTask)
     waiting = add.waiting_for(first, int(second.id), after_failure="run").enqueue(5, 6)
     job = Job.objects.get(pk=waiting.id)
     assert (job.status, job.waiting_for, job.runs_after_failure) == (JobStatus.WAITING, 2, True)
