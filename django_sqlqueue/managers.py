@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 from django.conf import settings
 from django.db import connections, models, transaction
 
+from django_sqlqueue import signals
 from django_sqlqueue.conf import conf, remembered
 from django_sqlqueue.db import charsets, claiming, dependencies, finishing, inserting, instances, rates
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
@@ -203,8 +204,11 @@ class JobManager(models.Manager[JobT]):
 
         Raises :class:`~django_sqlqueue.exceptions.UnknownTaskError` or
         :class:`~django_sqlqueue.exceptions.InvalidJobError` and writes nothing
-        when the job cannot be run as given. Options are those of :meth:`build`."""
+        when the job cannot be run as given. Options are those of :meth:`build`. The
+        job goes through ``SQLQUEUE_ENQUEUE_HOOKS`` before it is checked, and sends
+        ``job_enqueued`` once written and committed."""
         job = self.build(task, args, kwargs, **options)
+        _hooked([job])
         _validate(job)
         return self._write([job], batch_size=1, on_conflict=on_conflict)[0]
 
@@ -212,6 +216,7 @@ class JobManager(models.Manager[JobT]):
         """Write many jobs (usually made by :meth:`build`) in a few multi-row INSERTs, all
         or none: every job is validated before anything is written (one bad job refuses
         them all), and the INSERTs share one transaction (the caller's, if it has one).
+        Each goes through ``SQLQUEUE_ENQUEUE_HOOKS`` first, as in :meth:`enqueue`.
 
         Returns a job for each, in order: the one written (``created`` True), or the
         active job that holds its ``unique_key``, as :meth:`enqueue` says; with
@@ -221,6 +226,7 @@ class JobManager(models.Manager[JobT]):
         :class:`~django_sqlqueue.exceptions.InvalidJobError` and writes nothing
         when any job cannot be run as given."""
         jobs = list(jobs)
+        _hooked(jobs)
         for job in jobs:
             _validate(job)
         return self._write(jobs, batch_size=batch_size, on_conflict=on_conflict) if jobs else []
@@ -328,7 +334,9 @@ class JobManager(models.Manager[JobT]):
                 texts = {"queue": job.queue, "task": job.task, "concurrency_key": job.concurrency_key}
                 self._storable(using, job.task, {**texts, "unique_key": job.unique_key})
         if any(job.unique_key is not None for job in jobs):
-            return unique.write(jobs, using, batch_size, on_conflict)
+            jobs = unique.write(jobs, using, batch_size, on_conflict)
+            signals.send_enqueued([job for job in jobs if job.created], using)
+            return jobs
         if len(jobs) == 1:
             inserting.insert(jobs, using, batch_size=1)
         else:
@@ -337,6 +345,7 @@ class JobManager(models.Manager[JobT]):
                 inserting.insert(jobs, using, batch_size=batch_size)
         for job in jobs:
             job.created = True
+        signals.send_enqueued(jobs, using)
         return jobs
 
     def claim(
@@ -421,16 +430,21 @@ class JobManager(models.Manager[JobT]):
     ) -> Counter[str]:
         """:meth:`finish`, counting the jobs written by the status each was given
         (``READY`` for a failed attempt that will be retried): what ``runworkers``
-        reports follows what was written, not what was meant to be."""
+        reports follows what was written, not what was meant to be.
+
+        Each job written sends its outcome's signal (``signals.job_ended``) once this
+        commits: at once, outside a transaction."""
         jobs, succeeded, failed = self.on_queue_db(), succeeded or {}, failed or {}
         awaited = dependencies.awaited(jobs.db, [job.pk for job in itertools.chain(succeeded, failed)])
-        if not awaited:  # one indexed read: a job nothing waits for is finished as ever
-            return finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
-        # What waits for these is settled in the finish's transaction (db/dependencies.py).
-        with transaction.atomic(using=jobs.db):
-            counts = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
-            dependencies.settle(self.model, jobs.db, awaited, gone_succeeded=[job.pk for job in succeeded])
-        return counts
+        if not awaited:  # no link unsettled: a job nothing waits for is finished as ever
+            ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
+        else:
+            # What waits for these is settled in the finish's transaction (db/dependencies.py).
+            with transaction.atomic(using=jobs.db):
+                ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
+                dependencies.settle(self.model, jobs.db, awaited, gone_succeeded=[job.pk for job in succeeded])
+        signals.send_ended(ended, jobs.db)
+        return Counter(outcome.status for outcome in ended)
 
     def cancel(self, jobs: models.QuerySet[JobT] | Iterable[int]) -> CancelCount:
         """Cancel ``jobs`` (a queryset or ids): a ``READY`` one becomes ``CANCELLED`` at
@@ -438,14 +452,22 @@ class JobManager(models.Manager[JobT]):
         database's clock), which its worker learns of within a heartbeat: the job ends
         ``CANCELLED`` when its task stops on it (``current_job().raise_if_cancelled()``)
         or when the worker stops it after ``SQLQUEUE_CANCEL_GRACE``; never retried.
-        Finished jobs are left alone. Two UPDATEs in one transaction."""
+        Finished jobs are left alone. Two UPDATEs in one transaction; each ``READY`` job
+        cancelled sends ``job_cancelled`` once it commits (with a receiver connected,
+        the jobs are read and locked first)."""
         targets = self.on_queue_db()
         if isinstance(jobs, models.QuerySet):
             targets = targets.filter(pk__in=jobs.values_list("pk", flat=True))
         else:
             targets = targets.filter(pk__in=list(jobs))
         with transaction.atomic(using=targets.db):
-            cancelled = targets.filter(allowed(CANCEL)).update(**written(CANCEL, finished_at=DatabaseNow()))
+            ready = targets.filter(allowed(CANCEL))
+            if signals.job_ended[CANCEL.outcome].receivers:
+                # Its receivers get the jobs: read (and locked) first, then cancelled by id.
+                found = list(ready.select_for_update())
+                ready = ready.filter(pk__in=[job.pk for job in found])
+                signals.send_ended([finishing.Ended(job, CANCEL) for job in found], targets.db)
+            cancelled = ready.update(**written(CANCEL, finished_at=DatabaseNow()))
             # What waits for them is cancelled too (or released, with after_failure="run").
             dependencies.settle(self.model, targets.db, dependencies.awaited(targets.db, targets))
             requested = targets.filter(allowed(REQUEST_CANCEL)).update(
@@ -516,6 +538,16 @@ def _checked_delay(delay: Any) -> datetime.timedelta:
     if problem := delay_problem(delay):
         raise InvalidJobError(f"{problem}.")
     return delay if isinstance(delay, datetime.timedelta) else datetime.timedelta(seconds=delay)
+
+
+def _hooked(jobs: Iterable[AbstractJob]) -> None:
+    """Pass each of ``jobs`` to the ``SQLQUEUE_ENQUEUE_HOOKS``, in order, before they
+    are checked: what a hook sets is checked as the caller's own. The setting's
+    callables are looked up once per settings in force, not on every enqueue."""
+    if hooks := remembered(("enqueue hooks", ""), lambda: conf.SQLQUEUE_ENQUEUE_HOOKS):
+        for job in jobs:
+            for hook in hooks:
+                hook(job)
 
 
 def _validate(job: AbstractJob, *, bind: bool = True) -> None:

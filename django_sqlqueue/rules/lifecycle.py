@@ -99,6 +99,8 @@ class Transition:
     by: str
     #: For a transition that ends an attempt: its one-word outcome, as the runner logs
     #: it, ``job_finished`` sends it, the metrics label it and ``run_jobs`` counts it.
+    #: Each outcome has its signal (``signals.job_ended``), which every transition
+    #: with that outcome sends once written: a ready job cancelled is ``cancelled`` too.
     outcome: str = ""
 
     @property
@@ -247,6 +249,7 @@ CANCEL = _transition(
     (),
     ("status", "finished_at"),
     "Job.objects.cancel, the admin's Cancel",
+    outcome="cancelled",
 )
 ADMIN_RETRY = _transition(
     "admin_retry",
