@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from django.apps import apps
 from django.db import connections, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F
@@ -36,17 +37,21 @@ from django_sqlqueue.rules.lifecycle import ACTIVE, CANCEL_DEPENDENT, UNBLOCK, J
 
 if TYPE_CHECKING:
     from django_sqlqueue.db.table import AbstractJob
-    from django_sqlqueue.models import JobDependency
 
 _DEPENDENCY_FAILED = f"{DependencyFailed.__module__}.{DependencyFailed.__qualname__}"
 #: Ids in one ``IN (...)``: well under SQLite's limit on a statement's parameters.
 CHUNK = 500
 
 
-def _links(using: str) -> models.QuerySet[JobDependency]:
-    from django_sqlqueue.models import JobDependency  # the model module imports the managers, which import this
+def _link_model() -> type[models.Model]:
+    """The links' model (``models.JobDependency``), from the app registry: the models
+    module imports the managers, which import this module, so it cannot import (nor name)
+    the models back."""
+    return apps.get_model("django_sqlqueue", "JobDependency")
 
-    return JobDependency.objects.using(using)
+
+def _links(using: str) -> models.QuerySet[Any]:
+    return _link_model()._default_manager.using(using)
 
 
 def _chunks(ids: Iterable[int]) -> Iterator[list[int]]:
@@ -95,16 +100,15 @@ def link(model: type[AbstractJob], using: str, children: Sequence[AbstractJob], 
     ``after`` ids among ``statuses``) wait: ``WAITING`` with their count of unfinished
     parents (``enqueue_waiting``), a link to each parent (settled for a finished one);
     then those with none unfinished are decided at once, as a finish would."""
-    from django_sqlqueue.models import JobDependency
-
+    link_model = _link_model()
     groups: dict[tuple[int, bool], list[int]] = defaultdict(list)
-    rows: list[JobDependency] = []
+    rows: list[models.Model] = []
     for child in children:
         unfinished = sum(statuses[parent] in ACTIVE for parent in child.after)
         groups[unfinished, child.runs_after_failure].append(child.pk)
         child.status, child.waiting_for = JobStatus.WAITING, unfinished
         rows.extend(
-            JobDependency(child_id=child.pk, parent_id=parent, settled=statuses[parent] not in ACTIVE)
+            link_model(child_id=child.pk, parent_id=parent, settled=statuses[parent] not in ACTIVE)
             for parent in child.after
         )
     jobs = model._base_manager.using(using)
@@ -218,9 +222,7 @@ def awaited(using: str, jobs: models.QuerySet[Any] | Collection[int]) -> list[in
     if isinstance(jobs, models.QuerySet):
         links = _links(using).filter(settled=False, parent_id__in=jobs.values("pk"))
         return list(links.order_by().values_list("parent_id", flat=True).distinct())
-    from django_sqlqueue.models import JobDependency
-
-    read = _awaited_reads(JobDependency, connections[using])
+    read = _awaited_reads(_link_model(), connections[using])
     return [pk for chunk in _chunks(jobs) for pk in read.run(chunk)]
 
 
@@ -230,7 +232,7 @@ class _AwaitedRead:
     whether any link is unsettled at all: with no workflow under way (most finishes of
     most projects) that is all a finish reads, in about a bare round trip."""
 
-    def __init__(self, model: type[JobDependency], connection: BaseDatabaseWrapper) -> None:
+    def __init__(self, model: type[models.Model], connection: BaseDatabaseWrapper) -> None:
         qn = connection.ops.quote_name
         # A concrete field has a column: the stubs type it optional for the others.
         columns = {field.name: qn(str(field.column)) for field in model._meta.concrete_fields}
@@ -250,15 +252,13 @@ class _AwaitedRead:
 
 
 #: Each connection's :class:`_AwaitedRead`.
-_awaited_reads: PerConnection[JobDependency, _AwaitedRead] = PerConnection(_AwaitedRead)
+_awaited_reads: PerConnection[models.Model, _AwaitedRead] = PerConnection(_AwaitedRead)
 
 
 def waited_for() -> models.Exists:
     """The jobs something still waits for (an unsettled link to them): pruning leaves
     them to the sweep, which settles them first."""
-    from django_sqlqueue.models import JobDependency
-
-    return models.Exists(JobDependency.objects.filter(parent_id=models.OuterRef("pk"), settled=False))
+    return models.Exists(_link_model()._default_manager.filter(parent_id=models.OuterRef("pk"), settled=False))
 
 
 def forget(using: str, children: Collection[int]) -> None:
