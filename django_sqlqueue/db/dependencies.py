@@ -31,6 +31,7 @@ from django_sqlqueue.db import notifying
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.db.per_connection import PerConnection
+from django_sqlqueue.db.wakeup import wake_on_commit
 from django_sqlqueue.exceptions import DependencyFailed, InvalidJobError
 from django_sqlqueue.rules.dependencies import blocked_reason, parent_id_problem
 from django_sqlqueue.rules.lifecycle import ACTIVE, CANCEL_DEPENDENT, UNBLOCK, JobStatus
@@ -205,11 +206,13 @@ def _decide(model: type[AbstractJob], using: str, children: Sequence[int], block
                 )
             )
             cancelled += ids
-    released = 0
+    released: set[str] = set()
     for chunk in _chunks(set(children) - set(cancelled)):
-        released += jobs.filter(pk__in=chunk).filter(allowed(UNBLOCK)).update(**written(UNBLOCK))
-    if released:  # idle workers wake when this commits, as for a new job (PostgreSQL)
+        if jobs.filter(pk__in=chunk).filter(allowed(UNBLOCK)).update(**written(UNBLOCK)):
+            released.update(jobs.filter(pk__in=chunk, status=UNBLOCK.target).values_list("queue", flat=True))
+    if released:  # idle workers wake when this commits, as for new jobs
         notifying.notify(using, "")
+        wake_on_commit(using, released)
     return cancelled
 
 

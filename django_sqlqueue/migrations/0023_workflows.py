@@ -14,7 +14,7 @@ STATUSES = ["WAITING", "READY", "RUNNING", "SUCCESSFUL", "FAILED", "CANCELLED"]
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_sqlqueue", "0020_unique_key_help_text"),
+        ("django_sqlqueue", "0021_schedules_in_the_admin"),
     ]
 
     operations = [
