@@ -11,7 +11,7 @@ import logging
 import math
 import time
 from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from django.db import DatabaseError, transaction
 
@@ -88,6 +88,15 @@ class JobHandle:
         """Raise :class:`~django_sqlqueue.exceptions.Snooze`: the job runs again ``delay``
         (a timedelta or seconds) later by the database's clock, this attempt not counted."""
         raise Snooze(delay)
+
+    def dependency_results(self) -> dict[int, Any]:
+        """What each job this one was enqueued ``after`` returned, by its id: None for
+        one that returned nothing, failed (``after_failure="run"``) or is no longer
+        kept. Read from the database on each call (empty when it waited for none)."""
+        from django_sqlqueue.db import dependencies
+        from django_sqlqueue.models import Job
+
+        return dependencies.results(Job, Job.objects.on_queue_db().db, self.id)
 
     def report_progress(self, done: float, total: float | None = None, message: str = "") -> bool:
         """Record how far the task is (``done`` of ``total``, with a ``message``), shown

@@ -24,6 +24,7 @@ __all__ = [
     "ConcurrencyKey",
     "FinishedHour",
     "Job",
+    "JobDependency",
     "JobStatus",
     "Leader",
     "PausedQueue",
@@ -44,6 +45,37 @@ class Job(AbstractJob):
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.task} [{self.status}]"
+
+
+class JobDependency(models.Model):
+    """One link of a workflow: ``child`` was enqueued ``after`` ``parent`` (``db/dependencies.py``).
+
+    ``settled`` turns True, once, under the link's row lock, in the transaction that
+    finishes ``parent`` (or that enqueued ``child`` after an already finished one); the
+    same transaction takes one off the child's ``waiting_for``.
+
+    Neither end is a database foreign key, so deleting jobs stays one fast ``DELETE``
+    (Django would read every row first to cascade): pruning deletes a pruned child's
+    links with it, and never prunes a job something still waits for; a parent deleted
+    otherwise (the admin) leaves its links, and the maintenance leader's sweep then
+    cancels (or releases, with ``after_failure="run"``) what waited for it, saying why."""
+
+    child = models.ForeignKey(
+        Job, on_delete=models.DO_NOTHING, db_constraint=False, related_name="dependencies", db_index=False
+    )
+    parent = models.ForeignKey(
+        Job, on_delete=models.DO_NOTHING, db_constraint=False, related_name="dependents", db_index=False
+    )
+    settled = models.BooleanField(default=False, help_text="The parent has finished and the child counted it.")
+
+    class Meta:
+        default_permissions = ()
+        constraints = [models.UniqueConstraint(fields=["child", "parent"], name="sqlqueue_dependency_unique")]
+        # Led by settled: the finish asks first whether any link is unsettled at all.
+        indexes = [models.Index(fields=["settled", "parent"], name="sqlqueue_dependency_unsettled")]
+
+    def __str__(self) -> str:
+        return f"#{self.child_id} after #{self.parent_id}"
 
 
 class WorkerQuerySet(models.QuerySet["Worker"]):

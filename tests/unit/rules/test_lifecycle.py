@@ -35,7 +35,8 @@ from django_sqlqueue.testing import Ran
 
 
 def test_every_status_is_reachable_from_a_new_job() -> None:
-    seen = {ENQUEUE.target}
+    seen = {t.target for t in TRANSITIONS.values() if not t.sources}
+    assert seen == {ENQUEUE.target, lifecycle.ENQUEUE_WAITING.target}
     while reached := {t.target for t in TRANSITIONS.values() if seen & set(t.sources) and t.target is not None} - seen:
         seen |= reached
     assert seen == set(JobStatus)
@@ -92,6 +93,16 @@ def test_a_snooze_is_given_back_until_its_task_s_max_snoozes_then_failed(
     transition = snooze_transition(snoozes=snoozes, max_snoozes=max_snoozes)
     assert transition is TRANSITIONS[expected]
     assert transition.target == (JobStatus.READY if expected == "snooze" else JobStatus.FAILED)
+
+
+def test_a_waiting_job_is_released_or_cancelled_by_exactly_one_guard() -> None:
+    leaving = (lifecycle.UNBLOCK, lifecycle.CANCEL_DEPENDENT)
+    finished, failed = Condition.DEPENDENCIES_FINISHED, Condition.DEPENDENCY_FAILED
+    assert chosen(leaving, {finished, Condition.NO_DEPENDENCY_FAILED}) is lifecycle.UNBLOCK
+    assert chosen(leaving, {finished, failed}) is lifecycle.CANCEL_DEPENDENT
+    assert chosen(leaving, {Condition.WAITS_FOR_UNFINISHED, failed}) is lifecycle.CANCEL_DEPENDENT
+    with pytest.raises(LookupError):  # it waits on
+        chosen(leaving, {Condition.WAITS_FOR_UNFINISHED, Condition.NO_DEPENDENCY_FAILED})
 
 
 def test_chosen_refuses_facts_that_fit_none_or_several() -> None:

@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_sqlqueue", "0021_schedules_in_the_admin"),
+        ("django_sqlqueue", "0023_workflows"),
     ]
 
     operations = [
