@@ -107,9 +107,15 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         ),
         (
             "Timings",
-            {"fields": ["enqueued", "run_at_exact", "started", "finished_exact", "waited", "ran", "worker_link"]},
+            {
+                "fields": [
+                    *("enqueued", "run_at_exact", "expires_exact", "started", "finished_exact", "waited", "ran"),
+                    "worker_link",
+                ]
+            },
         ),
         ("Arguments and result", {"fields": ["args_pretty", "kwargs_pretty", "result_pretty"]}),
+        ("Tags and meta", {"fields": ["tags_shown", "meta_pretty"]}),
         ("Errors", {"fields": ["errors_pretty"]}),
     ]
     readonly_fields = [str(field) for _, options in fieldsets for field in options["fields"]]
@@ -357,7 +363,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, job: Job) -> SafeString:
-        return display.status_badge(job.status)
+        return display.status_badge(job.status, job.end_reason)
 
     @admin.display(description="task, queue", ordering="task")
     def task_and_queue(self, job: Job) -> SafeString:
@@ -371,7 +377,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def status_and_attempts(self, job: Job) -> SafeString:
         return format_html(
             '{} <span class="quiet sqlqueue-nowrap" title="attempts started, of {}">{}</span>',
-            display.status_badge(job.status),
+            display.status_badge(job.status, job.end_reason),
             job.max_attempts,
             self.attempts_of(job),
         )
@@ -385,6 +391,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     # ``shown_run_at`` is ``run_at`` as the database driver can read it (``display.readable_run_at``).
     run_at_exact = times.column("shown_run_at", "run at", exact=True)
     finished_exact = times.column("finished_at", "finished at", exact=True)
+    expires_exact = times.column("expires_at", "expires at (never started from then on)", exact=True)
     enqueued = times.column("enqueued_at", "enqueued at", exact=True)
     started = times.column("started_at", "latest attempt started at", exact=True)
 
@@ -427,6 +434,14 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description="result")
     def result_pretty(self, job: Job) -> SafeString:
         return display.pretty_json(job.result)
+
+    @admin.display(description="meta")
+    def meta_pretty(self, job: Job) -> SafeString:
+        return display.pretty_json(job.meta)
+
+    @admin.display(description="tags")
+    def tags_shown(self, job: Job) -> str:
+        return ", ".join(job.tag_names()) or "-"
 
     @admin.display(description="errors, newest first")
     def errors_pretty(self, job: Job) -> SafeString:

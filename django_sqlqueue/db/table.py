@@ -13,9 +13,9 @@ from django.db import models
 
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.failures import FailureIndex
-from django_sqlqueue.db.indexes import ActiveKeyConstraint, KeyedIndex, StatusIndex
+from django_sqlqueue.db.indexes import ActiveKeyConstraint, ExpiringIndex, KeyedIndex, StatusIndex
 from django_sqlqueue.db.names import NameField
-from django_sqlqueue.rules.lifecycle import JobStatus
+from django_sqlqueue.rules.lifecycle import END_REASONS, JobStatus
 from django_sqlqueue.rules.limits import (
     CONCURRENCY_KEY_MAX_LENGTH,
     MAX_PRIORITY,
@@ -80,11 +80,28 @@ class AbstractJob(models.Model):
         db_default=False,
         help_text="It keeps its unique key after it ends, until it is pruned.",
     )
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="Never started from this time on (the database's clock); empty for never."
+    )
+    end_reason = models.CharField(
+        max_length=32,
+        choices=[(reason, reason) for reason in END_REASONS],
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Why it ended as it did, where its status does not say: expired (cancelled by its expires_at).",
+    )
+    meta = models.JSONField(
+        default=dict, blank=True, help_text="Free JSON of the caller's and the task's own (current_job().add_meta)."
+    )
 
     #: Set on the jobs ``enqueue`` and ``enqueue_many`` return: False for the job that
     #: already held the ``unique_key`` and was returned in place of a new one; None on
     #: jobs read from the table.
     created: bool | None = None
+    #: The tags ``enqueue`` writes with the job (``JobTag`` rows, once it has an id); a
+    #: job read from the table has its tags in ``tag_rows``.
+    new_tags: tuple[str, ...] = ()
 
     class Meta:
         abstract = True
@@ -94,6 +111,8 @@ class AbstractJob(models.Model):
             StatusIndex(
                 status=JobStatus.READY, fields=["queue", "-priority", "run_at", "id"], name="sqlqueue_job_ready_queue"
             ),
+            # The expiry sweep: ready jobs with a deadline, the earliest first.
+            ExpiringIndex(name="sqlqueue_job_expiring"),
             # The rescue: the jobs a worker holds.
             StatusIndex(status=JobStatus.RUNNING, fields=["worker"], name="sqlqueue_job_running"),
             # The claim's count of the RUNNING jobs that hold a concurrency key.

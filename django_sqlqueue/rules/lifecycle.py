@@ -35,6 +35,11 @@ class JobStatus(models.TextChoices):
     CANCELLED = "CANCELLED", "Cancelled"
 
 
+#: Why a job ended as it did, where its status does not say (``end_reason``): ``expired``,
+#: a job ``CANCELLED`` by its ``expires_at`` before it started (:data:`EXPIRE`).
+EXPIRED = "expired"
+END_REASONS = (EXPIRED,)
+
 #: Jobs still to run or running: what a unique key is held by, what pruning never touches.
 ACTIVE = (JobStatus.READY, JobStatus.RUNNING)
 #: Jobs that ended: nothing moves them on but an admin Retry, or their deletion.
@@ -60,6 +65,8 @@ class Condition(enum.Enum):
 
     DUE = "its run_at has come"
     NOT_DUE = "its run_at is still to come"
+    NOT_EXPIRED = "it has no expires_at, or its expires_at is still to come"
+    EXPIRED = "its expires_at has come"
     HELD = "its worker still holds it at the attempt it claimed (the fence)"
     STARTED = "its attempt started"
     UNSTARTED = "its worker gave it back before starting it"
@@ -88,7 +95,8 @@ class Transition:
     #: Who makes it.
     by: str
     #: For a transition that ends an attempt: its one-word outcome, as the runner logs
-    #: it, ``job_finished`` sends it, the metrics label it and ``run_jobs`` counts it.
+    #: it, ``job_finished`` sends it, the metrics label it and ``run_jobs`` counts it;
+    #: for ``expire``, as the expiry sweep logs it and the stats count it.
     outcome: str = ""
 
     @property
@@ -119,6 +127,7 @@ _RELEASED = ("status", "attempts", "started_at")
 _ENQUEUED = (
     *("status", "queue", "task", "args", "kwargs", "priority", "run_at", "enqueued_at", "max_attempts", "timeout"),
     *("concurrency_key", "concurrency_limit", "unique_key", "unique_until_pruned"),
+    *("expires_at", "meta"),
 )
 
 ENQUEUE = _transition(
@@ -133,7 +142,7 @@ CLAIM = _transition(
     "claim",
     (_READY,),
     _RUNNING,
-    (_C.DUE,),
+    (_C.DUE, _C.NOT_EXPIRED),
     ("status", "worker", "started_at", "attempts"),
     "a worker's claim (its queue not paused, under its concurrency and rate limits)",
 )
@@ -214,6 +223,15 @@ CANCEL = _transition(
     ("status", "finished_at"),
     "Job.objects.cancel, the admin's Cancel",
 )
+EXPIRE = _transition(
+    "expire",
+    (_READY,),
+    JobStatus.CANCELLED,
+    (_C.EXPIRED,),
+    ("status", "finished_at", "end_reason"),
+    "the maintenance leader's expiry sweep (a job not started by its expires_at is never started)",
+    outcome="expired",
+)
 ADMIN_RETRY = _transition(
     "admin_retry",
     (JobStatus.FAILED, JobStatus.CANCELLED),
@@ -262,6 +280,7 @@ TRANSITIONS: dict[str, Transition] = {
         RELEASE_CANCELLED,
         REQUEST_CANCEL,
         CANCEL,
+        EXPIRE,
         ADMIN_RETRY,
         RUN_NOW,
         DELETE,
@@ -279,8 +298,15 @@ RESCUE = (*AFTER_FAILURE, *AFTER_RELEASE)
 ATTEMPT_ENDINGS: dict[JobStatus, Transition] = {
     transition.target: transition for transition in (SUCCEED, *AFTER_FAILURE) if transition.target is not None
 }
-#: The one-word outcomes of an attempt, in ``run_jobs``' order.
-OUTCOMES = tuple(dict.fromkeys(transition.outcome for transition in TRANSITIONS.values() if transition.outcome))
+#: The one-word outcomes of an attempt, in ``run_jobs``' order: those of the transitions
+#: out of ``RUNNING`` (``expired`` ends a job that never started, with no attempt).
+OUTCOMES = tuple(
+    dict.fromkeys(
+        transition.outcome
+        for transition in TRANSITIONS.values()
+        if transition.outcome and _RUNNING in transition.sources
+    )
+)
 
 
 def chosen(transitions: Collection[Transition], facts: Collection[Condition]) -> Transition:

@@ -82,7 +82,10 @@ def test_the_backend_supports_every_feature() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"retries": 3}, "TASKS['default']['OPTIONS'] has unknown keys ['retries']: it takes max_attempts, timeout."),
+        (
+            {"retries": 3},
+            "TASKS['default']['OPTIONS'] has unknown keys ['retries']: it takes max_attempts, timeout, expires_in.",
+        ),
         (
             {"max_attempts": 0},
             "TASKS['default']['OPTIONS']: max_attempts must be an integer from 1 to 2147483647, not 0.",

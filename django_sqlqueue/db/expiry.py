@@ -1,0 +1,54 @@
+"""Ending ready jobs whose ``expires_at`` has come (the ``expire`` transition), a chunk
+at a time: what the maintenance leader's expiry sweep runs.
+
+The claim never starts an expired job (its guard says ``NOT_EXPIRED``), so the sweep
+only gives such jobs their end: ``CANCELLED`` with ``end_reason`` "expired". Each chunk
+reads up to ``batch_size`` ids from the expiring index (a plain read: no lock), then
+moves those rows in one ``UPDATE`` by primary key that checks the guard again: a job a
+worker claimed meanwhile is ``RUNNING`` and stays so. That ``UPDATE`` is the
+compare-and-set that makes two sweepers (two leaders for a moment) end each job once
+and count it once: each counts only the rows its own statement changed."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.expressions import PrimaryKeyIn
+from django_sqlqueue.db.lifecycle import allowed, written
+from django_sqlqueue.db.transient import retry_transient
+from django_sqlqueue.rules.lifecycle import EXPIRE, EXPIRED
+
+if TYPE_CHECKING:
+    from django.db.models import QuerySet
+
+    # The table, not the model: the model holds the manager, which calls this module.
+    from django_sqlqueue.db.table import AbstractJob
+
+#: Jobs ended by one statement of the sweep.
+BATCH_SIZE = 1000
+
+
+def expire(jobs: QuerySet[AbstractJob], *, batch_size: int = BATCH_SIZE, max_chunks: int | None = None) -> int:
+    """End the expired ready jobs among ``jobs``, ``batch_size`` at a time (each chunk
+    one short statement), at most ``max_chunks`` chunks; returns how many this call
+    ended. Stops when a chunk finds fewer than ``batch_size``."""
+    ended = chunks = 0
+    while max_chunks is None or chunks < max_chunks:
+        chunks += 1
+        found, moved = _chunk(jobs, batch_size)
+        ended += moved
+        if found < batch_size:
+            break
+    return ended
+
+
+def _chunk(jobs: QuerySet[AbstractJob], batch_size: int) -> tuple[int, int]:
+    """End one chunk: (how many were found, how many this statement ended)."""
+    due = jobs.filter(allowed(EXPIRE))
+    pks = list(due.order_by("expires_at").values_list("pk", flat=True)[:batch_size])
+    if not pks:
+        return 0, 0
+    values = written(EXPIRE, finished_at=DatabaseNow(), end_reason=EXPIRED)
+    moved = retry_transient(due.db, lambda: due.filter(PrimaryKeyIn(pks)).update(**values), atomic=False)
+    return len(pks), moved
