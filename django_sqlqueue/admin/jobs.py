@@ -18,7 +18,7 @@ from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
@@ -26,7 +26,7 @@ from rangefilter.filters import DateRangeFilterBuilder
 
 from django_sqlqueue.admin import changes, display, failures, overview, throughput, times
 from django_sqlqueue.admin.changes import CHANGES, Change
-from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, TaskFilter
+from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, TagFilter, TaskFilter
 from django_sqlqueue.db import pausing
 from django_sqlqueue.models import Job, JobStatus, Worker
 
@@ -82,6 +82,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "status",
         QueueFilter,
         TaskFilter,
+        TagFilter,
         ("enqueued_at", DateRangeFilterBuilder(title="enqueued")),
         ("finished_at", DateRangeFilterBuilder(title="finished")),
         ("run_at", DateRangeFilterBuilder(title="run at")),
@@ -440,8 +441,11 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return display.pretty_json(job.meta)
 
     @admin.display(description="tags")
-    def tags_shown(self, job: Job) -> str:
-        return ", ".join(job.tag_names()) or "-"
+    def tags_shown(self, job: Job) -> SafeString | str:
+        """Each tag, linked to the changelist of the jobs that have it."""
+        changelist = reverse("admin:django_sqlqueue_job_changelist")
+        links = ((f"{changelist}?{urlencode({'tag': tag})}", tag) for tag in job.tag_names())
+        return format_html_join(", ", '<a href="{}">{}</a>', links) or "-"
 
     @admin.display(description="errors, newest first")
     def errors_pretty(self, job: Job) -> SafeString:
