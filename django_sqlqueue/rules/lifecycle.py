@@ -237,8 +237,11 @@ ADMIN_RETRY = _transition(
     (JobStatus.FAILED, JobStatus.CANCELLED),
     _READY,
     (_C.UNIQUE_KEY_FREE,),
-    ("status", "run_at", "attempts", "started_at", "finished_at", "worker", "cancel_requested_at"),
-    "the admin's Retry (a fresh budget of attempts; the earlier errors stay)",
+    (
+        *("status", "run_at", "attempts", "started_at", "finished_at", "worker", "cancel_requested_at"),
+        *("expires_at", "end_reason"),
+    ),
+    "the admin's Retry (a fresh budget of attempts and no deadline; the earlier errors stay)",
 )
 RUN_NOW = _transition(
     "run_now",

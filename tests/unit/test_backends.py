@@ -226,6 +226,24 @@ def test_options_defaults_come_from_the_backend() -> None:
     assert Job.objects.values_list("max_attempts", "timeout").get() == (7, 12.5)
 
 
+def test_expiry_comes_from_the_backends_options() -> None:
+    with override_settings(TASKS=tasks_setting(OPTIONS={"expires_in": 90})):
+        add.enqueue(1, 1)
+    made = Job.objects.get()
+    assert made.expires_at - made.enqueued_at == datetime.timedelta(seconds=90)
+    with override_settings(TASKS=tasks_setting(OPTIONS={"expires_in": -1})), pytest.raises(ImproperlyConfigured):
+        task_backends["default"]
+
+
+@pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task passes no options to the backend")
+def test_a_tasks_own_expiry() -> None:
+    expiring = task(expires_in=30)(report)  # type: ignore[call-overload]
+    with override_settings(TASKS=tasks_setting(OPTIONS={"expires_in": 90})):
+        expiring.enqueue("daily")
+    made = Job.objects.get()
+    assert made.expires_at - made.enqueued_at == datetime.timedelta(seconds=30)
+
+
 def test_options_default_to_settings() -> None:
     with override_settings(SQLQUEUE_MAX_ATTEMPTS=4, SQLQUEUE_TIMEOUT=9):
         add.enqueue(1, 1)
