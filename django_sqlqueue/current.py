@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-from contextvars import ContextVar, Token
 from collections.abc import Mapping
+from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError, transaction
@@ -127,7 +127,7 @@ class JobHandle:
     def meta(self) -> dict[str, Any]:
         """The job's ``meta`` as this attempt knows it: as enqueued, with what
         :meth:`add_meta` wrote. A copy: change it through :meth:`add_meta`."""
-        return dict(self.job.meta)
+        return dict(self.job.meta or {})
 
     def add_meta(self, values: Mapping[str, Any]) -> bool:
         """Add ``values`` to the job's ``meta`` (shown on its admin page), replacing the
@@ -141,7 +141,7 @@ class JobHandle:
         savepoint inside a transaction of the task's."""
         if not isinstance(values, Mapping):
             raise ValueError(f"values must be a mapping, not {type(values).__name__}.")
-        meta = {**self.job.meta, **values}
+        meta = {**(self.job.meta or {}), **values}
         if problem := meta_problem(meta):
             raise ValueError(f"{problem}.")
         # Imported here: this module is imported with the package, before the models can be.

@@ -89,10 +89,14 @@ class AbstractJob(models.Model):
         blank=True,
         default="",
         db_default="",
-        help_text="Why it ended as it did, where its status does not say: expired (cancelled by its expires_at).",
+        help_text="Why it ended so, where its status does not say: expired (not started by its expires_at).",
     )
+    # NULL allowed: rows written by hand (and the benchmark's raw ones) name no meta.
     meta = models.JSONField(
-        default=dict, blank=True, help_text="Free JSON of the caller's and the task's own (current_job().add_meta)."
+        default=dict,
+        null=True,
+        blank=True,
+        help_text="Free JSON of the caller's and the task's own (current_job().add_meta).",
     )
 
     #: Set on the jobs ``enqueue`` and ``enqueue_many`` return: False for the job that

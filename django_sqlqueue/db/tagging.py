@@ -6,7 +6,7 @@ deleted with their jobs by the database's own ``ON DELETE CASCADE``, which
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.db.models import Q
 
@@ -17,13 +17,15 @@ if TYPE_CHECKING:
     # The table, not the model: the model holds the manager, which calls this module.
     from django_sqlqueue.db.table import AbstractJob
 
+#: The jobs' relation to their tags (``JobTag.job``'s ``related_name``).
+TAGS = "tag_rows"
 #: The name of the foreign key that deletes a job's tags with it.
 CASCADE_NAME = "sqlqueue_jobtag_job_cascade"
 
 
 def tag_model(job_model: type[AbstractJob]) -> type[Model]:
     """The side table of ``job_model``'s tags (``JobTag``), found through its relation."""
-    return job_model._meta.get_field("tag_rows").related_model  # type: ignore[return-value]
+    return cast("type[Model]", job_model._meta.get_field(TAGS).related_model)
 
 
 def write_tags(jobs: Sequence[AbstractJob], using: str) -> None:
@@ -64,7 +66,8 @@ def create_tag_table(apps: Any, schema_editor: BaseDatabaseSchemaEditor) -> None
     if column not in sql:
         raise AssertionError(f"No {column} in {sql}")
     schema_editor.execute(sql.replace(column, f"{column} {references}"), params or None)
-    schema_editor.deferred_sql.extend(schema_editor._model_indexes_sql(model))
+    # What create_model() adds after its CREATE TABLE: the foreign key's index.
+    schema_editor.deferred_sql.extend(schema_editor._model_indexes_sql(model))  # type: ignore[attr-defined]
 
 
 def delete_tag_table(apps: Any, schema_editor: BaseDatabaseSchemaEditor) -> None:

@@ -25,7 +25,7 @@ class Migration(migrations.Migration):
                 choices=[("expired", "expired")],
                 db_default="",
                 default="",
-                help_text="Why it ended as it did, where its status does not say: expired (cancelled by its expires_at).",
+                help_text="Why it ended so, where its status does not say: expired (not started by its expires_at).",
                 max_length=32,
             ),
         ),
@@ -44,6 +44,7 @@ class Migration(migrations.Migration):
             field=models.JSONField(
                 blank=True,
                 default=dict,
+                null=True,
                 help_text="Free JSON of the caller's and the task's own (current_job().add_meta).",
             ),
         ),

@@ -220,8 +220,10 @@ def arguments_problem(args: Any, kwargs: Any) -> str | None:
 
 
 def meta_problem(meta: Any) -> str | None:
-    """Why ``meta`` cannot be a job's ``meta``, or None: a dict whose values are JSON,
-    as arguments are (:func:`json_problem`)."""
+    """Why ``meta`` cannot be a job's ``meta``, or None: None (none), or a dict whose
+    values are JSON, as arguments are (:func:`json_problem`)."""
+    if meta is None:
+        return None
     if not isinstance(meta, dict):
         return f"meta must be a dict, not {type(meta).__name__}"
     return json_problem(meta, "meta")
@@ -271,13 +273,12 @@ def delay_problem(delay: Any, *, name: str = "delay", positive: bool = False) ->
     """Why ``delay`` (a timedelta or seconds) cannot delay a job (or be its ``name``,
     such as ``expires_in``, which must be ``positive``), or None: up to
     :data:`MAX_DELAY`, so the database's now plus the delay is a time it can store."""
+    bounds: tuple[Any, Any] | None = None
     if isinstance(delay, datetime.timedelta):
-        zero, most = datetime.timedelta(0), MAX_DELAY
+        bounds = datetime.timedelta(0), MAX_DELAY
     elif isinstance(delay, (int, float)) and not isinstance(delay, bool):
-        zero, most = 0, MAX_DELAY.total_seconds()
-    else:
-        zero = most = None
-    if zero is not None and (delay > zero or (not positive and delay == zero)) and delay <= most:
+        bounds = 0, MAX_DELAY.total_seconds()
+    if bounds is not None and (delay > bounds[0] or (not positive and delay == bounds[0])) and delay <= bounds[1]:
         return None
     least = "more than 0 seconds" if positive else "from 0"
     return f"{name} must be a timedelta or a number of seconds {least} to {MAX_DELAY.days} days, not {_shown(delay)}"

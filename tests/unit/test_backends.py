@@ -230,6 +230,7 @@ def test_expiry_comes_from_the_backends_options() -> None:
     with override_settings(TASKS=tasks_setting(OPTIONS={"expires_in": 90})):
         add.enqueue(1, 1)
     made = Job.objects.get()
+    assert made.expires_at is not None
     assert made.expires_at - made.enqueued_at == datetime.timedelta(seconds=90)
     with override_settings(TASKS=tasks_setting(OPTIONS={"expires_in": -1})), pytest.raises(ImproperlyConfigured):
         task_backends["default"]
@@ -241,6 +242,7 @@ def test_a_tasks_own_expiry() -> None:
     with override_settings(TASKS=tasks_setting(OPTIONS={"expires_in": 90})):
         expiring.enqueue("daily")
     made = Job.objects.get()
+    assert made.expires_at is not None
     assert made.expires_at - made.enqueued_at == datetime.timedelta(seconds=30)
 
 

@@ -30,8 +30,10 @@ def test_workers_never_start_an_expired_job_and_the_leader_ends_it(start_workers
     workers = start_workers("--processes", "2", "--threads", "2")
 
     wait_until(
-        lambda: Receipt.objects.count() == 70
-        and Job.objects.filter(status=JobStatus.CANCELLED, end_reason="expired").count() == 50,
+        lambda: (
+            Receipt.objects.count() == 70
+            and Job.objects.filter(status=JobStatus.CANCELLED, end_reason="expired").count() == 50
+        ),
         timeout=90,
         why=workers.text,
     )

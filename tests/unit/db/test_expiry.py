@@ -13,7 +13,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from django_sqlqueue import job
-from django_sqlqueue.db import expiry
+from django_sqlqueue.db import expiry, transient
 from django_sqlqueue.db.clock import database_now
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.models import Job, JobStatus
@@ -109,7 +109,7 @@ def test_two_sweepers_count_each_job_once(monkeypatch: pytest.MonkeyPatch) -> No
     made = [Job.objects.enqueue(record, [str(n)], expires_in=60) for n in range(3)]
     for each in made:
         past(each)
-    real = expiry.retry_transient
+    real = transient.retry_transient
     other: list[int] = []
 
     def other_leader_first(*args: Any, **kwargs: Any) -> Any:
@@ -135,6 +135,7 @@ def test_enqueue_rows_takes_an_expiry() -> None:
     assert Job.objects.enqueue_rows([(record, ["a"], None), (record, ["b"], None)], expires_in=120) == 2
     assert Job.objects.filter(expires_at__isnull=True).count() == 0
     for made in Job.objects.all():
+        assert made.expires_at is not None
         # PostgreSQL's COPY reads the database's now once, just before its rows.
         assert abs(made.expires_at - made.enqueued_at - datetime.timedelta(seconds=120)) < datetime.timedelta(seconds=1)
 
@@ -144,7 +145,7 @@ def test_stats_count_the_expired() -> None:
     Job.objects.cancel([Job.objects.enqueue(record, ["cancelled"]).pk])
     past(made)
     expiry.expire(Job.objects.all())
-    recent = recent_outcomes(Job.objects.all())["default"]
+    recent = recent_outcomes(Job.objects.get_queryset())["default"]
     assert (recent.finished_last_hour, recent.expired_last_hour) == (2, 1)
 
 

@@ -36,7 +36,7 @@ def test_tagged_finds_the_jobs_with_every_tag() -> None:
     Job.objects.enqueue(record, ["3"], tags=["tenant:7"])
     assert sorted(Job.objects.tagged("tenant:42").values_list("pk", flat=True)) == [first.pk, second.pk]
     assert list(Job.objects.tagged("tenant:42", "import").values_list("pk", flat=True)) == [first.pk]
-    assert list(Job.objects.filter(status=JobStatus.READY).tagged("nothing")) == []
+    assert list(Job.objects.tagged("nothing").filter(status=JobStatus.READY)) == []
 
 
 def test_enqueue_many_tags_each_job_with_its_own() -> None:
@@ -93,7 +93,7 @@ def test_bad_task_tags_are_refused_at_registration() -> None:
 
 
 def test_enqueue_rows_refuses_a_tagged_task() -> None:
-    with pytest.raises(InvalidJobError, match="has @job\\(tags=...\\): enqueue_rows writes no tags"):
+    with pytest.raises(InvalidJobError, match=r"has @job\(tags=\.\.\.\): enqueue_rows writes no tags"):
         Job.objects.enqueue_rows([(import_rows, ["a"], None)])
     assert not Job.objects.exists()
 
