@@ -20,6 +20,7 @@ from typing import Any, Generic, TypeVar, cast, overload
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
 
 from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.rules.limits import MAX_ATTEMPTS
@@ -139,6 +140,25 @@ def _retention_period(status: str, value: Any) -> datetime.timedelta:
             f"(None keeps jobs for ever), not {value!r}."
         )
     return kept
+
+
+def _callables(name: str, paths: Any) -> tuple[Callable[[Any], Any], ...]:
+    """The callables the dotted ``paths`` of setting ``name`` name, imported (Python
+    keeps the modules: each is imported once per process)."""
+    if isinstance(paths, str) or not isinstance(paths, (list, tuple)):
+        raise ImproperlyConfigured(f"{name} must be a list of dotted paths, not {paths!r}.")
+    found = []
+    for path in paths:
+        if not isinstance(path, str):
+            raise ImproperlyConfigured(f"{name} must hold dotted paths (strings), not {path!r}.")
+        try:
+            named = import_string(path)
+        except Exception as error:  # a module that raises as it is imported, too
+            raise ImproperlyConfigured(f"{name}: cannot import {path!r}: {type(error).__name__}: {error}.") from None
+        if not callable(named):
+            raise ImproperlyConfigured(f"{name}: {path!r} is not callable.")
+        found.append(named)
+    return tuple(found)
 
 
 class Setting(Generic[T]):
@@ -280,6 +300,22 @@ class Settings:
         ``args``, ``kwargs``, ``queue``, ``priority``, ``tz`` (default ``TIME_ZONE``),
         ``enabled`` and ``missed`` (``"skip"``, ``"latest"``, ``"all"``)."""
         return parse_schedule(value, default_tz=settings.TIME_ZONE or "UTC")
+
+    @setting(default=())
+    def SQLQUEUE_MIDDLEWARE(self, value: Any) -> tuple[Callable[[Any], Any], ...]:
+        """Dotted paths to middleware that wrap every attempt, outermost first, as Django's
+        ``MIDDLEWARE`` wraps a view: each is called once per worker process with the next
+        handler (``get_result``) and returns the handler that takes a job and returns its
+        result. See the Middleware and signals guide."""
+        return _callables("SQLQUEUE_MIDDLEWARE", value)
+
+    @setting(default=())
+    def SQLQUEUE_ENQUEUE_HOOKS(self, value: Any) -> tuple[Callable[[Any], Any], ...]:
+        """Dotted paths to callables that each job is passed to as it is enqueued, in the
+        caller's thread, before it is checked and written: one may add to what the job
+        carries (the caller's request id, say). Not called by ``enqueue_rows``, which
+        makes no job objects. See the Middleware and signals guide."""
+        return _callables("SQLQUEUE_ENQUEUE_HOOKS", value)
 
     @setting(default={})
     def SQLQUEUE_RATE_LIMITS(self, value: Any) -> dict[str, Rate]:

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 from django.conf import settings
 from django.db import models, transaction
 
+from django_sqlqueue import signals
 from django_sqlqueue.conf import conf, remembered
-from django_sqlqueue.db import charsets, claiming, finishing, inserting, instances, rates, tagging
+from django_sqlqueue.db import charsets, claiming, expiry, finishing, inserting, instances, rates, tagging
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_sqlqueue.db.keys import unique
 from django_sqlqueue.db.keys.concurrency import with_free_slot
@@ -21,7 +22,7 @@ from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.table import AbstractJob, JobT
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.rules import keys
-from django_sqlqueue.rules.lifecycle import CANCEL, CLAIM, REQUEST_CANCEL
+from django_sqlqueue.rules.lifecycle import CANCEL, CLAIM, EXPIRE, REQUEST_CANCEL
 from django_sqlqueue.rules.registry import RegisteredTask, get_task
 from django_sqlqueue.rules.tags import merged, tags_problem
 from django_sqlqueue.rules.validation import (
@@ -230,8 +231,11 @@ class JobManager(models.Manager[JobT]):
 
         Raises :class:`~django_sqlqueue.exceptions.UnknownTaskError` or
         :class:`~django_sqlqueue.exceptions.InvalidJobError` and writes nothing
-        when the job cannot be run as given. Options are those of :meth:`build`."""
+        when the job cannot be run as given. Options are those of :meth:`build`. The
+        job goes through ``SQLQUEUE_ENQUEUE_HOOKS`` before it is checked, and sends
+        ``job_enqueued`` once written and committed."""
         job = self.build(task, args, kwargs, **options)
+        _hooked([job])
         _validate(job)
         return self._write([job], batch_size=1, on_conflict=on_conflict)[0]
 
@@ -239,6 +243,7 @@ class JobManager(models.Manager[JobT]):
         """Write many jobs (usually made by :meth:`build`) in a few multi-row INSERTs, all
         or none: every job is validated before anything is written (one bad job refuses
         them all), and the INSERTs share one transaction (the caller's, if it has one).
+        Each goes through ``SQLQUEUE_ENQUEUE_HOOKS`` first, as in :meth:`enqueue`.
 
         Returns a job for each, in order: the one written (``created`` True), or the
         active job that holds its ``unique_key``, as :meth:`enqueue` says; with
@@ -248,6 +253,7 @@ class JobManager(models.Manager[JobT]):
         :class:`~django_sqlqueue.exceptions.InvalidJobError` and writes nothing
         when any job cannot be run as given."""
         jobs = list(jobs)
+        _hooked(jobs)
         for job in jobs:
             _validate(job)
         return self._write(jobs, batch_size=batch_size, on_conflict=on_conflict) if jobs else []
@@ -351,7 +357,9 @@ class JobManager(models.Manager[JobT]):
 
     def _insert(self, jobs: list[JobT], using: str, batch_size: int, on_conflict: str) -> list[JobT]:
         if any(job.unique_key is not None for job in jobs):
-            return unique.write(jobs, using, batch_size, on_conflict)
+            jobs = unique.write(jobs, using, batch_size, on_conflict)
+            signals.send_enqueued([job for job in jobs if job.created], using)
+            return jobs
         if len(jobs) == 1:
             inserting.insert(jobs, using, batch_size=1)
         else:
@@ -360,6 +368,7 @@ class JobManager(models.Manager[JobT]):
                 inserting.insert(jobs, using, batch_size=batch_size)
         for job in jobs:
             job.created = True
+        signals.send_enqueued(jobs, using)
         return jobs
 
     def claim(
@@ -444,8 +453,14 @@ class JobManager(models.Manager[JobT]):
     ) -> Counter[str]:
         """:meth:`finish`, counting the jobs written by the status each was given
         (``READY`` for a failed attempt that will be retried): what ``runworkers``
-        reports follows what was written, not what was meant to be."""
-        return finishing.finish(self.on_queue_db(), worker_id=worker_id, succeeded=succeeded or {}, failed=failed or {})
+        reports follows what was written, not what was meant to be.
+
+        Each job written sends its outcome's signal (``signals.job_ended``) once this
+        commits: at once, outside a transaction."""
+        jobs = self.on_queue_db()
+        ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded or {}, failed=failed or {})
+        signals.send_ended(ended, jobs.db)
+        return Counter(outcome.status for outcome in ended)
 
     def cancel(self, jobs: models.QuerySet[JobT] | Iterable[int]) -> CancelCount:
         """Cancel ``jobs`` (a queryset or ids): a ``READY`` one becomes ``CANCELLED`` at
@@ -453,18 +468,41 @@ class JobManager(models.Manager[JobT]):
         database's clock), which its worker learns of within a heartbeat: the job ends
         ``CANCELLED`` when its task stops on it (``current_job().raise_if_cancelled()``)
         or when the worker stops it after ``SQLQUEUE_CANCEL_GRACE``; never retried.
-        Finished jobs are left alone. Two UPDATEs in one transaction."""
+        Finished jobs are left alone. Two UPDATEs in one transaction; each ``READY`` job
+        cancelled sends ``job_cancelled`` once it commits (with a receiver connected,
+        the jobs are read and locked first)."""
         targets = self.on_queue_db()
         if isinstance(jobs, models.QuerySet):
             targets = targets.filter(pk__in=jobs.values_list("pk", flat=True))
         else:
             targets = targets.filter(pk__in=list(jobs))
         with transaction.atomic(using=targets.db):
-            cancelled = targets.filter(allowed(CANCEL)).update(**written(CANCEL, finished_at=DatabaseNow()))
+            ready = targets.filter(allowed(CANCEL))
+            if signals.job_ended[CANCEL.outcome].receivers:
+                # Its receivers get the jobs: read (and locked) first, then cancelled by id.
+                found = list(ready.select_for_update())
+                ready = ready.filter(pk__in=[job.pk for job in found])
+                signals.send_ended([finishing.Ended(job, CANCEL) for job in found], targets.db)
+            cancelled = ready.update(**written(CANCEL, finished_at=DatabaseNow()))
             requested = targets.filter(allowed(REQUEST_CANCEL)).update(
                 **written(REQUEST_CANCEL, cancel_requested_at=DatabaseNow())
             )
         return CancelCount(cancelled, requested)
+
+    def expire(self, queues: Iterable[str] | None = None, *, max_chunks: int | None = None) -> int:
+        """End the ``READY`` jobs of ``queues`` (all when None) whose ``expires_at`` has
+        come: ``CANCELLED``, ``end_reason`` "expired" (what the maintenance leader does
+        every few seconds). Each sends ``job_ended["expired"]`` once it commits, when a
+        receiver is connected. Returns how many this call ended: two callers at once
+        end and count each job once."""
+        jobs = self.on_queue_db().in_queues(queues)
+        if not signals.job_ended[EXPIRE.outcome].receivers:
+            return expiry.expire(jobs, max_chunks=max_chunks)
+
+        def send(rows: list[Any]) -> None:
+            signals.send_ended([finishing.Ended(row, EXPIRE) for row in rows], jobs.db)
+
+        return expiry.expire(jobs, max_chunks=max_chunks, ended=send)
 
     def release(self, *, worker_id: str, unstarted: Iterable[JobT]) -> int:
         """Put claimed jobs that never started back to ``READY``, their attempt not counted
@@ -537,6 +575,16 @@ def _expires_at_problem(expires_at: Any) -> str | None:
     if expires_at is None or hasattr(expires_at, "resolve_expression"):
         return None
     return run_at_problem(expires_at, use_tz=settings.USE_TZ, name="expires_at")
+
+
+def _hooked(jobs: Iterable[AbstractJob]) -> None:
+    """Pass each of ``jobs`` to the ``SQLQUEUE_ENQUEUE_HOOKS``, in order, before they
+    are checked: what a hook sets is checked as the caller's own. The setting's
+    callables are looked up once per settings in force, not on every enqueue."""
+    if hooks := remembered(("enqueue hooks", ""), lambda: conf.SQLQUEUE_ENQUEUE_HOOKS):
+        for job in jobs:
+            for hook in hooks:
+                hook(job)
 
 
 def _validate(job: AbstractJob, *, bind: bool = True) -> None:

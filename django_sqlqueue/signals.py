@@ -1,11 +1,39 @@
-"""Signals a worker sends around each job, for hooks of your own (metrics, logging).
+"""Signals sent through a job's life, for hooks of your own (metrics, logging, tracing).
+Each is sent with ``sender`` the job's model and ``job``; a receiver's exception is
+logged and changes nothing about the job, or about the other receivers.
 
-Receivers run in the worker, in the thread that runs the job, outside any transaction.
-An exception in a receiver is logged and changes nothing about the job."""
+- :data:`job_enqueued`: once the transaction that wrote the job commits, in the process
+  and thread that enqueued it.
+- :data:`job_started` and :data:`job_finished`: around each attempt, in the worker
+  thread that runs it, outside any transaction (the attempt's claim committed before).
+- One signal per way an attempt ends, :data:`job_ended`, by the outcomes of the
+  state machine (``rules.lifecycle.OUTCOMES``): :data:`job_succeeded`,
+  :data:`job_retried` (failed, a retry to come), :data:`job_failed` (failed for good)
+  and :data:`job_cancelled`. Sent once the statement that wrote the outcome committed,
+  in the process and thread that wrote it (a worker's main thread, the caller of
+  ``Job.objects.finish`` or of ``Job.objects.cancel``), once per job: an outcome that the fence kept out (the job was
+  rescued from its worker meanwhile) sends nothing."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from django.db import transaction
 from django.dispatch import Signal
+
+from django_sqlqueue.rules.lifecycle import EXPIRE, FAIL, OUTCOMES, RETRY, STOP, SUCCEED
+
+if TYPE_CHECKING:
+    from django_sqlqueue.db.finishing import Ended
+    from django_sqlqueue.db.table import AbstractJob
+
+logger = logging.getLogger(__name__)
+
+#: Sent with ``job`` once the job is written and committed; not by ``enqueue_rows``,
+#: which makes no job objects, nor for a job a unique key kept out.
+job_enqueued = Signal()
 
 #: Sent before a job runs, with ``job``.
 job_started = Signal()
@@ -14,5 +42,65 @@ job_started = Signal()
 #: exception, or None on success), ``outcome`` (``"succeeded"``; ``"retried"`` for a
 #: failed attempt with attempts left; ``"cancelled"`` for one stopped on a cancel request;
 #: else ``"failed"``: ``rules.lifecycle.OUTCOMES``) and ``duration`` (the attempt's
-#: seconds, by the worker's monotonic clock). The outcome is written shortly after, in a batch.
+#: seconds, by the worker's monotonic clock). The outcome is written shortly after, in a
+#: batch, and may yet be fenced off: :data:`job_ended`'s signals follow what was written.
 job_finished = Signal()
+
+#: One signal for each outcome of ``rules.lifecycle.OUTCOMES``, sent with ``job`` (its
+#: ``status`` the one written; ``SUCCESSFUL`` for a success ``SQLQUEUE_RETENTION``
+#: deleted), ``transition`` (the ``rules.lifecycle.Transition`` made),
+#: ``result`` (the return value stored, or None) and ``error`` (the exception the attempt
+#: failed with, or None) once the outcome is committed. A transition given an outcome in
+#: the state machine gets its signal here.
+job_ended: Mapping[str, Signal] = {outcome: Signal() for outcome in OUTCOMES}
+#: ``job_ended["succeeded"]``: the job is ``SUCCESSFUL`` (or deleted, by ``SQLQUEUE_RETENTION``).
+job_succeeded = job_ended[SUCCEED.outcome]
+#: ``job_ended["retried"]``: the attempt failed and the job is ``READY`` for its retry.
+job_retried = job_ended[RETRY.outcome]
+#: ``job_ended["failed"]``: the job failed for good and is ``FAILED``.
+job_failed = job_ended[FAIL.outcome]
+#: ``job_ended["cancelled"]``: the job stopped on a cancel request, or was cancelled while
+#: ``READY`` (``Job.objects.cancel``, the admin: sent from there), and is ``CANCELLED``.
+job_cancelled = job_ended[STOP.outcome]
+#: ``job_ended["expired"]``: the job was not started by its ``expires_at`` and is
+#: ``CANCELLED`` (``end_reason`` "expired"), by ``Job.objects.expire``, which the
+#: maintenance leader runs; sent once per job, from the process that ended it.
+job_expired = job_ended[EXPIRE.outcome]
+
+
+def send(signal: Signal, sender: type[Any], about: object, **named: Any) -> None:
+    """Send ``signal``; a receiver's exception is logged, naming ``about`` (made a
+    string only then), and the other receivers still get it."""
+    for receiver, response in signal.send_robust(sender, **named):
+        if isinstance(response, Exception):
+            logger.error("Receiver %r of %s raised", receiver, about, exc_info=response)
+
+
+def send_enqueued(jobs: Sequence[AbstractJob], using: str) -> None:
+    """Send :data:`job_enqueued` for each of ``jobs`` once ``using``'s transaction
+    commits (at once outside one); nothing is held when nobody listens."""
+    if not job_enqueued.receivers:
+        return
+
+    def sent() -> None:
+        for job in jobs:
+            send(job_enqueued, type(job), job, job=job)
+
+    transaction.on_commit(sent, using=using)
+
+
+def send_ended(ended: Sequence[Ended], using: str) -> None:
+    """Send each written outcome's signal of :data:`job_ended` once ``using``'s
+    transaction commits (at once outside one), with the job's ``status`` set to the
+    one written."""
+    if not any(signal.receivers for signal in job_ended.values()):
+        return
+
+    def sent() -> None:
+        for outcome in ended:
+            job, transition = outcome.job, outcome.transition
+            job.status = outcome.status
+            signal = job_ended[transition.outcome]
+            send(signal, type(job), job, job=job, transition=transition, result=outcome.result, error=outcome.error)
+
+    transaction.on_commit(sent, using=using)

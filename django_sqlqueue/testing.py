@@ -23,6 +23,7 @@ from django_sqlqueue.models import Job
 from django_sqlqueue.rules.lifecycle import ATTEMPT_ENDINGS, RUN_NOW, JobStatus
 from django_sqlqueue.rules.registry import get_task
 from django_sqlqueue.runner.execution import JobOutcome, attempt
+from django_sqlqueue.runner.middleware import chain
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -54,6 +55,9 @@ class Ran(NamedTuple):
     failed: int = 0
     #: Stopped on a cancel request (``JobCancelled``): ``CANCELLED``.
     cancelled: int = 0
+    #: Never started: its ``expires_at`` had come, and ``run_jobs`` ended it ``CANCELLED``
+    #: as the maintenance leader would (``Job.objects.expire``).
+    expired: int = 0
 
 
 def enqueued(
@@ -126,9 +130,12 @@ def run_jobs(
     Due jobs that a rate limit (or a concurrency key held by jobs running elsewhere)
     keeps back are waited for, as ``runworkers --burst`` does, for ``held_back`` seconds
     at most: past that it raises ``AssertionError`` saying how many are left.
-    Returns the attempts by outcome. Raises ``AssertionError`` past
-    ``MAX_ATTEMPTS_RUN`` attempts (a job that enqueues itself)."""
+    Jobs past their ``expires_at`` are never started: they end ``CANCELLED`` (expired),
+    counted in ``expired``. Returns the attempts by outcome. Raises ``AssertionError`` past
+    ``MAX_ATTEMPTS_RUN`` attempts (a job that enqueues itself). ``SQLQUEUE_MIDDLEWARE``
+    wraps every attempt, its chain built once per call."""
     queues = None if queues is None else list(queues)
+    through = chain(WORKER_ID)
     ran = Ran()
     waiting_since: float | None = None
     while True:
@@ -136,6 +143,7 @@ def run_jobs(
             _make_due(queues)
         batch = Job.objects.claim(worker_id=WORKER_ID, queues=queues, limit=1)
         if not batch:
+            ran = ran._replace(expired=ran.expired + Job.objects.expire(queues))
             due = Job.objects.on_queue_db().ready().in_queues(queues).count()
             if not due:
                 return ran
@@ -148,10 +156,10 @@ def run_jobs(
             time.sleep(HELD_BACK_POLL_SECONDS)
             continue
         waiting_since = None
-        ran = _tally(ran, _finish(attempt(batch[0], WORKER_ID)))
-        if sum(ran) >= MAX_ATTEMPTS_RUN:
+        ran = _tally(ran, _finish(attempt(batch[0], WORKER_ID, through)))
+        if sum(ran) - ran.expired >= MAX_ATTEMPTS_RUN:
             raise AssertionError(
-                f"run_jobs() ran {sum(ran)} attempts and jobs are still ready: does a job enqueue itself?"
+                f"run_jobs() ran {sum(ran) - ran.expired} attempts and jobs are still ready: does a job enqueue itself?"
             )
 
 
@@ -159,8 +167,9 @@ def perform(task: AnyTask, *args: Any, **kwargs: Any) -> Any:
     """Run ``task`` once, as a worker would, and return its result as the job stores it.
 
     The job is enqueued (so its arguments are checked and make their JSON round trip),
-    claimed, run with the job signals sent, and finished: a tuple returned comes back a
-    list, and what the task raises is raised here, after its attempt is recorded. With
+    claimed, run through ``SQLQUEUE_MIDDLEWARE`` with the job signals sent, and
+    finished: a tuple returned comes back a list, and what the task raises is raised
+    here, after its attempt is recorded. With
     ``SQLQUEUE_RETENTION["SUCCESSFUL"]`` 0 the job is deleted as it succeeds, and the
     result returned is the task's after the same round trip."""
     job = Job.objects.enqueue(_task_name(task), args, kwargs)
@@ -170,7 +179,7 @@ def perform(task: AnyTask, *args: Any, **kwargs: Any) -> Any:
             f"perform() could not claim job #{job.pk} ({job.task}): its concurrency key is at its limit "
             "or its rate limit has no token left; it is left READY"
         )
-    outcome = attempt(batch[0], WORKER_ID)
+    outcome = attempt(batch[0], WORKER_ID, chain(WORKER_ID))
     _finish(outcome)
     if outcome.error is not None:
         raise outcome.error

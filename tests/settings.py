@@ -63,6 +63,10 @@ if "DB_OPTIONS" in os.environ:
 SILENCED_SYSTEM_CHECKS = ["sqlqueue.W002"]
 SQLQUEUE_RATE_LIMITS = json.loads(os.environ.get("SQLQUEUE_RATE_LIMITS", '{"test-rate": "20/s"}'))
 
+# A JSON list of dotted paths, for the middleware tests' workers.
+if "SQLQUEUE_MIDDLEWARE" in os.environ:
+    SQLQUEUE_MIDDLEWARE = json.loads(os.environ["SQLQUEUE_MIDDLEWARE"])
+
 # A JSON object of recurring jobs, for the schedule tests' workers.
 if "SQLQUEUE_SCHEDULE" in os.environ:
     SQLQUEUE_SCHEDULE = json.loads(os.environ["SQLQUEUE_SCHEDULE"])

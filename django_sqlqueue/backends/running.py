@@ -14,7 +14,8 @@ from django_sqlqueue.backends.results import job_result
 from django_sqlqueue.db.finishing import Failure, after_failure, decide
 from django_sqlqueue.models import Job
 from django_sqlqueue.rules.lifecycle import SUCCEED
-from django_sqlqueue.runner.execution import call, send
+from django_sqlqueue.runner.execution import call
+from django_sqlqueue.signals import send
 
 
 def run_task(

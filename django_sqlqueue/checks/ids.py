@@ -59,6 +59,8 @@ SETTING_CHECKS = {
         "SQLQUEUE_SCHEDULE": "E018",
         "SQLQUEUE_CANCEL_GRACE": "E026",
         "SQLQUEUE_RATE_LIMITS": "E035",
+        "SQLQUEUE_MIDDLEWARE": "E039",
+        "SQLQUEUE_ENQUEUE_HOOKS": "E040",
     }.items()
 }
 CLAIMS = CheckId(

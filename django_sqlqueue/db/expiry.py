@@ -11,6 +11,7 @@ and count it once: each counts only the rows its own statement changed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from django_sqlqueue.db.clock import DatabaseNow
@@ -29,26 +30,50 @@ if TYPE_CHECKING:
 BATCH_SIZE = 1000
 
 
-def expire(jobs: QuerySet[AbstractJob], *, batch_size: int = BATCH_SIZE, max_chunks: int | None = None) -> int:
+def expire(
+    jobs: QuerySet[AbstractJob],
+    *,
+    batch_size: int = BATCH_SIZE,
+    max_chunks: int | None = None,
+    ended: Callable[[list[AbstractJob]], object] | None = None,
+) -> int:
     """End the expired ready jobs among ``jobs``, ``batch_size`` at a time (each chunk
     one short statement), at most ``max_chunks`` chunks; returns how many this call
-    ended. Stops when a chunk finds fewer than ``batch_size``."""
-    ended = chunks = 0
+    ended. Stops when a chunk finds fewer than ``batch_size``.
+
+    With ``ended``, each chunk instead locks its rows (skipping those a claimer holds),
+    ends them and calls ``ended`` with them, inside its transaction: exactly the jobs
+    this call ended, each once, for their signals."""
+    total = chunks = 0
     while max_chunks is None or chunks < max_chunks:
         chunks += 1
-        found, moved = _chunk(jobs, batch_size)
-        ended += moved
+        found, moved = _chunk(jobs, batch_size, ended)
+        total += moved
         if found < batch_size:
             break
-    return ended
+    return total
 
 
-def _chunk(jobs: QuerySet[AbstractJob], batch_size: int) -> tuple[int, int]:
-    """End one chunk: (how many were found, how many this statement ended)."""
+def _chunk(
+    jobs: QuerySet[AbstractJob], batch_size: int, ended: Callable[[list[AbstractJob]], object] | None
+) -> tuple[int, int]:
+    """End one chunk: (how many were found, how many this call ended)."""
     due = jobs.filter(allowed(EXPIRE))
     pks = list(due.order_by("expires_at").values_list("pk", flat=True)[:batch_size])
     if not pks:
         return 0, 0
     values = written(EXPIRE, finished_at=DatabaseNow(), end_reason=EXPIRED)
-    moved = retry_transient(due.db, lambda: due.filter(PrimaryKeyIn(pks)).update(**values), atomic=False)
-    return len(pks), moved
+    if ended is None:
+        return len(pks), retry_transient(due.db, lambda: due.filter(PrimaryKeyIn(pks)).update(**values), atomic=False)
+
+    def locked_and_ended() -> int:
+        # Locked, the guard checked again: the rows the UPDATE then moves, no other.
+        rows = list(due.filter(PrimaryKeyIn(pks)).select_for_update(skip_locked=True))
+        if rows:
+            due.filter(PrimaryKeyIn([row.pk for row in rows])).update(**values)
+            for row in rows:
+                row.end_reason = EXPIRED
+            ended(rows)
+        return len(rows)
+
+    return len(pks), retry_transient(due.db, locked_and_ended)

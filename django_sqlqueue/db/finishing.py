@@ -10,7 +10,7 @@ import logging
 import math
 import random
 import traceback
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
@@ -32,6 +32,7 @@ from django_sqlqueue.rules.lifecycle import (
     FAIL,
     RETRY,
     SUCCEED,
+    SUCCEED_UNKEPT,
     JobStatus,
     Transition,
     failure_transition,
@@ -187,37 +188,63 @@ def _as_expression(value: Any, output_field: Field[Any, Any]) -> Any:
     return value if isinstance(value, Combinable) else Value(value, output_field=output_field)
 
 
+class Ended(NamedTuple):
+    """An attempt's outcome as it was written: the job, the transition it made, the
+    return value stored (or None) and the exception the attempt failed with (or None)."""
+
+    job: AbstractJob
+    transition: Transition
+    result: Any = None
+    error: BaseException | None = None
+
+    @property
+    def status(self) -> JobStatus:
+        """The status written: ``SUCCESSFUL`` for a success ``SQLQUEUE_RETENTION`` deleted."""
+        return SUCCEED.status if self.transition is SUCCEED_UNKEPT else self.transition.status
+
+
 def finish(
     jobs: QuerySet[AbstractJob],
     *,
     worker_id: str,
     succeeded: Mapping[JobT, Any],
     failed: Mapping[JobT, BaseException | Failure],
-) -> Counter[str]:
-    """See :meth:`JobManager.finish_by_status`. A failure the runner decided
-    (:class:`Failure`) is written as decided; a bare exception is decided here."""
+) -> list[Ended]:
+    """See :meth:`JobManager.finish_by_status`: what each job written became (a job the
+    fence kept out is not among them). A failure the runner decided (:class:`Failure`)
+    is written as decided; a bare exception is decided here."""
     if failed and (both := {job.pk for job in succeeded} & {job.pk for job in failed}):
         raise ValueError(f"Jobs {sorted(both)} cannot both succeed and fail.")
     now = DatabaseNow()
     outcomes: dict[AbstractJob, dict[str, Any]] = {}
+    #: What each of ``outcomes`` is meant to become, in the same order: a list, as a
+    #: model instance costs a dict about a microsecond each time it is hashed.
+    meant: list[Ended] = []
     for job, value in succeeded.items():
         if problem := json_problem(value, "the return value"):
             invalid = InvalidJobError(f"{job.task} finished, but {problem}.")
-            outcomes[job] = after_failure(job, decide(job, invalid, worker_id), now)
+            refused = decide(job, invalid, worker_id)
+            outcomes[job] = after_failure(job, refused, now)
+            meant.append(Ended(job, refused.transition, error=invalid))
         else:
             outcomes[job] = {"status": SUCCEED.target, "finished_at": now}
             if value is not None:
                 outcomes[job]["result"] = value
-    for job, failure in failed.items():
-        if not isinstance(failure, Failure):  # not decided by the runner
-            failure = decide(job, failure, worker_id)
+            meant.append(Ended(job, SUCCEED, result=value))
+    for job, raised in failed.items():
+        # Decided here when the runner did not.
+        failure = raised if isinstance(raised, Failure) else decide(job, raised, worker_id)
         outcomes[job] = after_failure(job, failure, now)
+        meant.append(Ended(job, failure.transition, error=failure.error))
     kept = conf.SQLQUEUE_RETENTION[JobStatus.SUCCESSFUL]
-    written = Counter[str]()
+    written: list[Ended] = []
     if kept == datetime.timedelta(0):
-        written[JobStatus.SUCCESSFUL] = _delete_successes(jobs, worker_id, outcomes)
+        fenced = _delete_successes(jobs, worker_id, outcomes)
+        successes = [ended for ended in meant if ended.transition is SUCCEED]
+        written += [ended._replace(transition=SUCCEED_UNKEPT) for ended in successes if ended.job.pk not in fenced]
+        meant = [ended for ended in meant if ended.transition is not SUCCEED]
     if not outcomes:
-        return +written
+        return written
     try:
         count = _write(jobs, worker_id, outcomes)
     except DatabaseError as error:
@@ -227,41 +254,46 @@ def finish(
             "The database refused the outcomes of %d jobs (%s): writing them one job at a time", len(outcomes), error
         )
     else:
-        return written + _statuses_written(jobs, worker_id, outcomes, count)
-    for written_job, outcome in outcomes.items():
-        written += _write_alone(jobs, worker_id, written_job, outcome, now)
+        if count == len(outcomes):
+            return written + meant
+        fenced = _fenced(jobs, worker_id, outcomes)
+        return written + [ended for ended in meant if ended.job.pk not in fenced]
+    for ended in meant:
+        if alone := _write_alone(jobs, worker_id, outcomes[ended.job], now, ended):
+            written.append(alone)
     return written
 
 
-def _statuses_written(
-    jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[AbstractJob, Mapping[str, Any]], count: int
-) -> Counter[str]:
-    """The statuses the UPDATE that wrote ``count`` of ``outcomes`` gave, by how many jobs
-    got each. When the fence left some out (jobs rescued or claimed again meanwhile, which
-    is rare), the rows are read back: a row is ours when it holds the status, the worker,
-    the attempt and the last error class we wrote (a rescue writes ``WorkerLost``'s)."""
-    if count == len(outcomes):
-        return Counter(outcome["status"] for outcome in outcomes.values())
+def _fenced(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[AbstractJob, Mapping[str, Any]]) -> set[int]:
+    """The ids of the jobs of ``outcomes`` that the fence kept an UPDATE that wrote fewer
+    than all of them from (jobs rescued or claimed again meanwhile, which is rare): the
+    rows are read back, and a row is ours when it holds the status, the worker, the
+    attempt and the last error class we wrote (a rescue writes ``WorkerLost``'s)."""
     ours = {
         job.pk: (outcome["status"], worker_id, job.attempts, outcome.get("last_error_class", job.last_error_class))
         for job, outcome in outcomes.items()
     }
     rows = jobs.filter(PrimaryKeyIn(ours)).values_list("pk", "status", "worker", "attempts", "last_error_class")
-    return Counter(status for pk, status, *rest in rows if ours[pk] == (status, *rest))
+    return set(ours) - {pk for pk, *row in rows if ours[pk] == tuple(row)}
 
 
-def _delete_successes(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: dict[AbstractJob, dict[str, Any]]) -> int:
+def _delete_successes(
+    jobs: QuerySet[AbstractJob], worker_id: str, outcomes: dict[AbstractJob, dict[str, Any]]
+) -> set[int]:
     """With ``SQLQUEUE_RETENTION["SUCCESSFUL"]`` 0: delete the held jobs that succeeded,
-    in one DELETE fenced like the UPDATE, and take them out of ``outcomes``. Nothing of
-    theirs is stored, so the database has nothing to refuse."""
+    in one DELETE fenced like the UPDATE, and take them out of ``outcomes``; the ids of
+    those the fence kept out (their rows are still there). Nothing of theirs is stored,
+    so the database has nothing to refuse."""
     successes = [job for job, outcome in outcomes.items() if outcome["status"] == SUCCEED.target]
     for job in successes:
         del outcomes[job]
     if not successes:
-        return 0
+        return set()
     held = still_held(jobs, worker_id, successes)
     deleted, _ = retry_transient(jobs.db, held.delete, atomic=connections[jobs.db].in_atomic_block)
-    return deleted
+    if deleted == len(successes):
+        return set()
+    return set(jobs.filter(PrimaryKeyIn(job.pk for job in successes)).values_list("pk", flat=True))
 
 
 def _write(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[AbstractJob, Mapping[str, Any]]) -> int:
@@ -320,14 +352,15 @@ outcome_updates = PerConnection(_OutcomeUpdate)
 
 
 def _write_alone(
-    jobs: QuerySet[AbstractJob], worker_id: str, job: AbstractJob, outcome: Mapping[str, Any], now: Any
-) -> Counter[str]:
-    """Write one job's outcome; if the database refuses it, a failed attempt saying so
-    instead; if it refuses that too (the job's earlier errors are as much as a row can
-    take), the job ``FAILED`` with its errors as they were, and the refusal logged. The
-    status written (nothing when the fence left the job out)."""
+    jobs: QuerySet[AbstractJob], worker_id: str, outcome: Mapping[str, Any], now: Any, meant: Ended
+) -> Ended | None:
+    """Write one job's ``outcome`` (``meant``); if the database refuses it, a failed attempt
+    saying so instead; if it refuses that too (the job's earlier errors are as much as a
+    row can take), the job ``FAILED`` with its errors as they were, and the refusal
+    logged. What was written (None when the fence left the job out)."""
+    job = meant.job
     try:
-        return Counter({outcome["status"]: _write(jobs, worker_id, {job: outcome})})
+        return meant if _write(jobs, worker_id, {job: outcome}) else None
     except DatabaseError as error:
         if not _refused(jobs.db, error):
             raise
@@ -337,16 +370,17 @@ def _write_alone(
             raised = outcome["errors"][-1]["exception_class_path"]
             what = f"{job.task} raised {raised}, but the database refused to store that error"
         refusal = InvalidJobError(f"{what}: {error}")
-    instead = after_failure(job, decide(job, refusal, worker_id), now)
+    failure = decide(job, refusal, worker_id)
     try:
-        return Counter({instead["status"]: _write(jobs, worker_id, {job: instead})})
+        written = _write(jobs, worker_id, {job: after_failure(job, failure, now)})
+        return Ended(job, failure.transition, error=refusal) if written else None
     except DatabaseError as error:
         if not _refused(jobs.db, error):
             raise
         logger.error("Job %s: %s, and the error saying so (%s); it is FAILED", job.pk, refusal, error)
     # FAIL's columns but its error, which is what the database refused.
     failed = {"status": FAIL.target, "finished_at": now}
-    return Counter({failed["status"]: _write(jobs, worker_id, {job: failed})})
+    return Ended(job, FAIL, error=refusal) if _write(jobs, worker_id, {job: failed}) else None
 
 
 def _refused(using: str, error: DatabaseError) -> bool:

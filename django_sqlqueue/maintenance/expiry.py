@@ -37,7 +37,7 @@ class ExpiryService(Service):
     def run(self, now: float) -> float:
         batch = expiry.BATCH_SIZE
         try:
-            ended = expiry.expire(Job.objects.on_queue_db(), batch_size=batch, max_chunks=EXPIRE_CHUNKS)
+            ended = Job.objects.expire(max_chunks=EXPIRE_CHUNKS)
         except Error as error:
             logger.warning("Expiring jobs failed (%s); trying again in %g s", error, self.interval)
             return self.interval

@@ -95,8 +95,10 @@ class Transition:
     #: Who makes it.
     by: str
     #: For a transition that ends an attempt: its one-word outcome, as the runner logs
-    #: it, ``job_finished`` sends it, the metrics label it and ``run_jobs`` counts it;
-    #: for ``expire``, as the expiry sweep logs it and the stats count it.
+    #: it, ``job_finished`` sends it, the metrics label it and ``run_jobs`` counts it.
+    #: Each outcome has its signal (``signals.job_ended``), which every transition
+    #: with that outcome sends once written: a ready job cancelled is ``cancelled`` too,
+    #: and ``expire`` (no attempt) sends ``expired`` from the expiry sweep.
     outcome: str = ""
 
     @property
@@ -222,6 +224,7 @@ CANCEL = _transition(
     (),
     ("status", "finished_at"),
     "Job.objects.cancel, the admin's Cancel",
+    outcome="cancelled",
 )
 EXPIRE = _transition(
     "expire",
@@ -301,15 +304,9 @@ RESCUE = (*AFTER_FAILURE, *AFTER_RELEASE)
 ATTEMPT_ENDINGS: dict[JobStatus, Transition] = {
     transition.target: transition for transition in (SUCCEED, *AFTER_FAILURE) if transition.target is not None
 }
-#: The one-word outcomes of an attempt, in ``run_jobs``' order: those of the transitions
-#: out of ``RUNNING`` (``expired`` ends a job that never started, with no attempt).
-OUTCOMES = tuple(
-    dict.fromkeys(
-        transition.outcome
-        for transition in TRANSITIONS.values()
-        if transition.outcome and _RUNNING in transition.sources
-    )
-)
+#: The one-word outcomes, in ``run_jobs``' order: of an attempt, and ``expired`` (a job
+#: ended before any attempt).
+OUTCOMES = tuple(dict.fromkeys(transition.outcome for transition in TRANSITIONS.values() if transition.outcome))
 
 
 def chosen(transitions: Collection[Transition], facts: Collection[Condition]) -> Transition:

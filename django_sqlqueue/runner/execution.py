@@ -13,7 +13,6 @@ from typing import Any, NamedTuple, Protocol, cast
 
 from asgiref.sync import async_to_sync, iscoroutinefunction
 from django.db import DatabaseError, connections
-from django.dispatch import Signal
 
 from django_sqlqueue import current, signals
 from django_sqlqueue.db.finishing import Failure, decide, error_message
@@ -39,18 +38,20 @@ class JobOutcome(NamedTuple):
     failure: Failure | None = None
 
 
-def attempt(job: Job, worker_id: str) -> JobOutcome:
+def attempt(job: Job, worker_id: str, through: Through | None = None) -> JobOutcome:
     """Run ``job`` in ``worker_id`` with ``job_started`` and ``job_finished`` sent around
     it, ``current_job()`` giving its handle meanwhile, and logs the attempt (at the level
     of :data:`LOG_LEVELS`, with the fields of :func:`job_fields` as the record's extras).
+    ``through`` is the worker's middleware chain (``runner.middleware``), if any.
     Whatever the task raises is its outcome, never the worker's: its failure is decided
     here, once (:func:`~django_sqlqueue.db.finishing.decide`), for the finisher to write."""
     with current.JobHandle(job, worker_id):
-        send(signals.job_started, Job, job, job=job)
+        signals.send(signals.job_started, Job, job, job=job)
         began = time.perf_counter()
         decided: list[Failure] = []
         try:
-            outcome = JobOutcome(job, result=run(job, worker_id, decided=decided))
+            value = run(job, worker_id, decided=decided) if through is None else through(job, decided)
+            outcome = JobOutcome(job, result=value)
         except Exception as error:
             # A Django task's failure was decided as its signal was sent: not twice.
             failure = decided[0] if decided and decided[0].error is error else decide(job, error, worker_id)
@@ -70,7 +71,7 @@ def attempt(job: Job, worker_id: str) -> JobOutcome:
                 "" if outcome.error is None else f": {type(outcome.error).__name__}: {error_message(outcome.error)}",
                 extra=job_fields(job, result, duration),
             )
-        send(
+        signals.send(
             signals.job_finished,
             Job,
             job,
@@ -171,6 +172,13 @@ def _close_left_open() -> list[str]:
     return closed
 
 
+class Through(Protocol):
+    """The middleware chain a worker builds once (``runner.middleware.Chain``): it runs
+    a job through :func:`run`, a failure a Django task decided appended to ``decided``."""
+
+    def __call__(self, job: Job, decided: list[Failure]) -> Any: ...
+
+
 class TaskBackend(Protocol):
     """What the runner asks of a Django task's backend (``SQLQueueBackend``, which
     registered the task): to run the task of a claimed job, with Django's task signals
@@ -180,12 +188,3 @@ class TaskBackend(Protocol):
     def run_job(self, task: Any, job: Job, worker_id: str, decided: list[Failure]) -> Any:
         """The task's return value, as :func:`run` returns it; a failure it decides (to
         tell ``task_finished``) is appended to ``decided``."""
-
-
-def send(signal: Signal, sender: type[Any], about: object, **named: Any) -> None:
-    """Send a signal around a job; a receiver's exception is logged, naming ``about``
-    (made a string only then), and changes nothing about the job, whose outcome is the
-    task's alone."""
-    for receiver, response in signal.send_robust(sender, **named):
-        if isinstance(response, Exception):
-            logger.error("Receiver %r of %s raised", receiver, about, exc_info=response)

@@ -30,6 +30,7 @@ from django_sqlqueue.rules.registry import autodiscover
 from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.execution import JobOutcome, attempt
 from django_sqlqueue.runner.memory import resident_mib
+from django_sqlqueue.runner.middleware import chain
 from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.wakeup import Waiter
 
@@ -106,6 +107,8 @@ class WorkerProcess:
         #: within half a lease of it, nobody can have rescued its jobs.
         self.beat_at = time.monotonic()
         self.lease_half = conf.SQLQUEUE_LEASE / 2
+        #: ``SQLQUEUE_MIDDLEWARE`` around every attempt, built once, before the process is ready.
+        self.through = chain(config.name)
 
     def run(self) -> None:
         autodiscover()
@@ -276,7 +279,7 @@ class WorkerProcess:
         self.started.start(pk, job.timeout)
         self.running[pk] = job
         try:
-            return attempt(job, self.config.name)
+            return attempt(job, self.config.name, self.through)
         finally:
             self.started.ran(pk)
             del self.running[pk]

@@ -332,3 +332,12 @@ def one_at_a_time() -> None:
 @job(rate_limit="test-rate")
 def paced() -> None:
     """Starts no faster than ``SQLQUEUE_RATE_LIMITS["test-rate"]`` allows."""
+
+
+@job(max_attempts=3)
+def fail_once(token: str) -> str:
+    """Raises on its first run, after writing the token's receipt; returns the token after."""
+    if Receipt.objects.filter(token=token).exists():
+        return token
+    Receipt.objects.create(token=token)
+    raise RuntimeError(f"{token}: first run")

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import CommandError, CommandParser
 from django.db import models
 
@@ -119,6 +120,11 @@ class Command(QueueCommand):
             raise CommandError(
                 f"{error}. No worker could run its tasks: fix it, then start runworkers again."
             ) from error
+        try:
+            # Here too: every worker process would die at start-up on it, and be started again.
+            conf.SQLQUEUE_MIDDLEWARE  # noqa: B018  # read to import each one
+        except ImproperlyConfigured as error:
+            raise CommandError(f"{error} No worker could start: fix it, then start runworkers again.") from error
         batch_size = batch_size or conf.SQLQUEUE_BATCH_SIZE
         if threads > batch_size:
             # A process runs one batch at a time, and its started-jobs slots hold one batch.

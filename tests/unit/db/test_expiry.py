@@ -38,8 +38,7 @@ def claimed() -> list[int]:
 def test_the_state_machine_has_expire_with_its_own_outcome() -> None:
     assert Condition.NOT_EXPIRED in CLAIM.guard
     assert (EXPIRE.sources, EXPIRE.status, EXPIRE.outcome) == ((JobStatus.READY,), JobStatus.CANCELLED, "expired")
-    # Not an attempt's outcome: run_jobs and job_finished count attempts.
-    assert "expired" not in OUTCOMES
+    assert "expired" in OUTCOMES  # its signal: signals.job_expired
 
 
 def test_expires_in_is_counted_from_the_databases_now() -> None:
@@ -196,3 +195,35 @@ def test_a_bad_task_expiry_is_refused_at_registration() -> None:
 
         @job(name="tests.expires_badly", expires_in=-1)
         def expires_badly() -> None: ...
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_expired_job_sends_its_signal_once() -> None:
+    from django_sqlqueue import signals
+
+    made = [Job.objects.enqueue(record, [str(n)], expires_in=60) for n in range(3)]
+    for each in made:
+        past(each)
+    heard: list[tuple[int, str, str]] = []
+
+    def receiver(sender: type[Job], *, job: Job, transition: Any, **kwargs: Any) -> None:
+        heard.append((job.pk, job.status, job.end_reason))
+
+    signals.job_expired.connect(receiver)
+    try:
+        assert Job.objects.expire() == 3
+        assert Job.objects.expire() == 0
+    finally:
+        signals.job_expired.disconnect(receiver)
+    assert sorted(heard) == sorted((each.pk, JobStatus.CANCELLED, "expired") for each in made)
+
+
+def test_run_jobs_ends_expired_jobs_and_runs_the_others() -> None:
+    from django_sqlqueue.testing import run_jobs
+
+    expired = Job.objects.enqueue(record, ["old"], expires_in=60)
+    past(expired)
+    Job.objects.enqueue(record, ["new"], expires_in=60)
+    ran = run_jobs()
+    assert (ran.succeeded, ran.expired) == (1, 1)
+    assert Job.objects.get(pk=expired.pk).end_reason == "expired"

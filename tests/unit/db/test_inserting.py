@@ -11,15 +11,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, connection, connections, transaction
 from django.db.models import Index
+from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
+from django_sqlqueue import checks
 from django_sqlqueue.db import inserting
 from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.rules.validation import MAX_DELAY
 from tests.support.hostile import HOLDS_NUL, HOLDS_SURROGATE, PAST_64_BITS, TOO_DEEP, holding_itself, nested
+from tests.support.middleware import NOTED
 from tests.support.spies import counting
 from tests.testapp.tasks import noop, report, send_welcome
 
@@ -695,3 +699,29 @@ def test_enqueues_on_one_connection_compile_their_statement_once(monkeypatch: py
     assert len(made) == 1
     assert len({job.pk for job in jobs}) == 6
     assert Job.objects.count() == 9
+
+
+@override_settings(SQLQUEUE_ENQUEUE_HOOKS=["tests.support.middleware.urgent"])
+def test_the_enqueue_hooks_see_each_job_before_it_is_checked_and_written() -> None:
+    NOTED.clear()
+    one = Job.objects.enqueue(noop, kwargs={"urgent": True})
+    many = Job.objects.enqueue_many([Job.objects.build(noop), Job.objects.build(noop, kwargs={"urgent": True})])
+    assert [job.priority for job in Job.objects.filter(pk__in=[one.pk, *[job.pk for job in many]]).order_by("pk")] == [
+        9,
+        0,
+        9,
+    ]
+    assert NOTED == ["hook tests.testapp.tasks.noop saved False"] * 3
+    # What a hook set is checked as the caller's own.
+    with pytest.raises(InvalidJobError, match="priority"):
+        Job.objects.enqueue(noop, kwargs={"urgent": 10**9})
+    NOTED.clear()
+
+
+@override_settings(SQLQUEUE_ENQUEUE_HOOKS=["tests.support.nowhere.hook"])
+def test_an_enqueue_hook_that_cannot_be_imported_is_a_system_check_error() -> None:
+    (error,) = [error for error in checks.check_settings() if error.id == "sqlqueue.E040"]
+    assert error.msg.startswith("SQLQUEUE_ENQUEUE_HOOKS: cannot import 'tests.support.nowhere.hook': ")
+    with pytest.raises(ImproperlyConfigured, match="SQLQUEUE_ENQUEUE_HOOKS: cannot import"):
+        Job.objects.enqueue(noop)
+    assert not Job.objects.exists()

@@ -175,7 +175,7 @@ def test_a_failing_receiver_changes_nothing(caplog: pytest.LogCaptureFixture) ->
         assert execution.run(claim_one(), "worker-1") == 2
     finally:
         task_finished.disconnect(broken)
-    (logged,) = [record for record in caplog.records if record.name == "django_sqlqueue.runner.execution"]
+    (logged,) = [record for record in caplog.records if record.name == "django_sqlqueue.signals"]
     assert logged.getMessage().endswith("of tests.djtasks.tasks.add raised")
 
 

@@ -123,7 +123,7 @@ def test_a_receiver_that_raises_changes_nothing(process: WorkerProcess, caplog: 
     try:
         job = claim_one(add, 4, 4)
         assert process.run_job(job) == JobOutcome(job, result=8)
-        logged = [record for record in caplog.records if record.name == "django_sqlqueue.runner.execution"]
+        logged = [record for record in caplog.records if record.name == "django_sqlqueue.signals"]
         raised = [record for record in logged if record.getMessage().startswith("Receiver")]
         assert [record.getMessage().endswith(f" of {job} raised") for record in raised] == [True, True]
         assert [str(record.exc_info[1]) for record in raised if record.exc_info] == ["a bug in a hook"] * 2

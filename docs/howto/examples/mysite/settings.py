@@ -53,6 +53,13 @@ SQLQUEUE_RATE_LIMITS = {
 }
 # [/rate-limits]
 
+# [middleware]
+SQLQUEUE_MIDDLEWARE = [
+    "shop.middleware.timed",  # the outermost
+    "shop.middleware.retry_timeouts_once",
+]
+# [/middleware]
+
 # [json-logging]
 LOGGING = {
     "version": 1,

@@ -20,3 +20,10 @@ def log_slow_job(
         logger.warning(
             "Job %s (%s) %s after %.1f s", job.pk, job.task, outcome, duration
         )
+
+
+def alert_on_failure(
+    sender: Any, *, job: Job, error: Exception, **kwargs: Any
+) -> None:
+    """Sent once a job failed for good, after its FAILED status is committed."""
+    logger.error("Job %s (%s) failed for good: %r", job.pk, job.task, error)

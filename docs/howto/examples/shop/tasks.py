@@ -77,3 +77,18 @@ def ping() -> None:
 @job
 def sync_stock() -> None:
     synced.append(0)
+
+
+#: How many times each job of ``fetch_rates`` ran, by job id.
+fetched: dict[int, int] = {}
+
+
+@job(max_attempts=1)
+def fetch_rates(timeouts: int = 0) -> dict[str, float]:
+    """Times out on its first ``timeouts`` runs."""
+    handle = current_job()
+    assert handle is not None
+    fetched[handle.id] = runs = fetched.get(handle.id, 0) + 1
+    if runs <= timeouts:
+        raise TimeoutError("the rates service did not answer")
+    return {"EUR": 1.0}

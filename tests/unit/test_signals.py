@@ -1,0 +1,167 @@
+"""The job signals (``signals.py``): one per outcome of the state machine, each sent once
+per job after the commit that wrote it, none for what the fence kept out or a rollback
+undid, and a receiver that raises changes nothing."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from django.db import transaction
+from django.test import override_settings
+
+from django_sqlqueue import signals, testing
+from django_sqlqueue.exceptions import WorkerLost
+from django_sqlqueue.maintenance.rescue import rescue_worker
+from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.rules.lifecycle import CANCEL, FAIL, OUTCOMES, RETRY, SUCCEED, SUCCEED_UNKEPT
+from tests.testapp.tasks import add, fail_once, sync_order
+
+Received = list[tuple[str, int, str, Any, Any]]
+
+
+@pytest.fixture
+def received() -> Iterator[Received]:
+    """Every job signal but job_started and job_finished, as (name, job id, status written,
+    transition name, result or error), in order."""
+    got: Received = []
+
+    def receiver(name: str) -> Callable[..., None]:
+        def receive(sender: type[Job], *, job: Job, **named: Any) -> None:
+            assert sender is Job
+            transition = named.get("transition")
+            error = named.get("error")
+            got.append(
+                (
+                    name,
+                    job.pk,
+                    job.status,
+                    transition and transition.name,
+                    named.get("result") if error is None else type(error).__name__,
+                )
+            )
+
+        return receive
+
+    connected = {"enqueued": signals.job_enqueued, **signals.job_ended}
+    receivers = {name: receiver(name) for name in connected}
+    for name, signal in connected.items():
+        signal.connect(receivers[name])
+    yield got
+    for name, signal in connected.items():
+        signal.disconnect(receivers[name])
+
+
+def test_every_outcome_of_the_state_machine_has_its_signal() -> None:
+    assert list(signals.job_ended) == list(OUTCOMES)
+    for outcome in OUTCOMES:
+        assert getattr(signals, f"job_{outcome}") is signals.job_ended[outcome]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueued_is_sent_once_the_job_commits_and_never_for_a_rollback(received: Received) -> None:
+    with transaction.atomic():
+        job = Job.objects.enqueue(add, [1, 2])
+        assert received == []
+    assert received == [("enqueued", job.pk, JobStatus.READY, None, None)]
+
+    with transaction.atomic():
+        Job.objects.enqueue(add, [3, 4])
+        transaction.set_rollback(True)
+    many = Job.objects.enqueue_many([Job.objects.build(add, [5, 6]), Job.objects.build(add, [7, 8])])
+    assert received[1:] == [("enqueued", made.pk, JobStatus.READY, None, None) for made in many]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_a_unique_key_kept_out_is_not_enqueued_again(received: Received) -> None:
+    first = Job.objects.enqueue(sync_order, [7])
+    again = Job.objects.enqueue(sync_order, [7])
+    assert (again.pk, again.created) == (first.pk, False)
+    assert received == [("enqueued", first.pk, JobStatus.READY, None, None)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retried_then_successful_job_sends_each_signal_once(received: Received) -> None:
+    job = Job.objects.enqueue(fail_once, ["once"])
+    assert testing.run_jobs(scheduled=True) == testing.Ran(succeeded=1, retried=1)
+    assert received == [
+        ("enqueued", job.pk, JobStatus.READY, None, None),
+        ("retried", job.pk, JobStatus.READY, RETRY.name, "RuntimeError"),
+        ("succeeded", job.pk, JobStatus.SUCCESSFUL, SUCCEED.name, "once"),
+    ]
+
+
+@pytest.mark.django_db
+def test_outcomes_are_sent_after_the_commit_that_wrote_them(
+    received: Received, django_capture_on_commit_callbacks: Any
+) -> None:
+    Job.objects.enqueue(add, [1, 2], max_attempts=1)
+    received.clear()  # its enqueue waits for the test's transaction, which never commits
+    (job,) = Job.objects.claim(worker_id="worker-1")
+    with django_capture_on_commit_callbacks() as callbacks:
+        Job.objects.finish(worker_id="worker-1", failed={job: ValueError("boom")})
+    assert received == []
+    for callback in callbacks:
+        callback()
+    assert received == [("failed", job.pk, JobStatus.FAILED, FAIL.name, "ValueError")]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("kept", [None, 0])
+def test_an_outcome_the_fence_kept_out_sends_nothing(received: Received, kept: int | None) -> None:
+    """Of two jobs of a batch, the one rescued from its worker and claimed by another
+    meanwhile sends nothing when its first worker writes its outcome; the other does
+    (also when the success deletes it)."""
+    kept_job, lost_job = Job.objects.enqueue(add, [1, 2]), Job.objects.enqueue(add, [3, 4])
+    first, lost = Job.objects.claim(worker_id="worker-1", limit=2)
+    Job.objects.filter(pk=lost.pk).update(worker="worker-2")  # as a rescue then a claim would leave it
+    received.clear()
+    with override_settings(SQLQUEUE_RETENTION={"SUCCESSFUL": kept}):
+        assert Job.objects.finish(worker_id="worker-1", succeeded={first: 3, lost: 7}) == 1
+    transition = SUCCEED if kept is None else SUCCEED_UNKEPT
+    assert received == [("succeeded", kept_job.pk, JobStatus.SUCCESSFUL, transition.name, 3)]
+    assert lost_job.pk != kept_job.pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rescue_sends_the_outcome_it_wrote(received: Received) -> None:
+    job = Job.objects.enqueue(add, [1, 2])
+    Job.objects.claim(worker_id="dead-worker")
+    received.clear()
+    rescue_worker("dead-worker", WorkerLost("gone"))
+    assert received == [("retried", job.pk, JobStatus.READY, RETRY.name, "WorkerLost")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_receiver_that_raises_changes_nothing(received: Received, caplog: pytest.LogCaptureFixture) -> None:
+    def broken(**named: Any) -> None:
+        raise ValueError("a receiver's bug")
+
+    signals.job_succeeded.connect(broken)
+    signals.job_enqueued.connect(broken)
+    try:
+        job = Job.objects.enqueue(add, [1, 2])
+        assert testing.run_jobs() == testing.Ran(succeeded=1)
+    finally:
+        signals.job_succeeded.disconnect(broken)
+        signals.job_enqueued.disconnect(broken)
+    job.refresh_from_db()
+    assert (job.status, job.result) == (JobStatus.SUCCESSFUL, 3)
+    # The other receivers got theirs; each failure is logged with its traceback.
+    assert [name for name, *_ in received] == ["enqueued", "succeeded"]
+    logged = [record for record in caplog.records if record.name == "django_sqlqueue.signals"]
+    assert [(record.levelno, str(record.exc_info and record.exc_info[1])) for record in logged] == [
+        (logging.ERROR, "a receiver's bug")
+    ] * 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_ready_job_cancelled_sends_cancelled_once_and_a_running_one_nothing_yet(received: Received) -> None:
+    ready, running = Job.objects.enqueue(add, [1, 2]), Job.objects.enqueue(add, [3, 4], priority=5)
+    Job.objects.claim(worker_id="worker-1", limit=1)  # the higher priority: running
+    received.clear()
+    assert Job.objects.cancel([ready.pk, running.pk]) == (1, 1)
+    assert Job.objects.cancel([ready.pk, running.pk]) == (0, 0)
+    assert received == [("cancelled", ready.pk, JobStatus.CANCELLED, CANCEL.name, None)]
