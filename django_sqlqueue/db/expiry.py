@@ -33,17 +33,18 @@ BATCH_SIZE = 1000
 def expire(
     jobs: QuerySet[AbstractJob],
     *,
-    batch_size: int = BATCH_SIZE,
+    batch_size: int | None = None,
     max_chunks: int | None = None,
     ended: Callable[[list[AbstractJob]], object] | None = None,
 ) -> int:
     """End the expired ready jobs among ``jobs``, ``batch_size`` at a time (each chunk
     one short statement), at most ``max_chunks`` chunks; returns how many this call
-    ended. Stops when a chunk finds fewer than ``batch_size``.
+    ended. Stops when a chunk finds fewer than ``batch_size`` (default :data:`BATCH_SIZE`).
 
     With ``ended``, each chunk instead locks its rows (skipping those a claimer holds),
     ends them and calls ``ended`` with them, inside its transaction: exactly the jobs
     this call ended, each once, for their signals."""
+    batch_size = BATCH_SIZE if batch_size is None else batch_size
     total = chunks = 0
     while max_chunks is None or chunks < max_chunks:
         chunks += 1

@@ -3,6 +3,7 @@ services the lease's holder runs, in their order (``maintenance/services.py``)."
 
 from __future__ import annotations
 
+from django_sqlqueue.maintenance.expiry import ExpiryService
 from django_sqlqueue.maintenance.pruning import PruningService
 from django_sqlqueue.maintenance.rescue import Rescued, RescueService
 from django_sqlqueue.maintenance.rollups import RollupsService
@@ -44,10 +45,12 @@ def test_due_now_brings_the_next_turn_forward() -> None:
     assert service.turns == [100.0, 101.0]
 
 
-def test_the_holder_runs_rescue_schedules_rollups_then_pruning() -> None:
+def test_the_holder_runs_rescue_expiry_schedules_rollups_then_pruning() -> None:
     heard: list[Rescued] = []
     services = maintenance_services(heard.append)
-    assert [type(service) for service in services] == [RescueService, SchedulesService, RollupsService, PruningService]
-    assert [service.name for service in services] == ["rescue", "schedules", "rollups", "pruning"]
+    assert [type(service) for service in services] == [
+        *(RescueService, ExpiryService, SchedulesService, RollupsService, PruningService)
+    ]
+    assert [service.name for service in services] == ["rescue", "expiry", "schedules", "rollups", "pruning"]
     assert isinstance(services[0], RescueService)
     assert services[0].counted == heard.append
