@@ -13,7 +13,7 @@ import django_sqlqueue.db.tagging
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_sqlqueue", "0020_unique_key_help_text"),
+        ("django_sqlqueue", "0021_schedules_in_the_admin"),
     ]
 
     operations = [

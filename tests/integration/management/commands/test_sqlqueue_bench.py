@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ def test_the_benchmark_runs_and_cleans_up(monkeypatch: pytest.MonkeyPatch) -> No
     assert figures["drain_with_backlog"]["backlog"] == 30
     assert (figures["drain_with_keys"]["keys"], figures["drain_with_keys"]["key_limit"]) == (3, 2)
     assert 0 <= figures["latency_ms"]["p50"] <= figures["latency_ms"]["p95"] <= figures["latency_ms"]["p99"]
+    assert figures["latency_ms"]["enqueue_p50"] > 0
     assert list(Job.objects.values_list("pk", flat=True)) == [kept.pk]  # only the bench's own jobs are gone
 
 
@@ -77,6 +79,7 @@ def test_the_table_shows_each_figure_against_its_ceiling(monkeypatch: pytest.Mon
         assert shown_share_fits(of_ours, app, ours), line
         assert shown_share_fits(of_minimal, app, minimal), line
     assert lines[7].startswith("latency, enqueue commit to start: p50 ")
+    assert re.search(r"\(from its INSERT; the enqueue, commit included, took p50 \d+\.\d ms\)$", lines[7])
 
 
 @pytest.mark.slow
