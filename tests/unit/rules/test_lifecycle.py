@@ -117,7 +117,7 @@ def test_each_ending_of_an_attempt_has_its_own_status_and_one_word_outcome() -> 
         JobStatus.FAILED: "fail",
         JobStatus.CANCELLED: "stop",
     }
-    assert OUTCOMES == ("succeeded", "retried", "failed", "cancelled")
+    assert OUTCOMES == ("succeeded", "retried", "failed", "cancelled", "expired")
     assert all(" " not in outcome for outcome in OUTCOMES)
     # run_jobs() counts its attempts by the same words.
     assert Ran._fields == OUTCOMES
