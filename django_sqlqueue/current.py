@@ -10,13 +10,14 @@ import datetime
 import logging
 import math
 import time
+from collections.abc import Mapping
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from django.db import DatabaseError, transaction
 
 from django_sqlqueue.exceptions import JobCancelled, Snooze
-from django_sqlqueue.rules.validation import json_problem
+from django_sqlqueue.rules.validation import json_problem, meta_problem
 
 if TYPE_CHECKING:
     from django_sqlqueue.models import Job
@@ -141,6 +142,38 @@ class JobHandle:
         except DatabaseError as error:
             logger.warning("Progress of job %s not recorded: %s", self.id, error)
             return False
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The job's ``meta`` as this attempt knows it: as enqueued, with what
+        :meth:`add_meta` wrote. A copy: change it through :meth:`add_meta`."""
+        return dict(self.job.meta or {})
+
+    def add_meta(self, values: Mapping[str, Any]) -> bool:
+        """Add ``values`` to the job's ``meta`` (shown on its admin page), replacing the
+        keys it already has, in one write fenced like every write of a worker: only while
+        this worker still holds this attempt (the old owner of a rescued job writes
+        nothing). Whether it was written.
+
+        Raises ``ValueError`` for what the database would not store as itself, checked
+        as a job's arguments are, and what the database raised when the write failed:
+        unlike progress, meta is data the task meant to keep. The write is its own
+        savepoint inside a transaction of the task's."""
+        if not isinstance(values, Mapping):
+            raise ValueError(f"values must be a mapping, not {type(values).__name__}.")
+        meta = {**(self.job.meta or {}), **values}
+        if problem := meta_problem(meta):
+            raise ValueError(f"{problem}.")
+        # Imported here: this module is imported with the package, before the models can be.
+        from django_sqlqueue.db.finishing import still_held
+        from django_sqlqueue.models import Job
+
+        held = still_held(Job.objects.on_queue_db(), self.worker_id, [self.job])
+        with transaction.atomic(using=held.db):
+            written = bool(held.update(meta=meta))
+        if written:
+            self.job.meta = meta
+        return written
 
     def __repr__(self) -> str:
         return f"<JobHandle #{self.id} {self.task} attempt {self.attempt}>"

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 from django.dispatch import Signal
 
-from django_sqlqueue.rules.lifecycle import FAIL, OUTCOMES, RETRY, SNOOZE, STOP, SUCCEED
+from django_sqlqueue.rules.lifecycle import EXPIRE, FAIL, OUTCOMES, RETRY, SNOOZE, STOP, SUCCEED
 
 if TYPE_CHECKING:
     from django_sqlqueue.db.finishing import Ended
@@ -65,6 +65,10 @@ job_failed = job_ended[FAIL.outcome]
 job_cancelled = job_ended[STOP.outcome]
 #: ``job_ended["snoozed"]``: its task raised ``Snooze``; the job is ``READY`` for later, its attempt not counted.
 job_snoozed = job_ended[SNOOZE.outcome]
+#: ``job_ended["expired"]``: the job was not started by its ``expires_at`` and is
+#: ``CANCELLED`` (``end_reason`` "expired"), by ``Job.objects.expire``, which the
+#: maintenance leader runs; sent once per job, from the process that ended it.
+job_expired = job_ended[EXPIRE.outcome]
 
 
 def send(signal: Signal, sender: type[Any], about: object, **named: Any) -> None:

@@ -57,6 +57,9 @@ class Ran(NamedTuple):
     cancelled: int = 0
     #: Snoozed (``raise Snooze``): back to ``READY`` after its delay, its attempt not counted.
     snoozed: int = 0
+    #: Never started: its ``expires_at`` had come, and ``run_jobs`` ended it ``CANCELLED``
+    #: as the maintenance leader would (``Job.objects.expire``).
+    expired: int = 0
 
 
 def enqueued(
@@ -129,7 +132,8 @@ def run_jobs(
     Due jobs that a rate limit (or a concurrency key held by jobs running elsewhere)
     keeps back are waited for, as ``runworkers --burst`` does, for ``held_back`` seconds
     at most: past that it raises ``AssertionError`` saying how many are left.
-    Returns the attempts by outcome. Raises ``AssertionError`` past
+    Jobs past their ``expires_at`` are never started: they end ``CANCELLED`` (expired),
+    counted in ``expired``. Returns the attempts by outcome. Raises ``AssertionError`` past
     ``MAX_ATTEMPTS_RUN`` attempts (a job that enqueues itself). ``SQLQUEUE_MIDDLEWARE``
     wraps every attempt, its chain built once per call."""
     queues = None if queues is None else list(queues)
@@ -141,6 +145,7 @@ def run_jobs(
             _make_due(queues)
         batch = Job.objects.claim(worker_id=WORKER_ID, queues=queues, limit=1)
         if not batch:
+            ran = ran._replace(expired=ran.expired + Job.objects.expire(queues))
             due = Job.objects.on_queue_db().ready().in_queues(queues).count()
             if not due:
                 return ran
@@ -154,9 +159,9 @@ def run_jobs(
             continue
         waiting_since = None
         ran = _tally(ran, _finish(attempt(batch[0], WORKER_ID, through)))
-        if sum(ran) >= MAX_ATTEMPTS_RUN:
+        if sum(ran) - ran.expired >= MAX_ATTEMPTS_RUN:
             raise AssertionError(
-                f"run_jobs() ran {sum(ran)} attempts and jobs are still ready: does a job enqueue itself?"
+                f"run_jobs() ran {sum(ran) - ran.expired} attempts and jobs are still ready: does a job enqueue itself?"
             )
 
 

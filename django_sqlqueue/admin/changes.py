@@ -74,6 +74,9 @@ RETRY = Change(
         finished_at=None,
         worker="",
         cancel_requested_at=None,
+        # A person asked for it to run: a deadline it missed no longer holds.
+        expires_at=None,
+        end_reason="",
     ),
     skipped="not failed or cancelled",
     activates=True,

@@ -39,17 +39,19 @@ _R = TypeVar("_R")
 
 #: Our job options a task or the backend's ``OPTIONS`` may set; Django's own
 #: ``queue_name`` and ``priority`` are the job's queue and priority.
-JOB_OPTIONS = ("max_attempts", "timeout")
+JOB_OPTIONS = ("max_attempts", "timeout", "expires_in")
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class SQLQueueTask(Task):  # type: ignore[type-arg]  # generic in the stubs, not at run time
-    """Django's ``Task`` with our retry and timeout options. Where ``@task`` passes extra
-    keyword arguments on (Django 6.1, the backport), ``@task(max_attempts=5, timeout=60)``
+    """Django's ``Task`` with our retry, timeout and expiry options. Where ``@task`` passes extra
+    keyword arguments on (Django 6.1, the backport), ``@task(max_attempts=5, timeout=60, expires_in=300)``
     sets them; ``None`` falls back to the backend's ``OPTIONS``, then to settings."""
 
     max_attempts: int | None = None
     timeout: float | None = None
+    #: Seconds after the enqueue from which the job is never started (see the Expiry guide).
+    expires_in: float | None = None
     #: ``@job``'s ``unique``, ``unique_queue`` and ``unique_until``: the job's ``unique_key`` is derived from
     #: these arguments; when an active job holds it, ``enqueue`` returns that job's result.
     unique: bool | tuple[str, ...] | None = None
@@ -83,7 +85,7 @@ class SQLQueueTask(Task):  # type: ignore[type-arg]  # generic in the stubs, not
 class SQLQueueBackend(BaseTaskBackend):
     """Runs Django tasks on the jobs table.
 
-    ``OPTIONS`` may hold ``max_attempts`` and ``timeout``: the defaults of every task of
+    ``OPTIONS`` may hold ``max_attempts``, ``timeout`` and ``expires_in``: the defaults of every task of
     this backend that does not set its own. Creating the backend reads settings only:
     Django creates it when a task module is imported, which may be before models load."""
 

@@ -19,6 +19,9 @@ from django_sqlqueue.rules.lifecycle import Condition, Transition
 SQL_CONDITIONS: dict[Condition, Callable[[], Q]] = {
     Condition.DUE: lambda: Q(run_at__lte=DatabaseNow()),
     Condition.NOT_DUE: lambda: Q(run_at__gt=DatabaseNow()),
+    # Cheap for a job without a deadline: the claim's rows are read anyway, NULL ends it.
+    Condition.NOT_EXPIRED: lambda: Q(expires_at__isnull=True) | Q(expires_at__gt=DatabaseNow()),
+    Condition.EXPIRED: lambda: Q(expires_at__lte=DatabaseNow()),
     Condition.CANCEL_REQUESTED: lambda: Q(cancel_requested_at__isnull=False),
     Condition.NOT_CANCEL_REQUESTED: lambda: Q(cancel_requested_at__isnull=True),
     Condition.DEPENDENCIES_FINISHED: lambda: Q(waiting_for=0),

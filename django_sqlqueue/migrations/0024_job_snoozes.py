@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_sqlqueue", "0023_workflows"),
+        ("django_sqlqueue", "0023_expiry_tags_meta"),
     ]
 
     operations = [

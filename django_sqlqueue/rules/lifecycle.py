@@ -37,6 +37,11 @@ class JobStatus(models.TextChoices):
     CANCELLED = "CANCELLED", "Cancelled"
 
 
+#: Why a job ended as it did, where its status does not say (``end_reason``): ``expired``,
+#: a job ``CANCELLED`` by its ``expires_at`` before it started (:data:`EXPIRE`).
+EXPIRED = "expired"
+END_REASONS = (EXPIRED,)
+
 #: Jobs still to run or running: what a unique key is held by, what pruning never touches.
 ACTIVE = (JobStatus.WAITING, JobStatus.READY, JobStatus.RUNNING)
 #: Jobs that ended: nothing moves them on but an admin Retry, or their deletion.
@@ -64,6 +69,8 @@ class Condition(enum.Enum):
 
     DUE = "its run_at has come"
     NOT_DUE = "its run_at is still to come"
+    NOT_EXPIRED = "it has no expires_at, or its expires_at is still to come"
+    EXPIRED = "its expires_at has come"
     HELD = "its worker still holds it at the attempt it claimed (the fence)"
     STARTED = "its attempt started"
     UNSTARTED = "its worker gave it back before starting it"
@@ -104,7 +111,8 @@ class Transition:
     #: For a transition that ends an attempt: its one-word outcome, as the runner logs
     #: it, ``job_finished`` sends it, the metrics label it and ``run_jobs`` counts it.
     #: Each outcome has its signal (``signals.job_ended``), which every transition
-    #: with that outcome sends once written: a ready job cancelled is ``cancelled`` too.
+    #: with that outcome sends once written: a ready job cancelled is ``cancelled`` too,
+    #: and ``expire`` (no attempt) sends ``expired`` from the expiry sweep.
     outcome: str = ""
 
     @property
@@ -135,6 +143,7 @@ _RELEASED = ("status", "attempts", "started_at")
 _ENQUEUED = (
     *("status", "queue", "task", "args", "kwargs", "priority", "run_at", "enqueued_at", "max_attempts", "timeout"),
     *("concurrency_key", "concurrency_limit", "unique_key", "unique_until_pruned"),
+    *("expires_at", "meta"),
 )
 
 ENQUEUE = _transition(
@@ -173,7 +182,7 @@ CLAIM = _transition(
     "claim",
     (_READY,),
     _RUNNING,
-    (_C.DUE,),
+    (_C.DUE, _C.NOT_EXPIRED),
     ("status", "worker", "started_at", "attempts"),
     "a worker's claim (its queue not paused, under its concurrency and rate limits)",
 )
@@ -282,13 +291,25 @@ CANCEL = _transition(
     "Job.objects.cancel, the admin's Cancel",
     outcome="cancelled",
 )
+EXPIRE = _transition(
+    "expire",
+    (_READY,),
+    JobStatus.CANCELLED,
+    (_C.EXPIRED,),
+    ("status", "finished_at", "end_reason"),
+    "the maintenance leader's expiry sweep (a job not started by its expires_at is never started)",
+    outcome="expired",
+)
 ADMIN_RETRY = _transition(
     "admin_retry",
     (JobStatus.FAILED, JobStatus.CANCELLED),
     _READY,
     (_C.UNIQUE_KEY_FREE,),
-    ("status", "run_at", "attempts", "snoozes", "started_at", "finished_at", "worker", "cancel_requested_at"),
-    "the admin's Retry (a fresh budget of attempts and snoozes; the earlier errors stay)",
+    (
+        *("status", "run_at", "attempts", "snoozes", "started_at", "finished_at", "worker", "cancel_requested_at"),
+        *("expires_at", "end_reason"),
+    ),
+    "the admin's Retry (a fresh budget of attempts and snoozes, and no deadline; the earlier errors stay)",
 )
 RUN_NOW = _transition(
     "run_now",
@@ -336,6 +357,7 @@ TRANSITIONS: dict[str, Transition] = {
         RELEASE_CANCELLED,
         REQUEST_CANCEL,
         CANCEL,
+        EXPIRE,
         ADMIN_RETRY,
         RUN_NOW,
         DELETE,
@@ -352,7 +374,8 @@ AFTER_SNOOZE = (SNOOZE, SNOOZE_SPENT)
 AFTER_RELEASE = (RELEASE_CANCELLED, RELEASE)
 #: What a rescue may make of a dead worker's jobs: its started ones failed, the others released.
 RESCUE = (*AFTER_FAILURE, *AFTER_RELEASE)
-#: The one-word outcomes of an attempt, in ``run_jobs``' order.
+#: The one-word outcomes, in ``run_jobs``' order: of an attempt, and ``expired`` (a job
+#: ended before any attempt).
 OUTCOMES = tuple(dict.fromkeys(transition.outcome for transition in TRANSITIONS.values() if transition.outcome))
 #: The status each outcome writes (``retried`` and ``snoozed`` both ``READY``).
 OUTCOME_STATUS: dict[str, JobStatus] = {

@@ -79,6 +79,17 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+@job(expires_in=600)
+def expiring(token: str) -> None:
+    """A job no use after ten minutes: records it ran, when it does."""
+    Receipt.objects.create(token=token)
+
+
+@job(tags=("import", "nightly"))
+def import_rows(source: str) -> None:
+    """A task whose every job is tagged."""
+
+
 @job(name="testapp.fail")
 def fail(message: str) -> None:
     """A task that always raises, registered under a name of its own."""

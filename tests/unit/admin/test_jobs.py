@@ -149,6 +149,36 @@ def test_queue_and_task_choices_come_from_the_code_not_the_table(admin_client: C
     assert choices(admin_client.get(CHANGELIST + "?queue=stale"), "queue") == ["All", "default", "mail", "stale"]
 
 
+def test_filter_by_tag_through_the_tags_index(admin_client: Client) -> None:
+    from tests.testapp.tasks import import_rows, record
+
+    tenant = Job.objects.enqueue(record, ["a"], tags=["tenant:42"])
+    imported = Job.objects.enqueue(import_rows, ["s3"])
+    Job.objects.enqueue(record, ["b"])
+    with CaptureQueriesContext(connection) as queries:
+        response = admin_client.get(CHANGELIST + "?tag=tenant:42")
+    assert [job.pk for job in response.context["cl"].result_list] == [tenant.pk]
+    assert not [query for query in queries if "DISTINCT" in query["sql"].upper()]
+    # The tasks' declared tags are offered; any other filters from the query string.
+    assert {"import", "nightly", "tenant:42"} <= set(choices(response, "tag"))
+    assert listed(admin_client, "?tag=nightly") == [imported.pk]
+
+
+def test_the_page_shows_expiry_tags_and_meta(admin_client: Client) -> None:
+    from django_sqlqueue.db import expiry
+    from tests.testapp.tasks import record
+
+    job = Job.objects.enqueue(record, ["x"], tags=["tenant:42"], meta={"note": EVIL}, expires_in=60)
+    Job.objects.filter(pk=job.pk).update(expires_at=timezone.now() - datetime.timedelta(minutes=1))
+    expiry.expire(Job.objects.all())
+    page = admin_client.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+    assert ">Cancelled: expired</span>" in page
+    assert "Expires at (never started from then on)" in page
+    assert '<a href="/admin/django_sqlqueue/job/?tag=tenant%3A42">tenant:42</a>' in page
+    assert "&quot;note&quot;: &quot;&lt;script&gt;alert(1)&lt;/script&gt;&quot;" in page
+    assert ">Cancelled: expired</span>" in admin_client.get(CHANGELIST).content.decode()
+
+
 def choices(response: Any, title: str) -> list[str]:
     changelist = response.context["cl"]
     spec = next(spec for spec in changelist.filter_specs if spec.title == title)

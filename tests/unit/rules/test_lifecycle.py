@@ -137,8 +137,9 @@ def test_each_ending_of_an_attempt_has_one_word_outcome_and_one_status() -> None
         "failed": JobStatus.FAILED,
         "cancelled": JobStatus.CANCELLED,
         "snoozed": JobStatus.READY,
+        "expired": JobStatus.CANCELLED,
     }
-    assert OUTCOMES == ("succeeded", "retried", "failed", "cancelled", "snoozed")
+    assert OUTCOMES == ("succeeded", "retried", "failed", "cancelled", "snoozed", "expired")
     assert all(" " not in outcome for outcome in OUTCOMES)
     # run_jobs() counts its attempts by the same words.
     assert Ran._fields == OUTCOMES

@@ -19,7 +19,7 @@ from tests.support.admin_helpers import make_job
 pytestmark = pytest.mark.django_db
 
 
-DONE_AND_FAILED = ["DONE/1M", "FAILED/1M", "DONE/1H", "FAILED/1H", "PAUSED"]
+DONE_AND_FAILED = ["DONE/1M", "FAILED/1M", "DONE/1H", "FAILED/1H", "EXPIRED/1H", "PAUSED"]
 
 
 def stats(*args: str) -> str:
@@ -44,8 +44,8 @@ def test_the_tables() -> None:
     assert blank == ""
     assert [line.split() for line in lines] == [
         ["QUEUE", "READY", "RUNNING", "SUCCESSFUL", "FAILED", "CANCELLED", "LAG", *DONE_AND_FAILED],
-        ["default", "1", "0", "0", "0", "0", "0:10:30", "0", "0", "0", "0"],
-        ["mail", "0", "0", "0", "1", "0", "-", "1", "1", "1", "1"],
+        ["default", "1", "0", "0", "0", "0", "0:10:30", "0", "0", "0", "0", "0"],
+        ["mail", "0", "0", "0", "1", "0", "-", "1", "1", "1", "1", "0"],
         [],
         ["1", "live", "worker(s);", "candidates", "lost", "to", "other", "workers:", "3"],
         ["NAME", "HOST", "PID", "QUEUES", "SUCCEEDED", "FAILED", "LOST", "HEARTBEAT"],
@@ -55,6 +55,7 @@ def test_the_tables() -> None:
     assert (
         lines[1]
         == "default      1        0           0       0          0  0:10:30        0          0        0          0"
+        + "           0"
     )
 
 
