@@ -6,16 +6,17 @@ Imports no model: the package's top imports it."""
 
 from __future__ import annotations
 
+import datetime
 import logging
 import math
 import time
 from collections.abc import Mapping
 from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from django.db import DatabaseError, transaction
 
-from django_sqlqueue.exceptions import JobCancelled
+from django_sqlqueue.exceptions import JobCancelled, Snooze
 from django_sqlqueue.rules.validation import json_problem, meta_problem
 
 if TYPE_CHECKING:
@@ -69,6 +70,11 @@ class JobHandle:
         return self.job.attempts
 
     @property
+    def snoozes(self) -> int:
+        """How many times this job snoozed before this attempt (:meth:`snooze`)."""
+        return self.job.snoozes
+
+    @property
     def cancel_requested(self) -> bool:
         """Whether someone asked to cancel this job. A worker learns of it within a
         heartbeat (``SQLQUEUE_HEARTBEAT_INTERVAL``); no query is made here."""
@@ -78,6 +84,11 @@ class JobHandle:
         """Raise ``JobCancelled`` once a cancel was requested: the job ends ``CANCELLED``."""
         if self.cancel_requested:
             raise JobCancelled(f"job {self.id} was cancelled while it ran")
+
+    def snooze(self, delay: datetime.timedelta | float) -> NoReturn:
+        """Raise :class:`~django_sqlqueue.exceptions.Snooze`: the job runs again ``delay``
+        (a timedelta or seconds) later by the database's clock, this attempt not counted."""
+        raise Snooze(delay)
 
     def dependency_results(self) -> dict[int, Any]:
         """What each job this one was enqueued ``after`` returned, by its id: None for

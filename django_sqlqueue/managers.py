@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import itertools
 from collections import Counter
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
@@ -90,7 +91,7 @@ class JobQuerySet(models.QuerySet[JobT]):
 
     def ready(self) -> JobQuerySet[JobT]:
         """Jobs waiting to run whose time has come by the database's clock."""
-        return self.filter(allowed(CLAIM))
+        return self.filter(_claimable())
 
     def in_queues(self, queues: Iterable[str] | None) -> JobQuerySet[JobT]:
         """Jobs on any of ``queues``; every job when ``queues`` is None."""
@@ -107,6 +108,13 @@ class JobQuerySet(models.QuerySet[JobT]):
     def in_claim_order(self) -> JobQuerySet[JobT]:
         """Higher priority first, then the earliest due, then the oldest."""
         return self.order_by(*claiming.CLAIM_ORDER)
+
+
+@functools.cache
+def _claimable() -> models.Q:
+    """The rows a claim may move (``allowed(CLAIM)``), made once: a ``Q`` is resolved
+    afresh by each query that uses it, and the claim's never changes."""
+    return allowed(CLAIM)
 
 
 class CancelCount(NamedTuple):
@@ -459,11 +467,10 @@ class JobManager(models.Manager[JobT]):
         *,
         worker_id: str,
         succeeded: Mapping[JobT, Any] | None = None,
-        failed: Mapping[JobT, BaseException | finishing.Failure] | None = None,
+        failed: Mapping[JobT, BaseException] | None = None,
     ) -> int:
         """Record the outcomes of claimed jobs in one statement: ``succeeded`` maps each job
-        to its (JSON) return value, ``failed`` to the exception it raised (or to the
-        ``Failure`` the runner decided of it, from ``django_sqlqueue.db.finishing``).
+        to its (JSON) return value, ``failed`` to the exception it raised.
 
         A failure with attempts left goes back to ``READY`` after a backoff; otherwise it
         is ``FAILED``. A return value or error the database refuses to store fails that
@@ -480,15 +487,30 @@ class JobManager(models.Manager[JobT]):
         *,
         worker_id: str,
         succeeded: Mapping[JobT, Any] | None = None,
-        failed: Mapping[JobT, BaseException | finishing.Failure] | None = None,
+        failed: Mapping[JobT, BaseException] | None = None,
     ) -> Counter[str]:
         """:meth:`finish`, counting the jobs written by the status each was given
-        (``READY`` for a failed attempt that will be retried): what ``runworkers``
-        reports follows what was written, not what was meant to be.
+        (``READY`` for a failed attempt that will be retried, or one that raised
+        ``Snooze``): what was written, not what was meant to be.
 
         Each job written sends its outcome's signal (``signals.job_ended``) once this
         commits: at once, outside a transaction."""
-        jobs, succeeded, failed = self.on_queue_db(), succeeded or {}, failed or {}
+        decided = {job: finishing.decide(job, error, worker_id) for job, error in (failed or {}).items()}
+        ended = self._finish_decided(worker_id=worker_id, succeeded=succeeded or {}, failed=decided)
+        return Counter(outcome.status for outcome in ended)
+
+    def _finish_decided(
+        self,
+        *,
+        worker_id: str,
+        succeeded: Mapping[JobT, Any],
+        failed: Mapping[JobT, finishing.Failure],
+    ) -> list[finishing.Ended]:
+        """:meth:`finish_by_status` for the runner (the worker, the testing helpers, the
+        rescue), which decided each failure (or snooze) as it ran the job: written as
+        decided. What each job written became; each sends its outcome's signal
+        (``signals.job_ended``) once this commits."""
+        jobs = self.on_queue_db()
         awaited = dependencies.awaited(jobs.db, [job.pk for job in itertools.chain(succeeded, failed)])
         if not awaited:  # no link unsettled: a job nothing waits for is finished as ever
             ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
@@ -498,7 +520,7 @@ class JobManager(models.Manager[JobT]):
                 ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
                 dependencies.settle(self.model, jobs.db, awaited, gone_succeeded=[job.pk for job in succeeded])
         signals.send_ended(ended, jobs.db)
-        return Counter(outcome.status for outcome in ended)
+        return ended
 
     def cancel(self, jobs: models.QuerySet[JobT] | Iterable[int]) -> CancelCount:
         """Cancel ``jobs`` (a queryset or ids): a ``READY`` one becomes ``CANCELLED`` at

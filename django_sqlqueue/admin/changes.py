@@ -64,11 +64,12 @@ RETRY = Change(
     done="Retried",
     permission="retry",
     applies=lambda: allowed(lifecycle.ADMIN_RETRY),
-    # A fresh budget of attempts: the errors of the earlier ones stay in ``errors``.
+    # A fresh budget of attempts and snoozes: the errors of the earlier ones stay in ``errors``.
     writes=lambda: written(
         lifecycle.ADMIN_RETRY,
         run_at=DatabaseNow(),
         attempts=0,
+        snoozes=0,
         started_at=None,
         finished_at=None,
         worker="",

@@ -400,7 +400,9 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.display(description="attempts")
     def attempts_of(self, job: Job) -> str:
-        return f"{job.attempts}/{job.max_attempts}"
+        """Its attempts of its most, and its snoozes when it had any (they count no attempt)."""
+        snoozed = f", snoozed {job.snoozes}" if job.snoozes else ""
+        return f"{job.attempts}/{job.max_attempts}{snoozed}"
 
     @admin.display(description="progress")
     def progress_shown(self, job: Job) -> SafeString | str:

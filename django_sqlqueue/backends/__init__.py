@@ -9,6 +9,8 @@ A task result is a job row: ``enqueue`` writes one inside the caller's transacti
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
@@ -59,6 +61,9 @@ class SQLQueueTask(Task):  # type: ignore[type-arg]  # generic in the stubs, not
     #: (see the Workflows guide): set for one enqueue with :meth:`waiting_for`.
     after: tuple[Any, ...] = ()
     after_failure: str | None = None
+    #: ``@job``'s ``max_snoozes``: a job that raises ``Snooze`` more often is ``FAILED``
+    #: (``None``: ``SQLQUEUE_MAX_SNOOZES``).
+    max_snoozes: int | None = None
 
     def waiting_for(self, *results: Any, after_failure: str | None = None) -> SQLQueueTask:
         """A copy of this task whose enqueue waits until the jobs of ``results`` (task
@@ -71,8 +76,10 @@ class SQLQueueTask(Task):  # type: ignore[type-arg]  # generic in the stubs, not
         that a worker finds the task by name and imports nothing a row names."""
         Task.__post_init__(self)  # not super(): a slots dataclass is a new class
         if _unregistered(self):
-            unique = {name: getattr(self, name) for name in ("unique", "unique_queue", "unique_until")}
-            register(self.func, name=self.module_path, django_task=self, **{k: v for k, v in unique.items() if v})
+            own = {name: getattr(self, name) for name in ("unique", "unique_queue", "unique_until", "max_snoozes")}
+            # Left out when unset; max_snoozes=0 is set (a job fails at its first snooze).
+            options = {name: value for name, value in own.items() if value is not None and value is not False}
+            register(self.func, name=self.module_path, django_task=self, **options)
 
 
 class SQLQueueBackend(BaseTaskBackend):
@@ -151,10 +158,15 @@ class SQLQueueBackend(BaseTaskBackend):
         """Run a claimed job of ``task`` in ``worker_id``, with Django's task signals
         around it: what the runner asks of the backend of a Django task
         (``runner.execution.TaskBackend``), so that it never imports this adapter."""
-        # Imported here: it imports the models, which load after this module.
+        return self._run_task(task, job, worker_id, decided, backend=self.alias, sender=type(self))
+
+    @functools.cached_property
+    def _run_task(self) -> Callable[..., Any]:
+        """``backends.running.run_task``, imported on the first job rather than with this
+        module: it imports the models, which load after it."""
         from django_sqlqueue.backends.running import run_task
 
-        return run_task(task, job, worker_id, decided, backend=self.alias, sender=type(self))
+        return run_task
 
 
 def _own_options(task: Task[..., Any]) -> dict[str, Any]:

@@ -43,6 +43,11 @@ class AbstractJob(models.Model):
     run_at = models.DateTimeField(db_default=DatabaseNow(), help_text="Not claimed before this time.")
     attempts = models.PositiveIntegerField(default=0, help_text="Attempts started so far, counted at claim.")
     max_attempts = models.PositiveIntegerField()
+    snoozes = models.PositiveIntegerField(
+        default=0,
+        db_default=0,
+        help_text="Times its task snoozed (raise Snooze): each gave its attempt back, uncounted.",
+    )
     timeout = models.FloatField(null=True, blank=True, help_text="Seconds an attempt may run; empty for no limit.")
     enqueued_at = models.DateTimeField(db_default=DatabaseNow())
     started_at = models.DateTimeField(null=True, blank=True, help_text="When the latest attempt was claimed.")

@@ -25,7 +25,7 @@ class JobStatus(models.TextChoices):
 
     #: Waiting for the jobs it was enqueued ``after`` to finish; never claimed until released.
     WAITING = "WAITING", "Waiting"
-    #: Waiting to be claimed: now, or from its ``run_at`` on (a retry, a delayed job).
+    #: Waiting to be claimed: now, or from its ``run_at`` on (a retry, a snoozed or delayed job).
     READY = "READY", "Ready"
     #: Claimed by a worker, which holds it (``worker``) while its lease lasts.
     RUNNING = "RUNNING", "Running"
@@ -76,6 +76,10 @@ class Condition(enum.Enum):
     UNSTARTED = "its worker gave it back before starting it"
     RETURNED = "its task returned a value the database stores"
     RAISED = "its attempt failed (its task raised, or its worker died: the rescue charges WorkerLost)"
+    SNOOZED = "its task raised Snooze: its attempt neither succeeded nor failed, and is not counted"
+    SNOOZES_LEFT = "snoozes < its task's max_snoozes"
+    SNOOZES_SPENT = "snoozes >= its task's max_snoozes"
+    REFUSED = "the database refused its outcome, and the error saying so (its errors are as much as a row takes)"
     CANCEL_REQUESTED = "someone asked to cancel it (or its task raised JobCancelled)"
     NOT_CANCEL_REQUESTED = "nobody asked to cancel it"
     ATTEMPTS_LEFT = "attempts < max_attempts"
@@ -218,6 +222,33 @@ FAIL = _transition(
     "the worker's finisher; the rescue, for a dead worker's started job",
     outcome="failed",
 )
+SNOOZE = _transition(
+    "snooze",
+    (_RUNNING,),
+    _READY,
+    (_C.HELD, _C.STARTED, _C.SNOOZED, _C.NOT_CANCEL_REQUESTED, _C.SNOOZES_LEFT),
+    ("status", "run_at", "attempts", "snoozes"),
+    "the worker's finisher, its attempt given back (attempts - 1) and its snoozes counted (snoozes + 1)",
+    outcome="snoozed",
+)
+SNOOZE_SPENT = _transition(
+    "snooze_spent",
+    (_RUNNING,),
+    JobStatus.FAILED,
+    (_C.HELD, _C.STARTED, _C.SNOOZED, _C.NOT_CANCEL_REQUESTED, _C.SNOOZES_SPENT),
+    ("status", *_ERROR, "finished_at"),
+    "the worker's finisher (its error SnoozedTooOften), whatever attempts it has left",
+    outcome="failed",
+)
+FAIL_UNRECORDED = _transition(
+    "fail_unrecorded",
+    (_RUNNING,),
+    JobStatus.FAILED,
+    (_C.HELD, _C.STARTED, _C.REFUSED),
+    ("status", "finished_at"),
+    "the worker's finisher (its errors kept as they were, and the refusal logged)",
+    outcome="failed",
+)
 STOP = _transition(
     "stop",
     (_RUNNING,),
@@ -275,10 +306,10 @@ ADMIN_RETRY = _transition(
     _READY,
     (_C.UNIQUE_KEY_FREE,),
     (
-        *("status", "run_at", "attempts", "started_at", "finished_at", "worker", "cancel_requested_at"),
+        *("status", "run_at", "attempts", "snoozes", "started_at", "finished_at", "worker", "cancel_requested_at"),
         *("expires_at", "end_reason"),
     ),
-    "the admin's Retry (a fresh budget of attempts and no deadline; the earlier errors stay)",
+    "the admin's Retry (a fresh budget of attempts and snoozes, and no deadline; the earlier errors stay)",
 )
 RUN_NOW = _transition(
     "run_now",
@@ -318,7 +349,10 @@ TRANSITIONS: dict[str, Transition] = {
         SUCCEED_UNKEPT,
         RETRY,
         FAIL,
+        FAIL_UNRECORDED,
         STOP,
+        SNOOZE,
+        SNOOZE_SPENT,
         RELEASE,
         RELEASE_CANCELLED,
         REQUEST_CANCEL,
@@ -333,17 +367,22 @@ TRANSITIONS: dict[str, Transition] = {
 
 #: What a failed attempt may become: exactly one guard holds for any job.
 AFTER_FAILURE = (STOP, RETRY, FAIL)
+#: What a snooze may become when nobody asked to cancel the job (a snooze of a job
+#: someone asked to cancel is decided as a failure: ``stop``).
+AFTER_SNOOZE = (SNOOZE, SNOOZE_SPENT)
 #: What a job given back unstarted becomes.
 AFTER_RELEASE = (RELEASE_CANCELLED, RELEASE)
 #: What a rescue may make of a dead worker's jobs: its started ones failed, the others released.
 RESCUE = (*AFTER_FAILURE, *AFTER_RELEASE)
-#: The transitions that end an attempt and leave a row, by the status they write: one each.
-ATTEMPT_ENDINGS: dict[JobStatus, Transition] = {
-    transition.target: transition for transition in (SUCCEED, *AFTER_FAILURE) if transition.target is not None
-}
 #: The one-word outcomes, in ``run_jobs``' order: of an attempt, and ``expired`` (a job
 #: ended before any attempt).
 OUTCOMES = tuple(dict.fromkeys(transition.outcome for transition in TRANSITIONS.values() if transition.outcome))
+#: The status each outcome writes (``retried`` and ``snoozed`` both ``READY``).
+OUTCOME_STATUS: dict[str, JobStatus] = {
+    transition.outcome: transition.target
+    for transition in TRANSITIONS.values()
+    if transition.outcome and transition.target is not None
+}
 
 
 def chosen(transitions: Collection[Transition], facts: Collection[Condition]) -> Transition:
@@ -376,6 +415,14 @@ _AFTER_FAILURE_BY = {
     for cancelled in (False, True)
     for left in (False, True)
 }
+
+
+def snooze_transition(*, snoozes: int, max_snoozes: int) -> Transition:
+    """What a held, started attempt that snoozed becomes when nobody asked to cancel its
+    job (:data:`AFTER_SNOOZE`): ``snooze`` while its task's ``max_snoozes`` is not
+    reached, else ``snooze_spent``. ``snoozes`` counts the earlier ones."""
+    budget = _C.SNOOZES_LEFT if snoozes < max_snoozes else _C.SNOOZES_SPENT
+    return chosen(AFTER_SNOOZE, {_C.HELD, _C.STARTED, _C.SNOOZED, _C.NOT_CANCEL_REQUESTED, budget})
 
 
 def mermaid_diagram() -> str:

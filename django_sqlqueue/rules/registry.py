@@ -49,6 +49,8 @@ class RegisteredTask:
     priority: int | None = None
     max_attempts: int | None = None
     timeout: float | None = None
+    #: How many times a job may snooze (``raise Snooze``) before it is ``FAILED``.
+    max_snoozes: int | None = None
     #: The arguments a job's concurrency key is made of, and the jobs a key may run at once.
     concurrency: tuple[str, ...] | None = None
     concurrency_limit: int | None = None
@@ -194,6 +196,7 @@ def job(
     priority: int | None = None,
     max_attempts: int | None = None,
     timeout: float | None = None,
+    max_snoozes: int | None = None,
     concurrency: tuple[str, ...] | None = None,
     concurrency_limit: int | None = None,
     rate_limit: str | None = None,
@@ -212,6 +215,8 @@ def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     ``unique=("order_id",)`` (or ``True``: all its arguments) gives each job a
     ``unique_key`` made from those arguments (see ``RegisteredTask.unique_key``), held
     while the job is ready or running, or with ``unique_until="pruned"`` until it is pruned.
+    ``max_snoozes=n``: a job that snoozes (``raise Snooze(delay)``) more than ``n`` times
+    is ``FAILED`` (default ``SQLQUEUE_MAX_SNOOZES``).
     ``expires_in=60`` (seconds or a timedelta): a job not started within that time of its
     enqueue is never started (see the Expiry guide); an enqueue's own expiry overrides it.
     ``tags=("import",)`` tags each of its jobs (and an enqueue's ``tags`` add to them).

@@ -17,7 +17,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django_sqlqueue.conf import MAX_CLAIM_LIMIT, conf
-from django_sqlqueue.rules.limits import MAX_ATTEMPTS, MAX_PRIORITY, MIN_PRIORITY, UNIQUE_KEY_MAX_LENGTH
+from django_sqlqueue.rules.limits import (
+    MAX_ATTEMPTS,
+    MAX_PRIORITY,
+    MAX_SNOOZES,
+    MIN_PRIORITY,
+    UNIQUE_KEY_MAX_LENGTH,
+)
 from django_sqlqueue.rules.queues import queue_name_problem, unlisted_queues_problem
 
 #: The longest delay: the database's clock plus this stays before the year 9999 while
@@ -175,6 +181,7 @@ def job_options_problem(
     priority: Any = None,
     max_attempts: Any = None,
     timeout: Any = None,
+    max_snoozes: Any = None,
     expires_in: Any = None,
 ) -> str | None:
     """Why these job options are out of their columns' range, or None; ``None`` values are not checked."""
@@ -196,6 +203,8 @@ def job_options_problem(
         isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= sys.float_info.max
     ):
         return f"timeout must be a positive number of seconds or None, not {_shown(timeout)}"
+    if max_snoozes is not None and not _int_in(max_snoozes, 0, MAX_SNOOZES):
+        return f"max_snoozes must be an integer from 0 to {MAX_SNOOZES}, not {_shown(max_snoozes)}"
     return None
 
 

@@ -48,6 +48,13 @@ def test_the_changelist_shows_the_triage_columns(admin_client: Client) -> None:
     assert 'title="attempts started, of 3">2/3</span>' in page
 
 
+def test_the_attempts_show_the_snoozes_when_there_were_any(admin_client: Client) -> None:
+    job = make_job(JobStatus.READY, errors=1, snoozes=4)
+    assert 'title="attempts started, of 3">1/3, snoozed 4</span>' in admin_client.get(CHANGELIST).content.decode()
+    page = admin_client.get(f"/admin/django_sqlqueue/job/{job.pk}/change/").content.decode()
+    assert "1/3, snoozed 4" in page
+
+
 def test_the_changelist_shows_the_time_that_matters_in_each_status(admin_client: Client) -> None:
     now = timezone.now()
     make_job(JobStatus.READY, run_at=now + datetime.timedelta(hours=2, seconds=5))

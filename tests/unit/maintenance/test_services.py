@@ -32,7 +32,7 @@ def test_the_rescue_service_gives_back_expired_workers_jobs_and_says_so() -> Non
     heard: list[Rescued] = []
     service = RescueService(heard.append)
     assert service.run(0.0) == service.interval == min(conf.SQLQUEUE_LEASE / 2, RESCUE_SECONDS)
-    assert heard == [Rescued(Counter({JobStatus.READY: 2}))]
+    assert heard == [Rescued(Counter({"retried": 2}))]
     assert set(Job.objects.values_list("status", flat=True)) == {JobStatus.READY}
 
 
