@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, S
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
 from django.conf import settings
-from django.db import connections, models, transaction
+from django.db import models, transaction
 
 from django_sqlqueue import signals
 from django_sqlqueue.conf import conf, remembered
@@ -368,8 +368,6 @@ class JobManager(models.Manager[JobT]):
         using = queue_db(self.model, self._db)
         for job in jobs:
             job.after = dependencies.parent_ids(job.after, using)
-        if not connections[using].features.can_return_rows_from_bulk_insert:
-            batch_size = 1  # each row's id, to link it
         with transaction.atomic(using=using):
             statuses = dependencies.lock_parents(self.model, using, {pk for job in jobs for pk in job.after})
             written_jobs = self._write_rows(jobs, batch_size=batch_size, on_conflict=on_conflict)

@@ -99,11 +99,11 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     keyed = any(job.unique_key is not None for job in jobs)
     mysql = connection.vendor == "mysql"
     # MySQL/MariaDB cannot tell which rows of an INSERT ... ON DUPLICATE KEY UPDATE were
-    # written, nor the ids of a multi-row INSERT (which tagged jobs need for their tags):
-    # they are marked in ``worker`` (unseen outside this transaction), read back by it
-    # and unmarked.
-    tagged = len(jobs) > 1 and any(job.new_tags for job in jobs)
-    marker = f"sqlqueue-new-{uuid.uuid4().hex}" if (keyed or tagged) and mysql else ""
+    # written, nor the ids of a multi-row INSERT (which tagged jobs need for their tags,
+    # and jobs enqueued after= others for their links): they are marked in ``worker``
+    # (unseen outside this transaction), read back by it and unmarked.
+    identified = len(jobs) > 1 and any(job.new_tags or job.after for job in jobs)
+    marker = f"sqlqueue-new-{uuid.uuid4().hex}" if (keyed or identified) and mysql else ""
     constants = ", ".join(_same_for_all(now, marker).values()) if marker else parts.constants
     returned = (*_RETURNED, "unique_key") if keyed or marker else _RETURNED
     names, read = parts.returned[returned]
