@@ -20,6 +20,7 @@ from django_sqlqueue.exceptions import JobCancelled, Snooze
 from django_sqlqueue.rules.validation import json_problem, meta_problem
 
 if TYPE_CHECKING:
+    from django_sqlqueue.db.finishing import Failure
     from django_sqlqueue.models import Job
 
 #: ``report_progress`` writes at most this often (and always the report that reaches the total).
@@ -44,6 +45,10 @@ class JobHandle:
         self.job = job
         self.worker_id = worker_id
         self.reported_at: float | None = None
+        #: The failure a Django task's backend decided for this attempt as it told Django's
+        #: ``task_finished`` (for the runner, which writes that decision instead of making
+        #: another); None otherwise.
+        self.decided: Failure | None = None
 
     def __enter__(self) -> JobHandle:
         self._token = _current.set(self)

@@ -31,7 +31,6 @@ from django_sqlqueue.rules.validation import job_options_problem
 if TYPE_CHECKING:
     # The methods import it when they run: Django imports this module to create the
     # backend when a module defining a task is imported, which may be before models load.
-    from django_sqlqueue.db.finishing import Failure
     from django_sqlqueue.models import Job
 
 _P = ParamSpec("_P")
@@ -154,11 +153,11 @@ class SQLQueueBackend(BaseTaskBackend):
             raise TaskResultDoesNotExist(f"Job {result_id} runs {job.task!r}, which is not a registered Django task.")
         return job_result(job, task, backend=self.alias)
 
-    def run_job(self, task: Task[..., Any], job: Job, worker_id: str, decided: list[Failure]) -> Any:
+    def run_job(self, task: Task[..., Any], job: Job, worker_id: str) -> Any:
         """Run a claimed job of ``task`` in ``worker_id``, with Django's task signals
         around it: what the runner asks of the backend of a Django task
         (``runner.execution.TaskBackend``), so that it never imports this adapter."""
-        return self._run_task(task, job, worker_id, decided, backend=self.alias, sender=type(self))
+        return self._run_task(task, job, worker_id, backend=self.alias, sender=type(self))
 
     @functools.cached_property
     def _run_task(self) -> Callable[..., Any]:

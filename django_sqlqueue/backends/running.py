@@ -11,20 +11,19 @@ from django.utils.timezone import now
 
 from django_sqlqueue.backends.compat import Task, TaskContext, TaskResult, normalize_json, task_finished, task_started
 from django_sqlqueue.backends.results import job_result
-from django_sqlqueue.db.finishing import Failure, after_failure, decide
+from django_sqlqueue.current import current_job
+from django_sqlqueue.db.finishing import after_failure, decide
 from django_sqlqueue.models import Job
 from django_sqlqueue.rules.lifecycle import SUCCEED
 from django_sqlqueue.runner.execution import call
 from django_sqlqueue.signals import send
 
 
-def run_task(
-    task: Task[..., Any], job: Job, worker_id: str, decided: list[Failure], *, backend: str, sender: type[Any]
-) -> Any:
+def run_task(task: Task[..., Any], job: Job, worker_id: str, *, backend: str, sender: type[Any]) -> Any:
     """Run ``job`` of ``task`` (registered by ``backend``, which ``sender`` names in the
     signals): its return value as Django's backends store it. A failure is decided
-    here (:func:`~django_sqlqueue.db.finishing.decide`), once, and appended to
-    ``decided`` for the finisher to write what ``task_finished`` said."""
+    here (:func:`~django_sqlqueue.db.finishing.decide`), once, and kept on the attempt's
+    ``current_job()`` handle for the runner to write what ``task_finished`` said."""
 
     def result_after(**outcome: Any) -> TaskResult[..., Any]:
         """The task's result once ``outcome`` is written: a little later, in a batch
@@ -45,7 +44,8 @@ def run_task(
         value = normalize_json(value)
     except Exception as error:
         failure = decide(job, error, worker_id)
-        decided.append(failure)
+        if (handle := current_job()) is not None:
+            handle.decided = failure
         # Sent while the exception is handled, so that Django's task logger logs its traceback.
         send(task_finished, sender, task.module_path, task_result=result_after(**after_failure(job, failure, now())))
         raise

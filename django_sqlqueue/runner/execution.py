@@ -45,16 +45,16 @@ def attempt(job: Job, worker_id: str, through: Through | None = None) -> JobOutc
     ``through`` is the worker's middleware chain (``runner.middleware``), if any.
     Whatever the task raises is its outcome, never the worker's: its failure is decided
     here, once (:func:`~django_sqlqueue.db.finishing.decide`), for the finisher to write."""
-    with current.JobHandle(job, worker_id):
+    with current.JobHandle(job, worker_id) as handle:
         signals.send(signals.job_started, Job, job, job=job)
         began = time.perf_counter()
-        decided: list[Failure] = []
         try:
-            value = run(job, worker_id, decided=decided) if through is None else through(job, decided)
+            value = run(job, worker_id) if through is None else through(job)
             outcome = JobOutcome(job, result=value)
         except Exception as error:
             # A Django task's failure was decided as its signal was sent: not twice.
-            failure = decided[0] if decided and decided[0].error is error else decide(job, error, worker_id)
+            decided = handle.decided
+            failure = decided if decided is not None and decided.error is error else decide(job, error, worker_id)
             outcome = JobOutcome(job, error=error, failure=failure)
         duration = time.perf_counter() - began
         result = SUCCEED.outcome if outcome.failure is None else outcome.failure.transition.outcome
@@ -116,12 +116,13 @@ def job_fields(job: Job, outcome: str, duration: float) -> dict[str, Any]:
     }
 
 
-def run(job: Job, worker_id: str, *, decided: list[Failure] | None = None) -> Any:
+def run(job: Job, worker_id: str) -> Any:
     """Run a claimed job's task in ``worker_id``: its return value, or the exception it
     raised. Raises ``UnknownTaskError`` for a job naming no registered task.
 
     A Django task that raises has its failure decided (:func:`decide`) to tell Django's
-    ``task_finished`` what will be written: that decision is appended to ``decided``."""
+    ``task_finished`` what will be written: that decision is kept on the attempt's
+    ``current_job()`` handle (``decided``)."""
     registered = get_task(job.task)
     if registered.django_task is None:
         func = registered.func
@@ -132,7 +133,7 @@ def run(job: Job, worker_id: str, *, decided: list[Failure] | None = None) -> An
             func = async_to_sync(func)
         return call(func, *job.args, **job.kwargs)
     backend = cast(TaskBackend, registered.django_task.get_backend())
-    return backend.run_job(registered.django_task, job, worker_id, [] if decided is None else decided)
+    return backend.run_job(registered.django_task, job, worker_id)
 
 
 def call(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -176,9 +177,9 @@ def _close_left_open() -> list[str]:
 
 class Through(Protocol):
     """The middleware chain a worker builds once (``runner.middleware.Chain``): it runs
-    a job through :func:`run`, a failure a Django task decided appended to ``decided``."""
+    a job through :func:`run`."""
 
-    def __call__(self, job: Job, decided: list[Failure]) -> Any: ...
+    def __call__(self, job: Job) -> Any: ...
 
 
 class TaskBackend(Protocol):
@@ -187,6 +188,6 @@ class TaskBackend(Protocol):
     around it. Asked of the task's own backend, so that the runner never imports the
     Tasks adapter, which depends on it."""
 
-    def run_job(self, task: Any, job: Job, worker_id: str, decided: list[Failure]) -> Any:
+    def run_job(self, task: Any, job: Job, worker_id: str) -> Any:
         """The task's return value, as :func:`run` returns it; a failure it decides (to
-        tell ``task_finished``) is appended to ``decided``."""
+        tell ``task_finished``) is kept on the attempt's ``current_job()`` handle."""

@@ -20,27 +20,21 @@ With no middleware there is no chain: the runner calls the task as before, at no
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db.finishing import Failure
 from django_sqlqueue.models import Job
 from django_sqlqueue.runner.execution import run
 
 #: A handler: takes a claimed job, returns its result or raises.
 Handler = Callable[[Job], Any]
 
-#: The running attempt's list of failures a Django task decided (``run``'s ``decided``):
-#: the chain is built once, so the attempt's own list reaches its innermost handler here.
-_decided: ContextVar[list[Failure]] = ContextVar("sqlqueue_decided")
-
 
 class Chain:
     """The middleware of ``SQLQUEUE_MIDDLEWARE`` around :func:`run`, built once for
-    ``worker_id``; call it with a job and its attempt's ``decided`` list."""
+    ``worker_id``; call it with a job."""
 
     def __init__(self, worker_id: str, factories: Sequence[Callable[[Handler], Handler]]) -> None:
         self.worker_id = worker_id
@@ -54,15 +48,11 @@ class Chain:
             handler = wrapped
         self._outermost = handler
 
-    def __call__(self, job: Job, decided: list[Failure]) -> Any:
-        token = _decided.set(decided)
-        try:
-            return self._outermost(job)
-        finally:
-            _decided.reset(token)
+    def __call__(self, job: Job) -> Any:
+        return self._outermost(job)
 
     def _innermost(self, job: Job) -> Any:
-        return run(job, self.worker_id, decided=_decided.get([]))
+        return run(job, self.worker_id)
 
 
 def chain(worker_id: str) -> Chain | None:
