@@ -120,10 +120,17 @@ def decide(job: AbstractJob, error: BaseException, worker_id: str) -> Failure:
     ``CANCELLED`` when it was cancelled (it raised ``JobCancelled``, or someone asked to
     cancel it), else back to ``READY`` after :func:`retry_delay` while it has attempts
     left, else ``FAILED``. Call it once per attempt: the delay is drawn at random."""
-    cancelled = isinstance(error, JobCancelled) or job.cancel_requested_at is not None
-    transition = failure_transition(attempts=job.attempts, max_attempts=job.max_attempts, cancelled=cancelled)
+    transition = after_error(job, error)
     delay = retry_delay(job.attempts) if transition is RETRY else None
     return Failure(error, error_record(job, error, worker_id), transition, delay)
+
+
+def after_error(job: AbstractJob, error: BaseException) -> Transition:
+    """The transition ``job``'s attempt that raised ``error`` makes (``stop``, ``retry``
+    or ``fail``), as :func:`decide` decides it: for a middleware that must know, as the
+    attempt fails, whether it was the job's last (tracing, error reporting)."""
+    cancelled = isinstance(error, JobCancelled) or job.cancel_requested_at is not None
+    return failure_transition(attempts=job.attempts, max_attempts=job.max_attempts, cancelled=cancelled)
 
 
 def after_failure(job: AbstractJob, failure: Failure, now: Any) -> dict[str, Any]:
