@@ -42,7 +42,7 @@ def test_each_attempt_is_a_consumer_span_child_of_the_enqueuing_span() -> None:
         job = Job.objects.enqueue(fail_once, ["flaky"])
     context = request.get_span_context()
     job.refresh_from_db()
-    assert job.meta["traceparent"] == f"00-{context.trace_id:032x}-{context.span_id:016x}-01"
+    assert job.meta["traceparent"] == f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
 
     run_jobs(scheduled=True)
 
