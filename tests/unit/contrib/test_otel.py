@@ -89,7 +89,9 @@ def test_the_linked_middleware_starts_a_trace_linked_to_the_enqueuing_span() -> 
     context = request.get_span_context()
     assert span.parent is None
     assert span.context.trace_id != context.trace_id
-    assert [link.context for link in span.links] == [context]
+    assert [(link.context.trace_id, link.context.span_id) for link in span.links] == [
+        (context.trace_id, context.span_id)
+    ]
 
 
 @override_settings(SQLQUEUE_ENQUEUE_HOOKS=[PUBLISH], SQLQUEUE_MIDDLEWARE=[MIDDLEWARE])
