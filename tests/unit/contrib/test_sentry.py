@@ -43,8 +43,10 @@ def transport() -> Iterator[Kept]:
     """The SDK with its default integrations (logging among them), none of those it
     would find installed, and a transport that keeps the events."""
     kept = Kept()
-    with sentry_sdk.init(dsn="https://key@sentry.invalid/1", transport=kept, auto_enabling_integrations=False):
-        yield kept
+    sentry_sdk.init(dsn="https://key@sentry.invalid/1", transport=kept, auto_enabling_integrations=False)
+    yield kept
+    sentry_sdk.get_client().close()
+    sentry_sdk.get_global_scope().set_client(None)
 
 
 @override_settings(SQLQUEUE_MIDDLEWARE=[MIDDLEWARE])
