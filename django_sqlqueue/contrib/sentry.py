@@ -50,8 +50,8 @@ def reporting(*, every_attempt: bool) -> Callable[[Handler], Handler]:
                 scope.set_tags(
                     {
                         "sqlqueue.task": job.task,
-                        "sqlqueue.job_id": job.pk,
-                        "sqlqueue.attempt": job.attempts,
+                        "sqlqueue.job_id": str(job.pk),
+                        "sqlqueue.attempt": str(job.attempts),
                         "sqlqueue.queue": job.queue,
                     }
                 )
