@@ -36,4 +36,4 @@ def exporting(get_result: Handler) -> Handler:
 
 
 def _line(span: ReadableSpan) -> str:
-    return span.to_json(indent=None) + "\n"
+    return f"{span.to_json(indent=None)}\n"
