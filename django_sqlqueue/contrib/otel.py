@@ -66,7 +66,7 @@ def publish(job: Job) -> None:
     with trace.get_tracer(TRACER).start_as_current_span(
         f"create {job.queue}", kind=SpanKind.PRODUCER, attributes=_attributes(job, "create")
     ):
-        propagation.inject(job.meta)
+        propagate(job)
 
 
 def traced(*, link: bool) -> Callable[[Handler], Handler]:
