@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import datetime
 import math
+import os
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar, cast, overload
+from typing import Any, Generic, Literal, TypeVar, cast, overload
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -274,6 +275,24 @@ class Settings:
         It starts at 50 ms after a busy spell and doubles up to this; on PostgreSQL a new job
         wakes it at once."""
         return _positive_number("SQLQUEUE_POLL_INTERVAL", value)
+
+    @setting(default=None)
+    def SQLQUEUE_WAKEUP_DIR(self, value: Any) -> str | Literal[False] | None:
+        """Where idle workers on SQLite and MySQL/MariaDB wait for a datagram that an
+        enqueue on the same host sends when it commits, which starts the job within
+        milliseconds rather than at the next poll: the folder of a socket per worker
+        process, in a subfolder per database. ``None`` picks ``$XDG_RUNTIME_DIR/sqlqueue``,
+        or ``sqlqueue-<uid>`` in the temporary folder; a path (absolute, this user's, that
+        others cannot write to) puts it there; ``False`` turns the wake-up off (workers
+        poll). PostgreSQL's workers ``LISTEN`` instead."""
+        if value is None or value is False:
+            return value
+        if not isinstance(value, (str, os.PathLike)) or not os.path.isabs(value):
+            raise ImproperlyConfigured(
+                f"SQLQUEUE_WAKEUP_DIR must be an absolute path, None (a folder of its own) or False (off), "
+                f"not {value!r}."
+            )
+        return os.fspath(value)
 
     @setting(default=30.0)
     def SQLQUEUE_SHUTDOWN_GRACE(self, value: Any) -> float:

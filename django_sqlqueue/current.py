@@ -10,7 +10,7 @@ import logging
 import math
 import time
 from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError, transaction
 
@@ -77,6 +77,15 @@ class JobHandle:
         """Raise ``JobCancelled`` once a cancel was requested: the job ends ``CANCELLED``."""
         if self.cancel_requested:
             raise JobCancelled(f"job {self.id} was cancelled while it ran")
+
+    def dependency_results(self) -> dict[int, Any]:
+        """What each job this one was enqueued ``after`` returned, by its id: None for
+        one that returned nothing, failed (``after_failure="run"``) or is no longer
+        kept. Read from the database on each call (empty when it waited for none)."""
+        from django_sqlqueue.db import dependencies
+        from django_sqlqueue.models import Job
+
+        return dependencies.results(Job, Job.objects.on_queue_db().db, self.id)
 
     def report_progress(self, done: float, total: float | None = None, message: str = "") -> bool:
         """Record how far the task is (``done`` of ``total``, with a ``message``), shown

@@ -52,3 +52,9 @@ class UniqueJobExists(SQLQueueError):
     def __init__(self, message: str, job: Model) -> None:
         super().__init__(message)
         self.job = job
+
+
+class DependencyFailed(SQLQueueError):
+    """Recorded on a job cancelled without running because a job it was enqueued
+    ``after`` failed, was cancelled or was deleted (unless it has ``after_failure="run"``):
+    its message names that job."""

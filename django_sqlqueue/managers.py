@@ -9,11 +9,11 @@ from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, S
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import connections, models, transaction
 
 from django_sqlqueue import signals
 from django_sqlqueue.conf import conf, remembered
-from django_sqlqueue.db import charsets, claiming, finishing, inserting, instances, rates
+from django_sqlqueue.db import charsets, claiming, dependencies, finishing, inserting, instances, rates
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_sqlqueue.db.keys import unique
 from django_sqlqueue.db.keys.concurrency import with_free_slot
@@ -22,6 +22,7 @@ from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.table import AbstractJob, JobT
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.rules import keys
+from django_sqlqueue.rules.dependencies import after_failure_problem
 from django_sqlqueue.rules.lifecycle import CANCEL, CLAIM, REQUEST_CANCEL
 from django_sqlqueue.rules.registry import RegisteredTask, get_task
 from django_sqlqueue.rules.validation import (
@@ -66,6 +67,10 @@ class JobOptions(PlainOptions, total=False):
     unique_key: str | None
     #: ``"pruned"``: the job keeps its key after it ends, until it is pruned (default ``"finished"``).
     unique_until: str | None
+    #: Jobs (saved, of the same database) or ids it waits for: it runs once they have all finished.
+    after: Iterable[Any] | None
+    #: ``"cancel"`` (default): cancelled when one of ``after`` fails; ``"run"``: runs all the same.
+    after_failure: str | None
 
 
 class JobQuerySet(models.QuerySet[JobT]):
@@ -122,10 +127,14 @@ class JobManager(models.Manager[JobT]):
         concurrency_limit: int | None = None,
         unique_key: str | None = None,
         unique_until: str | None = None,
+        after: Iterable[Any] | None = None,
+        after_failure: str | None = None,
     ) -> JobT:
         """An unsaved job for ``task`` with its defaults filled in, for :meth:`enqueue_many`.
 
-        Options left ``None`` come from the task's ``@job(...)``, then from settings."""
+        Options left ``None`` come from the task's ``@job(...)``, then from settings.
+        With ``after`` (jobs or ids), the job waits (``WAITING``) until those have all
+        finished; see the Workflows guide for ``after_failure``."""
         registered = get_task(task)
         job = self._unkeyed(
             registered,
@@ -150,6 +159,11 @@ class JobManager(models.Manager[JobT]):
         if until == "pruned" and unique_key is None:
             raise InvalidJobError('unique_until="pruned" needs a unique_key (or @job(unique=...)).')
         job.unique_until_pruned = until == "pruned"
+        if after is not None:
+            job.after = tuple(after)
+        if problem := after_failure_problem("cancel" if after_failure is None else after_failure):
+            raise InvalidJobError(f"{problem}.")
+        job.runs_after_failure = after_failure == "run"
         return job
 
     def _unkeyed(self, registered: RegisteredTask, args: Any, kwargs: Any, **options: Unpack[PlainOptions]) -> JobT:
@@ -294,6 +308,23 @@ class JobManager(models.Manager[JobT]):
             raise InvalidJobError(f"Cannot enqueue {task}: {problem}.")
 
     def _write(self, jobs: list[JobT], *, batch_size: int, on_conflict: str) -> list[JobT]:
+        if not any(job.after for job in jobs):
+            return self._write_rows(jobs, batch_size=batch_size, on_conflict=on_conflict)
+        # Jobs enqueued after= others: their parents locked, the rows and their links
+        # written, in one transaction (db/dependencies.py).
+        using = queue_db(self.model, self._db)
+        for job in jobs:
+            job.after = dependencies.parent_ids(job.after, using)
+        if not connections[using].features.can_return_rows_from_bulk_insert:
+            batch_size = 1  # each row's id, to link it
+        with transaction.atomic(using=using):
+            statuses = dependencies.lock_parents(self.model, using, {pk for job in jobs for pk in job.after})
+            written_jobs = self._write_rows(jobs, batch_size=batch_size, on_conflict=on_conflict)
+            children = [job for job in written_jobs if job.created and job.after]
+            dependencies.link(self.model, using, children, statuses)
+        return written_jobs
+
+    def _write_rows(self, jobs: list[JobT], *, batch_size: int, on_conflict: str) -> list[JobT]:
         if on_conflict not in ON_CONFLICT:
             raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}.")
         using = queue_db(self.model, self._db)
@@ -403,8 +434,15 @@ class JobManager(models.Manager[JobT]):
 
         Each job written sends its outcome's signal (``signals.job_ended``) once this
         commits: at once, outside a transaction."""
-        jobs = self.on_queue_db()
-        ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded or {}, failed=failed or {})
+        jobs, succeeded, failed = self.on_queue_db(), succeeded or {}, failed or {}
+        awaited = dependencies.awaited(jobs.db, [job.pk for job in itertools.chain(succeeded, failed)])
+        if not awaited:  # no link unsettled: a job nothing waits for is finished as ever
+            ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
+        else:
+            # What waits for these is settled in the finish's transaction (db/dependencies.py).
+            with transaction.atomic(using=jobs.db):
+                ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
+                dependencies.settle(self.model, jobs.db, awaited, gone_succeeded=[job.pk for job in succeeded])
         signals.send_ended(ended, jobs.db)
         return Counter(outcome.status for outcome in ended)
 
@@ -430,6 +468,8 @@ class JobManager(models.Manager[JobT]):
                 ready = ready.filter(pk__in=[job.pk for job in found])
                 signals.send_ended([finishing.Ended(job, CANCEL) for job in found], targets.db)
             cancelled = ready.update(**written(CANCEL, finished_at=DatabaseNow()))
+            # What waits for them is cancelled too (or released, with after_failure="run").
+            dependencies.settle(self.model, targets.db, dependencies.awaited(targets.db, targets))
             requested = targets.filter(allowed(REQUEST_CANCEL)).update(
                 **written(REQUEST_CANCEL, cancel_requested_at=DatabaseNow())
             )

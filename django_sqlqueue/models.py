@@ -18,12 +18,13 @@ from django_sqlqueue.rules.limits import (
     SCHEDULE_KEY_MAX_LENGTH,
     TASK_NAME_MAX_LENGTH,
 )
-from django_sqlqueue.rules.recurrence import MISSED
+from django_sqlqueue.rules.recurrence import DEFAULT_MISSED, MISSED, DefinedIn
 
 __all__ = [
     "ConcurrencyKey",
     "FinishedHour",
     "Job",
+    "JobDependency",
     "JobStatus",
     "Leader",
     "PausedQueue",
@@ -44,6 +45,37 @@ class Job(AbstractJob):
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.task} [{self.status}]"
+
+
+class JobDependency(models.Model):
+    """One link of a workflow: ``child`` was enqueued ``after`` ``parent`` (``db/dependencies.py``).
+
+    ``settled`` turns True, once, under the link's row lock, in the transaction that
+    finishes ``parent`` (or that enqueued ``child`` after an already finished one); the
+    same transaction takes one off the child's ``waiting_for``.
+
+    Neither end is a database foreign key, so deleting jobs stays one fast ``DELETE``
+    (Django would read every row first to cascade): pruning deletes a pruned child's
+    links with it, and never prunes a job something still waits for; a parent deleted
+    otherwise (the admin) leaves its links, and the maintenance leader's sweep then
+    cancels (or releases, with ``after_failure="run"``) what waited for it, saying why."""
+
+    child = models.ForeignKey(
+        Job, on_delete=models.DO_NOTHING, db_constraint=False, related_name="dependencies", db_index=False
+    )
+    parent = models.ForeignKey(
+        Job, on_delete=models.DO_NOTHING, db_constraint=False, related_name="dependents", db_index=False
+    )
+    settled = models.BooleanField(default=False, help_text="The parent has finished and the child counted it.")
+
+    class Meta:
+        default_permissions = ()
+        constraints = [models.UniqueConstraint(fields=["child", "parent"], name="sqlqueue_dependency_unique")]
+        # Led by settled: the finish asks first whether any link is unsettled at all.
+        indexes = [models.Index(fields=["settled", "parent"], name="sqlqueue_dependency_unsettled")]
+
+    def __str__(self) -> str:
+        return f"#{self.child_id} after #{self.parent_id}"
 
 
 class WorkerQuerySet(models.QuerySet["Worker"]):
@@ -87,32 +119,60 @@ class Worker(models.Model):
 
 
 class Schedule(models.Model):
-    """The state of one ``SQLQUEUE_SCHEDULE`` entry: written from settings when a
-    supervisor starts, then advanced tick by tick.
+    """One recurring job: a ``SQLQUEUE_SCHEDULE`` entry, written from settings when a
+    supervisor starts, or an entry defined in the admin; either advanced tick by tick.
 
-    ``last_tick_at`` is the compare-and-set that makes each tick fire once: a supervisor
-    moves it from the value it read to the tick it enqueues, in the transaction that
-    inserts the job, and only one supervisor can move it from any one value."""
+    ``last_tick_at`` and ``revision`` are the compare-and-set that makes each tick fire
+    once: a supervisor moves ``last_tick_at`` from the value it read to the tick it
+    enqueues, in the transaction that inserts the job, only if ``revision`` is still the
+    one it read; only one supervisor can move it from any one value, and every write of
+    the definition (an edit in the admin, a sync from settings) or of its jobs ("run
+    now") moves ``revision`` on, so a tick read before an edit writes nothing and the
+    next check reads the edit."""
 
-    key = NameField(max_length=SCHEDULE_KEY_MAX_LENGTH, unique=True, help_text="The entry's name in SQLQUEUE_SCHEDULE.")
+    key = NameField(
+        max_length=SCHEDULE_KEY_MAX_LENGTH,
+        unique=True,
+        help_text="Its name: its key in SQLQUEUE_SCHEDULE, or the one given in the admin.",
+    )
+    defined_in = models.CharField(
+        max_length=max(map(len, DefinedIn.values)),
+        choices=DefinedIn.choices,
+        default=DefinedIn.SETTINGS,
+        editable=False,
+        help_text="SQLQUEUE_SCHEDULE (read-only in the admin) or the admin.",
+    )
     task = models.CharField(max_length=TASK_NAME_MAX_LENGTH)
     expression = models.CharField(max_length=255, help_text="A cron expression, or every N seconds.")
-    cron = models.CharField(max_length=255, blank=True, default="")
-    every = models.FloatField(null=True, blank=True, help_text="Seconds between ticks, for an every entry.")
-    tz = models.CharField("time zone", max_length=64)
+    cron = models.CharField(
+        max_length=255, blank=True, default="", help_text="Five fields, such as 0 3 * * * (03:00 every day)."
+    )
+    every = models.FloatField(null=True, blank=True, help_text="Seconds between ticks, instead of cron.")
+    tz = models.CharField("time zone", max_length=64, help_text="Such as Europe/Paris: cron's times are its.")
     args = models.JSONField(default=list, blank=True)
     kwargs = models.JSONField(default=dict, blank=True)
     queue = NameField(
         max_length=QUEUE_NAME_MAX_LENGTH, blank=True, default="", help_text="Empty for the task's own queue."
     )
     priority = models.SmallIntegerField(null=True, blank=True)
-    missed = models.CharField(max_length=max(map(len, MISSED)), choices=[(policy, policy) for policy in MISSED])
+    missed = models.CharField(
+        max_length=max(map(len, MISSED)),
+        choices=[(policy, policy) for policy in MISSED],
+        default=DEFAULT_MISSED,
+        help_text="The ticks that passed while no supervisor ran: enqueue the latest, none, or all.",
+    )
     enabled = models.BooleanField(default=True)
     last_tick_at = models.DateTimeField(help_text="Every tick up to this time is done (enqueued or skipped).")
     next_tick_at = models.DateTimeField(null=True, blank=True, help_text="When it is next due.")
     last_run_at = models.DateTimeField(null=True, blank=True, help_text="The tick of the last job it enqueued.")
     # Not a foreign key: the job may be pruned long before the schedule changes.
     last_job_id = models.BigIntegerField(null=True, blank=True)
+    recent_jobs = models.JSONField(
+        default=list, blank=True, editable=False, help_text="Its last jobs' ids, newest first."
+    )
+    revision = models.PositiveIntegerField(
+        default=0, editable=False, help_text="Moves on at every write but a tick's (see the class)."
+    )
 
     class Meta:
         indexes = [models.Index(fields=["enabled", "next_tick_at"], name="sqlqueue_schedule_due")]

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 #: Background colours of the status badges: readable with white text, and not told
 #: apart by colour alone (the label is always written).
 STATUS_COLOURS: dict[str, str] = {
+    JobStatus.WAITING: "#6a5acd",
     JobStatus.READY: "#447e9b",
     JobStatus.RUNNING: "#b37700",
     JobStatus.SUCCESSFUL: "#2e7d32",

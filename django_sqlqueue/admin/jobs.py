@@ -24,7 +24,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 from rangefilter.filters import DateRangeFilterBuilder
 
-from django_sqlqueue.admin import changes, display, failures, overview, throughput, times
+from django_sqlqueue.admin import changes, display, failures, overview, throughput, times, workflow
 from django_sqlqueue.admin.changes import CHANGES, Change
 from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, TaskFilter
 from django_sqlqueue.db import pausing
@@ -40,6 +40,7 @@ QUEUE_CHARS = 30
 #: Per status, the time the list shows of a job (``JobAdmin.moment``) and the word before it;
 #: a finished job's is ``finished_at``.
 MOMENTS: dict[str, tuple[str, str]] = {
+    JobStatus.WAITING: ("enqueued_at", "enqueued"),
     JobStatus.READY: ("shown_run_at", "due"),
     JobStatus.RUNNING: ("started_at", "started"),
 }
@@ -109,6 +110,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             "Timings",
             {"fields": ["enqueued", "run_at_exact", "started", "finished_exact", "waited", "ran", "worker_link"]},
         ),
+        ("Workflow", {"fields": ["waits_for", "waited_on_by"]}),
         ("Arguments and result", {"fields": ["args_pretty", "kwargs_pretty", "result_pretty"]}),
         ("Errors", {"fields": ["errors_pretty"]}),
     ]
@@ -415,6 +417,14 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             return job.worker or "-"
         url = reverse("admin:django_sqlqueue_worker_change", args=[worker.pk])
         return format_html('<a href="{}">{}</a>', url, job.worker)
+
+    @admin.display(description="waits for")
+    def waits_for(self, job: Job) -> SafeString | str:
+        return workflow.linked_jobs(job.dependencies.order_by("parent_id"), "parent")
+
+    @admin.display(description="waited on by")
+    def waited_on_by(self, job: Job) -> SafeString | str:
+        return workflow.linked_jobs(job.dependents.order_by("child_id"), "child")
 
     @admin.display(description="args")
     def args_pretty(self, job: Job) -> SafeString:

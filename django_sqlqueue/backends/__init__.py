@@ -53,6 +53,16 @@ class SQLQueueTask(Task):  # type: ignore[type-arg]  # generic in the stubs, not
     unique: bool | tuple[str, ...] | None = None
     unique_queue: bool = False
     unique_until: str | None = None
+    #: The results (or job ids) whose jobs this one waits for, and ``after_failure``
+    #: (see the Workflows guide): set for one enqueue with :meth:`waiting_for`.
+    after: tuple[Any, ...] = ()
+    after_failure: str | None = None
+
+    def waiting_for(self, *results: Any, after_failure: str | None = None) -> SQLQueueTask:
+        """A copy of this task whose enqueue waits until the jobs of ``results`` (task
+        results, or their ids) have finished: ``task.waiting_for(first, second).enqueue(...)``.
+        Until then its result's status is ``READY``."""
+        return dataclasses.replace(self, after=(*self.after, *results), after_failure=after_failure)
 
     def __post_init__(self) -> None:
         """Validated by the backend (what Django's ``Task`` does), then registered, so
@@ -109,6 +119,7 @@ class SQLQueueBackend(BaseTaskBackend):
             priority=task.priority,
             run_at=task.run_after,
             **{**self.options, **options},
+            **_dependencies(task),
         )
         result = job_result(job, task, backend=self.alias)
         task_enqueued.send(type(self), task_result=result)
@@ -147,6 +158,13 @@ class SQLQueueBackend(BaseTaskBackend):
 def _own_options(task: Task[..., Any]) -> dict[str, Any]:
     # A Task made directly rather than by @task may be Django's own class, without them.
     return {name: getattr(task, name, None) for name in JOB_OPTIONS}
+
+
+def _dependencies(task: Task[..., Any]) -> dict[str, Any]:
+    """``after`` as job ids (a task result's id is its job's), and ``after_failure``."""
+    after = [getattr(parent, "id", parent) for parent in getattr(task, "after", ())]
+    ids = [int(parent) if isinstance(parent, str) and parent.isdigit() else parent for parent in after]
+    return {"after": ids, "after_failure": getattr(task, "after_failure", None)} if ids else {}
 
 
 def _unregistered(task: Task[..., Any]) -> bool:

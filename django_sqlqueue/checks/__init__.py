@@ -17,7 +17,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.checks import ids as check_ids
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import charsets
+from django_sqlqueue.db import charsets, recurrence
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.vendors import (
     claim_hint,
@@ -28,12 +28,11 @@ from django_sqlqueue.db.vendors import (
     vacuum_problem,
     version_problem,
 )
-from django_sqlqueue.exceptions import SQLQueueError, TaskModuleError
+from django_sqlqueue.exceptions import TaskModuleError
 from django_sqlqueue.metrics import client_installed
 from django_sqlqueue.models import Job
 from django_sqlqueue.rules.recurrence import cronsim_installed
-from django_sqlqueue.rules.registry import get_task, registered_tasks
-from django_sqlqueue.rules.validation import arguments_problem, job_options_problem
+from django_sqlqueue.rules.registry import registered_tasks
 
 
 def register() -> None:
@@ -149,22 +148,10 @@ def check_schedule(**kwargs: Any) -> list[checks.CheckMessage]:
         return []  # check_settings reports it
     errors: list[checks.CheckMessage] = []
     for key, entry in entries.items():
-        try:
-            job = Job.objects.build(entry.task, entry.args, entry.kwargs, queue=entry.queue, priority=entry.priority)
-            problem = arguments_problem(job.args, job.kwargs) or job_options_problem(
-                queue=job.queue, priority=job.priority
-            )
-        except SQLQueueError as error:
-            problem = str(error)
-        if problem:
+        if refused := recurrence.refusal(entry):
+            check_id = check_ids.SCHEDULE_ARGUMENTS if refused.arguments else check_ids.SCHEDULE_ENTRY
             errors.append(
-                check_ids.SCHEDULE_ENTRY.message(f"SQLQUEUE_SCHEDULE[{key!r}] cannot enqueue {entry.task!r}: {problem}")
-            )
-        elif unfit := get_task(job.task).binding_problem(job.args, job.kwargs):
-            errors.append(
-                check_ids.SCHEDULE_ARGUMENTS.message(
-                    f"SQLQUEUE_SCHEDULE[{key!r}] cannot enqueue {entry.task!r}: {unfit}."
-                )
+                check_id.message(f"SQLQUEUE_SCHEDULE[{key!r}] cannot enqueue {entry.task!r}: {refused.problem}")
             )
     if not cronsim_installed() and (crons := [key for key, entry in entries.items() if entry.cron is not None]):
         errors.append(

@@ -61,6 +61,7 @@ SETTING_CHECKS = {
         "SQLQUEUE_RATE_LIMITS": "E035",
         "SQLQUEUE_MIDDLEWARE": "E039",
         "SQLQUEUE_ENQUEUE_HOOKS": "E040",
+        "SQLQUEUE_WAKEUP_DIR": "E041",
     }.items()
 }
 CLAIMS = CheckId(

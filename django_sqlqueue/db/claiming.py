@@ -12,6 +12,7 @@ from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from django_sqlqueue.db.candidate_window import CandidateWindow
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.instances import job_rows
@@ -282,7 +283,7 @@ def _claim_without_returning(
     are still candidates (InnoDB would otherwise lock every index record the ordered
     scan passes over), and set the admitted ones ``RUNNING`` by id. After a claim lost
     candidates to another worker, the next ones read more than they want
-    (:class:`_CandidateWindow`).
+    (:class:`~django_sqlqueue.db.candidate_window.CandidateWindow`).
 
     Each locked row also brings the database's time, which becomes the attempt's
     start; the rows are read raw and made into jobs as the other databases' are."""
@@ -404,43 +405,8 @@ class _ClaimUpdate:
             return self.rows.jobs(cursor.fetchall())
 
 
-class _CandidateWindow:
-    """How many candidates a MySQL/MariaDB claim reads for each job it wants.
-
-    Its candidates are read before they are locked, so claimers that read at once read
-    the same first ones: one locks them, and the others found nothing to lock and read
-    again, while the winner waited for a CPU they spun on (eight worker processes on two
-    cores drained a third of what two did). After a claim lost candidates to another
-    worker, the next reads twice as many, up to :attr:`MOST` times, and locks the first
-    it can of them by id: claimers at once take different jobs among the first ones in
-    claim order. Each claim that lost none reads half as many, down to what it wants,
-    which it then takes in claim order."""
-
-    #: The most candidates read for each job wanted.
-    MOST = 8
-
-    def __init__(self, model: type[AbstractJob], connection: BaseDatabaseWrapper) -> None:
-        self.per_job = 1
-
-    def lost(self, ids: list[int], taken: list[int], limit: int) -> int:
-        """How many of the candidates ``ids`` another worker took first, when this claim
-        locked ``taken`` of them (``limit`` at most, the lowest ids it could): all it did
-        not lock when it got fewer than ``limit``, else those below the highest it got.
-        The window follows: wider after a loss, narrower after none."""
-        if len(taken) < limit:
-            lost = len(ids) - len(taken)
-        else:
-            highest = max(taken)
-            lost = sum(1 for pk in ids if pk <= highest) - len(taken)
-        if not lost:
-            self.per_job = max(self.per_job // 2, 1)
-        elif len(taken) < limit:
-            self.per_job = min(self.per_job * 2, self.MOST)
-        return lost
-
-
-#: Each connection's :class:`_CandidateWindow`: the claimer's own, as the claims are.
-candidate_windows = PerConnection(_CandidateWindow)
+#: Each connection's :class:`~django_sqlqueue.db.candidate_window.CandidateWindow`: its claimer's own.
+candidate_windows: PerConnection[AbstractJob, CandidateWindow] = PerConnection(CandidateWindow)
 
 
 #: Each connection's :class:`_ClaimUpdate`, compiled once.

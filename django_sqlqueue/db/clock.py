@@ -105,13 +105,25 @@ class DatabaseNowPlus(CombinedExpression):
         self.delay = delay
 
 
+def _compiled_now(connection: BaseDatabaseWrapper) -> tuple[DatabaseNow, str, list[Any]]:
+    query = Query(None)
+    now = DatabaseNow(output_field=DateTimeField()).resolve_expression(query)
+    sql, params = query.get_compiler(connection=connection).compile(now)
+    return now, sql, list(params)
+
+
+def clock_sql(connection: BaseDatabaseWrapper) -> str:
+    """:class:`DatabaseNow` as SQL for ``connection``, as Django passes it to the driver
+    (``%`` doubled), for statements written without the ORM (the benchmark's ceilings).
+    It takes no parameters on any backend."""
+    return _compiled_now(connection)[1]
+
+
 def database_now(alias: str) -> datetime.datetime:
     """The database's time, read alone (a query over a table has no row to carry it when
     the table is empty), and converted as Django converts a stored datetime."""
     connection = connections[alias]
-    query = Query(None)
-    now = DatabaseNow(output_field=DateTimeField()).resolve_expression(query)
-    sql, params = query.get_compiler(using=alias).compile(now)
+    now, sql, params = _compiled_now(connection)
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {sql}", params)
         (value,) = cursor.fetchone()

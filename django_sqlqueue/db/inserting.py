@@ -23,6 +23,7 @@ from django.db.models.expressions import DatabaseDefault
 
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus, database_now
 from django_sqlqueue.db.per_connection import PerConnection
+from django_sqlqueue.db.wakeup import wake_on_commit
 from django_sqlqueue.rules.lifecycle import JobStatus
 
 if TYPE_CHECKING:
@@ -131,6 +132,7 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
             else:
                 for job in chunk:
                     _saved(job, using, {})
+    wake_on_commit(using, {job.queue for job in jobs})
     return skipped
 
 
@@ -173,12 +175,15 @@ def insert_plain(
         return _copy(connection, parts.table, rows, run_at)
     when = _run_at(parts.compiler, run_at, parts.now)
     written = 0
+    queues: set[str] = set()
     rows = iter(rows)
     with connection.cursor() as cursor:
         while chunk := [(row, when) for row in itertools.islice(rows, batch_size)]:
             for start, end, sql, params in _values(chunk, batch_size, parts.compiler, parts.constants):
                 cursor.execute(parts.head + sql, params)
                 written += end - start
+            queues.update(row[0] for row, _ in chunk)
+    wake_on_commit(using, queues)
     return written
 
 

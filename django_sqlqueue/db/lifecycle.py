@@ -21,6 +21,7 @@ SQL_CONDITIONS: dict[Condition, Callable[[], Q]] = {
     Condition.NOT_DUE: lambda: Q(run_at__gt=DatabaseNow()),
     Condition.CANCEL_REQUESTED: lambda: Q(cancel_requested_at__isnull=False),
     Condition.NOT_CANCEL_REQUESTED: lambda: Q(cancel_requested_at__isnull=True),
+    Condition.DEPENDENCIES_FINISHED: lambda: Q(waiting_for=0),
 }
 #: The conditions no ``WHERE`` of :func:`allowed` holds, and what holds each instead.
 CHECKED_ELSEWHERE: dict[Condition, str] = {
@@ -34,6 +35,9 @@ CHECKED_ELSEWHERE: dict[Condition, str] = {
     Condition.UNIQUE_KEY_FREE: "the unique index on active jobs' keys",
     Condition.NOT_KEPT: "the finisher, which reads SQLQUEUE_RETENTION",
     Condition.RETENTION_PASSED: "db/pruning.py's due()",
+    Condition.WAITS_FOR_UNFINISHED: "db/dependencies.py, which counts the unfinished jobs under their row locks",
+    Condition.DEPENDENCY_FAILED: "db/dependencies.py, from the statuses of the jobs it waits for",
+    Condition.NO_DEPENDENCY_FAILED: "db/dependencies.py, from the statuses of the jobs it waits for",
 }
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from django_sqlqueue.db import rollup
+from django_sqlqueue.db import dependencies, rollup
 from django_sqlqueue.db.clock import DatabaseNowPlus
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.keys import concurrency
@@ -72,8 +72,9 @@ def due(
 ) -> QuerySet[AbstractJob]:
     """The jobs of ``status`` that finished more than ``kept`` ago by the database's clock
     (served by the ``sqlqueue_job_finished`` index on ``finished_at, status``), and, for
-    the statuses the chart counts, before ``counted_until`` (``rollup.Hours``)."""
-    candidates = jobs.filter(finished_at__lt=DatabaseNowPlus(-kept), status=status)
+    the statuses the chart counts, before ``counted_until`` (``rollup.Hours``). Never a
+    job another still waits for (``db/dependencies.py``): the sweep settles that first."""
+    candidates = jobs.filter(finished_at__lt=DatabaseNowPlus(-kept), status=status).exclude(dependencies.waited_for())
     return candidates.filter(finished_at__lt=counted_until) if status in rollup.CHARTED else candidates
 
 
@@ -140,6 +141,11 @@ def _chunk(candidates: QuerySet[AbstractJob], batch_size: int) -> tuple[int, int
     pks = list(candidates.order_by("finished_at").values_list("pk", flat=True)[:batch_size])
     if not pks:
         return 0, 0
+
     # Checked again, in the DELETE: the admin may have retried a job since it was read.
-    deleted, _ = retry_transient(candidates.db, lambda: candidates.filter(PrimaryKeyIn(pks)).delete())
-    return len(pks), deleted
+    def delete() -> int:
+        deleted, _ = candidates.filter(PrimaryKeyIn(pks)).delete()
+        dependencies.forget(candidates.db, pks)
+        return deleted
+
+    return len(pks), retry_transient(candidates.db, delete)

@@ -7,7 +7,7 @@ the statements cannot import the model without closing a circle."""
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.db import models
 
@@ -80,11 +80,24 @@ class AbstractJob(models.Model):
         db_default=False,
         help_text="It keeps its unique key after it ends, until it is pruned.",
     )
+    # Workflows (db/dependencies.py): how many of the jobs it waits for have not finished,
+    # decremented under its row lock as each finishes; and whether it runs when one failed.
+    waiting_for = models.PositiveIntegerField(
+        default=0, db_default=0, help_text="How many of the jobs it was enqueued after have not finished."
+    )
+    runs_after_failure = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text='after_failure="run": it runs even when a job it waits for failed or was cancelled.',
+    )
 
     #: Set on the jobs ``enqueue`` and ``enqueue_many`` return: False for the job that
     #: already held the ``unique_key`` and was returned in place of a new one; None on
     #: jobs read from the table.
     created: bool | None = None
+    #: The jobs (or ids) a job being enqueued waits for (``build(after=...)``); empty
+    #: on jobs read from the table, whose links are ``JobDependency`` rows.
+    after: tuple[Any, ...] = ()
 
     class Meta:
         abstract = True
@@ -94,6 +107,8 @@ class AbstractJob(models.Model):
             StatusIndex(
                 status=JobStatus.READY, fields=["queue", "-priority", "run_at", "id"], name="sqlqueue_job_ready_queue"
             ),
+            # The waiting jobs, by queue (stats, the admin's filter), out of the claim's indexes.
+            StatusIndex(status=JobStatus.WAITING, fields=["queue"], name="sqlqueue_job_waiting"),
             # The rescue: the jobs a worker holds.
             StatusIndex(status=JobStatus.RUNNING, fields=["worker"], name="sqlqueue_job_running"),
             # The claim's count of the RUNNING jobs that hold a concurrency key.

@@ -1,11 +1,12 @@
 """The services the lease's holder runs, in the order of a turn: rescue first (jobs back
-to work), then the recurring jobs, then the hours counted, then pruning (which deletes
-only counted hours)."""
+to work), then the sweep of what waits for finished jobs, then the recurring jobs, then
+the hours counted, then pruning (which deletes only counted hours)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from django_sqlqueue.maintenance.dependencies import DependenciesService
 from django_sqlqueue.maintenance.pruning import PruningService
 from django_sqlqueue.maintenance.rescue import Rescued, RescueService
 from django_sqlqueue.maintenance.rollups import RollupsService
@@ -15,4 +16,4 @@ from django_sqlqueue.maintenance.service import Service
 
 def maintenance_services(rescued: Callable[[Rescued], object]) -> list[Service]:
     """A fresh set of services; ``rescued`` hears what each rescue wrote."""
-    return [RescueService(rescued), SchedulesService(), RollupsService(), PruningService()]
+    return [RescueService(rescued), DependenciesService(), SchedulesService(), RollupsService(), PruningService()]

@@ -23,6 +23,8 @@ class JobStatus(models.TextChoices):
     ``READY`` also holds a failed attempt waiting for its retry (its ``run_at`` is later
     and its error is kept); ``FAILED`` is final and waits for a human in the admin."""
 
+    #: Waiting for the jobs it was enqueued ``after`` to finish; never claimed until released.
+    WAITING = "WAITING", "Waiting"
     #: Waiting to be claimed: now, or from its ``run_at`` on (a retry, a delayed job).
     READY = "READY", "Ready"
     #: Claimed by a worker, which holds it (``worker``) while its lease lasts.
@@ -36,13 +38,15 @@ class JobStatus(models.TextChoices):
 
 
 #: Jobs still to run or running: what a unique key is held by, what pruning never touches.
-ACTIVE = (JobStatus.READY, JobStatus.RUNNING)
+ACTIVE = (JobStatus.WAITING, JobStatus.READY, JobStatus.RUNNING)
 #: Jobs that ended: nothing moves them on but an admin Retry, or their deletion.
 FINISHED = (JobStatus.SUCCESSFUL, JobStatus.FAILED, JobStatus.CANCELLED)
 
 #: Django Tasks' ``TaskResultStatus`` of each status: Django has no cancelled result,
-#: and a cancelled job will not run again, so it is ``FAILED`` there.
+#: and a cancelled job will not run again, so it is ``FAILED`` there; a job waiting for
+#: others will run without being enqueued again, so it is ``READY``.
 TASK_RESULT_STATUS: dict[JobStatus, str] = {
+    JobStatus.WAITING: "READY",
     JobStatus.READY: "READY",
     JobStatus.RUNNING: "RUNNING",
     JobStatus.SUCCESSFUL: "SUCCESSFUL",
@@ -72,6 +76,12 @@ class Condition(enum.Enum):
     UNIQUE_KEY_FREE = "no other active job holds its unique_key (the unique index)"
     NOT_KEPT = 'SQLQUEUE_RETENTION["SUCCESSFUL"] is 0'
     RETENTION_PASSED = "it finished longer ago than SQLQUEUE_RETENTION keeps its status"
+    WAITS_FOR_UNFINISHED = "some job it was enqueued after has not finished"
+    DEPENDENCIES_FINISHED = "every job it was enqueued after has finished (waiting_for = 0)"
+    DEPENDENCY_FAILED = (
+        'a job it was enqueued after ended FAILED or CANCELLED or was deleted, and it has after_failure="cancel"'
+    )
+    NO_DEPENDENCY_FAILED = 'none of the jobs it was enqueued after failed, or it has after_failure="run"'
 
 
 @dataclass(frozen=True)
@@ -113,7 +123,7 @@ def _transition(
     return Transition(name, tuple(sources), target, frozenset(guard), tuple(writes), by, outcome)
 
 
-_READY, _RUNNING = JobStatus.READY, JobStatus.RUNNING
+_READY, _RUNNING, _WAITING = JobStatus.READY, JobStatus.RUNNING, JobStatus.WAITING
 _C = Condition
 _ERROR = ("errors", "last_error_class")
 _RELEASED = ("status", "attempts", "started_at")
@@ -130,6 +140,30 @@ ENQUEUE = _transition(
     (_C.UNIQUE_KEY_FREE,),
     _ENQUEUED,
     "Job.objects.enqueue and its kin, the Tasks backend, the schedules",
+)
+ENQUEUE_WAITING = _transition(
+    "enqueue_waiting",
+    (),
+    _WAITING,
+    (_C.UNIQUE_KEY_FREE, _C.WAITS_FOR_UNFINISHED),
+    (*_ENQUEUED, "waiting_for", "runs_after_failure"),
+    "Job.objects.enqueue and enqueue_many with after= (the row and its links, in one transaction)",
+)
+UNBLOCK = _transition(
+    "unblock",
+    (_WAITING,),
+    _READY,
+    (_C.DEPENDENCIES_FINISHED, _C.NO_DEPENDENCY_FAILED),
+    ("status",),
+    "the finish of the last job it waits for, in the same transaction; the maintenance leader's sweep",
+)
+CANCEL_DEPENDENT = _transition(
+    "cancel_dependent",
+    (_WAITING,),
+    JobStatus.CANCELLED,
+    (_C.DEPENDENCY_FAILED,),
+    ("status", *_ERROR, "finished_at"),
+    "the finish or cancel of a job it waits for, in the same transaction; the maintenance leader's sweep",
 )
 CLAIM = _transition(
     "claim",
@@ -210,7 +244,7 @@ REQUEST_CANCEL = _transition(
 )
 CANCEL = _transition(
     "cancel",
-    (_READY,),
+    (_WAITING, _READY),
     JobStatus.CANCELLED,
     (),
     ("status", "finished_at"),
@@ -235,7 +269,7 @@ RUN_NOW = _transition(
 )
 DELETE = _transition(
     "delete",
-    (_READY, *FINISHED),
+    (_WAITING, _READY, *FINISHED),
     None,
     (),
     (),
@@ -255,6 +289,9 @@ TRANSITIONS: dict[str, Transition] = {
     transition.name: transition
     for transition in (
         ENQUEUE,
+        ENQUEUE_WAITING,
+        UNBLOCK,
+        CANCEL_DEPENDENT,
         CLAIM,
         SUCCEED,
         SUCCEED_UNKEPT,

@@ -17,6 +17,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.core.exceptions import ImproperlyConfigured
+from django.db import models
 
 from django_sqlqueue.rules.limits import SCHEDULE_KEY_MAX_LENGTH
 
@@ -41,6 +42,14 @@ MIN_EVERY = datetime.timedelta(seconds=1)
 #: the epoch, stay times a database can store for several periods to come.
 MAX_EVERY = datetime.timedelta(days=1000 * 365)
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+class DefinedIn(models.TextChoices):
+    """Where a recurring job is defined: in ``SQLQUEUE_SCHEDULE`` (the admin shows it
+    read-only; a deploy changes it), or in the admin (added, edited and deleted there)."""
+
+    SETTINGS = "settings", "settings"
+    ADMIN = "admin", "admin"
 
 
 @dataclass(frozen=True)
@@ -158,14 +167,14 @@ def parse_schedule(value: Any, default_tz: str) -> dict[str, Entry]:
     return {key: parse_entry(key, raw, default_tz) for key, raw in value.items()}
 
 
-def parse_entry(key: Any, raw: Any, default_tz: str) -> Entry:
-    """One entry, validated (see :func:`parse_schedule`)."""
+def parse_entry(key: Any, raw: Any, default_tz: str, source: str = "SQLQUEUE_SCHEDULE") -> Entry:
+    """One entry, validated (see :func:`parse_schedule`); its errors name it as
+    ``source[key]`` (a schedule defined in the admin is read back with ``"Schedule"``)."""
     if not isinstance(key, str) or not key or len(key) > SCHEDULE_KEY_MAX_LENGTH:
         raise ImproperlyConfigured(
-            "SQLQUEUE_SCHEDULE: an entry's name must be a string of 1 to "
-            f"{SCHEDULE_KEY_MAX_LENGTH} characters, not {key!r}."
+            f"{source}: an entry's name must be a string of 1 to {SCHEDULE_KEY_MAX_LENGTH} characters, not {key!r}."
         )
-    where = f"SQLQUEUE_SCHEDULE[{key!r}]"
+    where = f"{source}[{key!r}]"
     if not isinstance(raw, Mapping):
         raise ImproperlyConfigured(f"{where} must be a dict, not {raw!r}.")
     if unknown := sorted(map(str, set(raw) - KEYS)):
@@ -175,13 +184,12 @@ def parse_entry(key: Any, raw: Any, default_tz: str) -> Entry:
         raise ImproperlyConfigured(f"{where} must name its task (a registered task name) in 'task'.")
     if ("cron" in raw) == ("every" in raw):
         raise ImproperlyConfigured(f"{where} must have exactly one of 'cron' and 'every'.")
-    tz = raw.get("tz", default_tz)
     try:
-        if not isinstance(tz, str):
-            raise ValueError
-        ZoneInfo(tz)
-    except (ValueError, ZoneInfoNotFoundError):
-        raise ImproperlyConfigured(f"{where}: {tz!r} is not a time zone name, such as 'Europe/Paris'.") from None
+        tz = time_zone(raw.get("tz", default_tz))
+        cron = cron_expression(raw["cron"]) if "cron" in raw else None
+        every = every_period(raw["every"]) if "every" in raw else None
+    except ValueError as error:
+        raise ImproperlyConfigured(f"{where}: {error}") from None
     missed = raw.get("missed", DEFAULT_MISSED)
     if missed not in MISSED:
         raise ImproperlyConfigured(f"{where}: missed must be one of {', '.join(map(repr, MISSED))}, not {missed!r}.")
@@ -199,8 +207,8 @@ def parse_entry(key: Any, raw: Any, default_tz: str) -> Entry:
     return Entry(
         key=key,
         task=task,
-        cron=_cron(where, raw["cron"]) if "cron" in raw else None,
-        every=_every(where, raw["every"]) if "every" in raw else None,
+        cron=cron,
+        every=every,
         tz=tz,
         args=list(args),
         kwargs=dict(kwargs),
@@ -211,32 +219,45 @@ def parse_entry(key: Any, raw: Any, default_tz: str) -> Entry:
     )
 
 
-def _cron(where: str, expression: Any) -> str:
+def time_zone(name: Any) -> str:
+    """``name`` if it names a time zone; raises ``ValueError`` saying what is wrong."""
+    try:
+        if not isinstance(name, str):
+            raise ValueError
+        ZoneInfo(name)
+    except (ValueError, ZoneInfoNotFoundError):
+        raise ValueError(f"{name!r} is not a time zone name, such as 'Europe/Paris'.") from None
+    return name
+
+
+def cron_expression(expression: Any) -> str:
+    """``expression`` if it is a five-field cron expression; raises ``ValueError`` saying
+    what is wrong. Its fields are checked only when cronsim is installed."""
     if not isinstance(expression, str) or len(expression.split()) != 5:
-        raise ImproperlyConfigured(
-            f"{where}: cron must be a five-field expression such as '0 3 * * *', not {expression!r}."
-        )
+        raise ValueError(f"cron must be a five-field expression such as '0 3 * * *', not {expression!r}.")
     if cronsim_installed():
         from cronsim import CronSim, CronSimError
 
         try:
             CronSim(expression, datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc))
         except CronSimError as error:
-            raise ImproperlyConfigured(f"{where}: cron {expression!r} is not valid: {error}.") from None
+            raise ValueError(f"cron {expression!r} is not valid: {error}.") from None
     return expression
 
 
-def _every(where: str, value: Any) -> datetime.timedelta:
+def every_period(value: Any) -> datetime.timedelta:
+    """``value`` (seconds or a ``timedelta``) as a period from :data:`MIN_EVERY` to
+    :data:`MAX_EVERY`; raises ``ValueError`` saying what is wrong."""
     # Compared before any conversion: a timedelta of 1e15 s would overflow first.
     if isinstance(value, datetime.timedelta):
         in_range = MIN_EVERY <= value <= MAX_EVERY
     elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         in_range = MIN_EVERY.total_seconds() <= value <= MAX_EVERY.total_seconds()
     else:
-        raise ImproperlyConfigured(f"{where}: every must be seconds or a timedelta, not {value!r}.")
+        raise ValueError(f"every must be seconds or a timedelta, not {value!r}.")
     if not in_range:
-        raise ImproperlyConfigured(
-            f"{where}: every must be from {MIN_EVERY.total_seconds():g} s to {MAX_EVERY.days} days "
+        raise ValueError(
+            f"every must be from {MIN_EVERY.total_seconds():g} s to {MAX_EVERY.days} days "
             f"({MAX_EVERY.total_seconds():.0f} s), not {value!r}."
         )
     return value if isinstance(value, datetime.timedelta) else datetime.timedelta(seconds=value)

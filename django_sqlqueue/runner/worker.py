@@ -124,7 +124,7 @@ class WorkerProcess:
             )
         heartbeat = threading.Thread(target=self._beat, name="sqlqueue-heartbeat", daemon=True)
         heartbeat.start()
-        waiter = Waiter(self.stop)
+        waiter = Waiter(self.stop, self.config.queues)
         try:
             waiter.listen()
             with ThreadPoolExecutor(self.config.threads, thread_name_prefix="sqlqueue-job") as pool:

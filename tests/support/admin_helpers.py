@@ -35,9 +35,9 @@ def make_job(status: str = JobStatus.READY, *, errors: int = 0, **fields: Any) -
     return job
 
 
-def staff_client(django_user_model: Any, *codenames: str) -> Client:
+def staff_client(django_user_model: Any, *codenames: str, username: str = "staff") -> Client:
     """A client logged in as staff holding only the ``django_sqlqueue`` permissions named."""
-    user = django_user_model.objects.create_user("staff", password="x", is_staff=True)
+    user = django_user_model.objects.create_user(username, password="x", is_staff=True)
     user.user_permissions.set(
         Permission.objects.filter(content_type__app_label="django_sqlqueue", codename__in=codenames)
     )

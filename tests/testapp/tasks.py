@@ -99,6 +99,15 @@ def record(token: str, pause: float = 0.0) -> None:
 
 
 @job
+def gather(token: str) -> dict[str, Any]:
+    """``record``, returning what the jobs it waited for returned (ids as strings: JSON)."""
+    handle = current_job()
+    assert handle is not None
+    _count_run(token)
+    return {str(parent): result for parent, result in handle.dependency_results().items()}
+
+
+@job
 def record_then_sleep(token: str, pause: float) -> None:
     """``record``'s side effect first, then ``pause``: a test can freeze its worker once
     the receipt is written, between the side effect and the outcome."""

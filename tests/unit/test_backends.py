@@ -323,6 +323,20 @@ def test_get_result_of_a_finished_job() -> None:
     assert (result.worker_ids, result.attempts, result.errors) == (["worker-1"], 1, [])
 
 
+def test_a_task_waits_for_the_results_it_is_enqueued_after() -> None:
+    first, second = add.enqueue(1, 2), add.enqueue(3, 4)
+    assert isinstance(add, SQLQueueTask)
+    waiting = add.waiting_for(first, int(second.id), after_failure="run").enqueue(5, 6)
+    job = Job.objects.get(pk=waiting.id)
+    assert (job.status, job.waiting_for, job.runs_after_failure) == (JobStatus.WAITING, 2, True)
+    assert waiting.status == TaskResultStatus.READY  # as Django knows it
+    claimed = Job.objects.claim(worker_id="worker-1")
+    assert sorted(job.pk for job in claimed) == sorted(int(result.id) for result in (first, second))
+    Job.objects.finish(worker_id="worker-1", succeeded=dict.fromkeys(claimed, 3))
+    waiting.refresh()
+    assert (waiting.status, Job.objects.get(pk=waiting.id).status) == (TaskResultStatus.READY, JobStatus.READY)
+
+
 def test_every_attempts_worker_and_error_are_kept() -> None:
     result = fail.enqueue("boom")
     Job.objects.update(max_attempts=2)

@@ -1,5 +1,5 @@
-"""The raw side of ``sqlqueue_bench``: it connects as the project does; a process that
-dies is an error at once, not a wait; a deadlock is run again, as the app runs its own again."""
+"""The raw side of ``sqlqueue_bench``: a process that dies is an error at once, not a
+wait; a deadlock is run again, as the app runs its own again."""
 
 from __future__ import annotations
 
@@ -12,39 +12,13 @@ from typing import Any
 from unittest.mock import patch
 
 import pytest
-from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from django_sqlqueue.bench import ceiling
-
-
-@pytest.mark.skipif(connection.vendor == "sqlite", reason="a SQLite database is its file's name")
-@pytest.mark.django_db
-def test_the_raw_side_connects_as_the_project_does(tmp_path: Path) -> None:
-    # Reached through the settings' OPTIONS alone: a MySQL option file naming the database
-    # (as Django's docs suggest), a PostgreSQL session setting. The raw side read NAME,
-    # HOST, PORT, USER and PASSWORD only: 'No database selected' on MySQL.
-    config = {**connection.settings_dict, "OPTIONS": {**connection.settings_dict["OPTIONS"]}}
-    if connection.vendor == "mysql":
-        option_file = tmp_path / "my.cnf"
-        option_file.write_text(f"[client]\ndatabase = {config['NAME']}\n")
-        config["NAME"] = ""
-        config["OPTIONS"]["read_default_file"] = str(option_file)
-        question, expected = "SELECT DATABASE()", connection.settings_dict["NAME"]
-    else:
-        config["OPTIONS"]["options"] = "-c application_name=sqlqueue-bench-raw"
-        question, expected = "SELECT current_setting('application_name')", "sqlqueue-bench-raw"
-    project_connection = type(connections[DEFAULT_DB_ALIAS])(config, alias="bench-raw")
-    raw = ceiling.RawDatabase.of(project_connection, ceiling.jobs_table("jobs"))
-    with raw.connect() as driver_connection:
-        cursor = driver_connection.cursor()
-        cursor.execute(question)
-        assert cursor.fetchone()[0] == expected
+from django_sqlqueue.db.ceiling import RawDatabase, jobs_table
 
 
 def test_a_raw_drain_process_that_dies_is_reported_at_once(tmp_path: Path) -> None:
-    unopenable = ceiling.RawDatabase(
-        "sqlite", {"database": f"{tmp_path}/no/such/dir/db.sqlite3"}, ceiling.jobs_table("jobs"), True
-    )
+    unopenable = RawDatabase("sqlite", {"database": f"{tmp_path}/no/such/dir/db.sqlite3"}, jobs_table("jobs"), "0")
     began = time.monotonic()
     with pytest.raises(RuntimeError, match="a raw drain process exited with status 1"):
         ceiling.drain(unopenable, "q", 10, processes=2, batch_size=5)
@@ -67,10 +41,10 @@ class Deadlocking:
 
 def drain_in_this_process(tmp_path: Path, claim: Deadlocking, finish: Deadlocking) -> Any:
     """One raw drain process's loop, run here with ``claim`` and ``finish`` in place of the SQL."""
-    database = ceiling.RawDatabase("sqlite", {"database": f"{tmp_path}/db.sqlite3"}, ceiling.jobs_table("jobs"), True)
+    database = RawDatabase("sqlite", {"database": f"{tmp_path}/db.sqlite3"}, jobs_table("jobs"), "0")
     start, results = threading.Event(), queue.Queue()  # type: ignore[var-annotated]
     start.set()
-    with patch.object(ceiling, "_claim_and_finish", return_value=(claim, finish)):
+    with patch.object(RawDatabase, "claim_and_finish", return_value=(claim, finish)):
         ceiling._drain_process(database, "q", 5, "raw-0", start, results)
     assert results.get_nowait() == "ready"
     return results.get_nowait()
@@ -79,10 +53,11 @@ def drain_in_this_process(tmp_path: Path, claim: Deadlocking, finish: Deadlockin
 def test_a_raw_drain_runs_a_deadlocked_claim_or_finish_again(tmp_path: Path) -> None:
     # What MariaDB said to a raw claim's UPDATE in two of four 100,000-job runs.
     deadlock = MySQLError(1213, "Deadlock found when trying to get lock; try restarting transaction")
-    claim = Deadlocking([deadlock, sqlite3.OperationalError("database is locked")], [[1, 2, 3], [4], []])
+    claims = [([1, 2, 3], 2), ([4], 0), ([], 1)]
+    claim = Deadlocking([deadlock, sqlite3.OperationalError("database is locked")], claims)
     finish = Deadlocking([MySQLError(1205, "Lock wait timeout exceeded")], [None, None])
-    done, _, _ = drain_in_this_process(tmp_path, claim, finish)
-    assert done == 4
+    done, lost, _, _ = drain_in_this_process(tmp_path, claim, finish)
+    assert (done, lost) == (4, 3)
     assert (claim.calls, finish.calls) == (5, 3)
 
 

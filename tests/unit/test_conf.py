@@ -29,6 +29,7 @@ DEFAULTS = {
     "SQLQUEUE_HEARTBEAT_INTERVAL": 5.0,
     "SQLQUEUE_LEASE": 60.0,
     "SQLQUEUE_POLL_INTERVAL": 1.0,
+    "SQLQUEUE_WAKEUP_DIR": None,
     "SQLQUEUE_SHUTDOWN_GRACE": 30.0,
     "SQLQUEUE_CANCEL_GRACE": 30.0,
     "SQLQUEUE_RETENTION": {JobStatus.SUCCESSFUL: DAY, JobStatus.CANCELLED: 7 * DAY, JobStatus.FAILED: 30 * DAY},
@@ -72,6 +73,9 @@ def test_default(settings: Any, name: str, default: Any) -> None:
         ({"SQLQUEUE_LEASE": 15}, "SQLQUEUE_LEASE", 15.0),
         ({"SQLQUEUE_HEARTBEAT_INTERVAL": 1, "SQLQUEUE_LEASE": 3}, "SQLQUEUE_LEASE", 3.0),
         ({"SQLQUEUE_POLL_INTERVAL": 0.1}, "SQLQUEUE_POLL_INTERVAL", 0.1),
+        ({"SQLQUEUE_WAKEUP_DIR": "/run/mysite"}, "SQLQUEUE_WAKEUP_DIR", "/run/mysite"),
+        ({"SQLQUEUE_WAKEUP_DIR": Path("/run/mysite")}, "SQLQUEUE_WAKEUP_DIR", "/run/mysite"),
+        ({"SQLQUEUE_WAKEUP_DIR": False}, "SQLQUEUE_WAKEUP_DIR", False),
         ({"SQLQUEUE_SHUTDOWN_GRACE": 5}, "SQLQUEUE_SHUTDOWN_GRACE", 5.0),
         (
             {"SQLQUEUE_RETENTION": {"SUCCESSFUL": 0, "FAILED": None}},
@@ -304,6 +308,17 @@ def test_django_settings_are_asked_once_until_a_setting_changes(monkeypatch: pyt
             {"SQLQUEUE_POLL_INTERVAL": 0},
             "SQLQUEUE_POLL_INTERVAL",
             "SQLQUEUE_POLL_INTERVAL must be a positive number of seconds, not 0.",
+        ),
+        (
+            {"SQLQUEUE_WAKEUP_DIR": "run/mysite"},
+            "SQLQUEUE_WAKEUP_DIR",
+            "SQLQUEUE_WAKEUP_DIR must be an absolute path, None (a folder of its own) or False (off), not "
+            "'run/mysite'.",
+        ),
+        (
+            {"SQLQUEUE_WAKEUP_DIR": True},
+            "SQLQUEUE_WAKEUP_DIR",
+            "SQLQUEUE_WAKEUP_DIR must be an absolute path, None (a folder of its own) or False (off), not True.",
         ),
         (
             {"SQLQUEUE_SHUTDOWN_GRACE": -5},

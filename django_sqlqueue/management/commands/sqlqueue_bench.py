@@ -8,9 +8,13 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 from django.db import connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.bench import ceiling, measure
+from django_sqlqueue.bench import designs as bench_designs
 from django_sqlqueue.conf import conf
+from django_sqlqueue.db import designs as table_designs
+from django_sqlqueue.db.ceiling import RawDatabase, jobs_table
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.management.arguments import claim_limit, non_negative_int, positive_int
 from django_sqlqueue.management.base import QueueCommand
@@ -49,6 +53,25 @@ class Command(QueueCommand):
         )
         parser.add_argument("--latency-samples", type=positive_int, default=40, help="Enqueues timed (default 40).")
         parser.add_argument("--json", action="store_true", dest="as_json", help="Print the figures as JSON.")
+        parser.add_argument(
+            "--designs",
+            nargs="+",
+            choices=list(table_designs.DESIGNS),
+            default=[],
+            metavar="DESIGN",
+            help=(
+                "Instead of the usual figures, drain in raw SQL on scratch tables of other designs of the jobs "
+                "table, made and dropped for each drain, beside the minimal table and today's table (issue 41): "
+                + "; ".join(f"{name}: {what}" for name, what in table_designs.DESIGNS.items())
+                + "."
+            ),
+        )
+        parser.add_argument(
+            "--rounds",
+            type=positive_int,
+            default=2,
+            help="With --designs: drain each this many times, every other round in reverse order (default 2).",
+        )
 
     def handle(
         self,
@@ -61,11 +84,16 @@ class Command(QueueCommand):
         key_limit: int,
         latency_samples: int,
         as_json: bool,
+        designs: list[str],
+        rounds: int,
         **options: Any,
     ) -> None:
         connection = connections[queue_db(Job)]
-        raw = ceiling.RawDatabase.of(connection, ceiling.jobs_table(connection.ops.quote_name(Job._meta.db_table)))
+        raw = RawDatabase.of(connection, jobs_table(connection.ops.quote_name(Job._meta.db_table)))
         prefix = f"sqlqueue-bench-{secrets.token_hex(3)}"
+        if designs:
+            self._designs(connection, raw, designs, prefix, jobs, processes, batch_size, rounds, as_json)
+            return
         singles = max(1, min(jobs // 10, 2000))
         figures: dict[str, Any] = {
             "database": f"{connection.vendor} {connection.display_name}",
@@ -94,8 +122,8 @@ class Command(QueueCommand):
                 figures["insert_rows"] = {"app": app_rows, **many}
                 figures["drain"] = {
                     "app": app_drain,
-                    "ceiling": ceiling.drain(raw, f"{prefix}-raw", jobs, processes, batch_size),
-                    "physical": ceiling.drain(minimal, f"{prefix}-raw", jobs, processes, batch_size),
+                    "ceiling": ceiling.drain(raw, f"{prefix}-raw", jobs, processes, batch_size).per_second,
+                    "physical": ceiling.drain(minimal, f"{prefix}-raw", jobs, processes, batch_size).per_second,
                     "queues": "all" if every_queue else "its own",
                 }
             if backlog:
@@ -123,6 +151,59 @@ class Command(QueueCommand):
             self.stdout.write(json.dumps(figures, indent=2))
         else:
             self._table(figures)
+
+    def _designs(
+        self,
+        connection: BaseDatabaseWrapper,
+        raw: RawDatabase,
+        names: list[str],
+        queue: str,
+        jobs: int,
+        processes: int,
+        batch_size: int,
+        rounds: int,
+        as_json: bool,
+    ) -> None:
+        """Drain the designs ``names`` (today's always among them) beside the minimal table."""
+        wanted = dict.fromkeys(["today", *names])
+        unsupported = {name: why for name in wanted if (why := table_designs.unsupported(name, connection))}
+        made = [name for name in wanted if name not in unsupported]
+        drains = bench_designs.drain_designs(connection, raw, made, queue, jobs, processes, batch_size, rounds)
+        figures: dict[str, Any] = {
+            "database": f"{connection.vendor} {connection.display_name}",
+            "jobs": jobs,
+            "processes": processes,
+            "batch_size": batch_size,
+            "rounds": rounds,
+            "designs": {
+                name: {
+                    "per_second": [drained.per_second for drained in done],
+                    "lost_per_job": [drained.lost_per_job for drained in done],
+                }
+                for name, done in drains.items()
+            },
+            "unsupported": unsupported,
+        }
+        if as_json:
+            self.stdout.write(json.dumps(figures, indent=2))
+            return
+        self.stdout.write(
+            f"django-sqlqueue table designs: {figures['database']}, {jobs} jobs, {processes} processes, "
+            f"batches of {batch_size}, {rounds} rounds"
+        )
+        self.stdout.write("(raw SQL drains on scratch tables; each share is of the same round's drain)")
+        header = "".join(f"{f'round {turn + 1}':>10}" for turn in range(rounds))
+        self.stdout.write(f"{'':16}{header}{'of minimal':>14}{'of today':>12}{'lost/job':>10}")
+        for name, shown in figures["designs"].items():
+            rates = shown["per_second"]
+            cells = "".join(f"{rate:>10,.0f}" for rate in rates)
+            shares = [
+                _share_range(rates, figures["designs"][reference]["per_second"]) for reference in ("minimal", "today")
+            ]
+            lost = max(shown["lost_per_job"])
+            self.stdout.write(f"{name:16}{cells}{shares[0]:>14}{shares[1]:>12}{lost:>10.2f}")
+        for name, why in unsupported.items():
+            self.stdout.write(f"{name}: not made on this database: {why}")
 
     def _table(self, figures: dict[str, Any]) -> None:
         self.stdout.write(
@@ -166,5 +247,13 @@ class Command(QueueCommand):
         latency = figures["latency_ms"]
         self.stdout.write(
             f"latency, enqueue commit to start: p50 {latency['p50']:.1f} ms, "
-            f"p95 {latency['p95']:.1f} ms, p99 {latency['p99']:.1f} ms"
+            f"p95 {latency['p95']:.1f} ms, p99 {latency['p99']:.1f} ms (from its INSERT; the enqueue, "
+            f"commit included, took p50 {latency['enqueue_p50']:.1f} ms)"
         )
+
+
+def _share_range(rates: list[float], references: list[float]) -> str:
+    """The lowest and highest of ``rates`` as shares of the same round's ``references``."""
+    shares = sorted(rate / reference for rate, reference in zip(rates, references, strict=True))
+    low, high = f"{shares[0]:.0%}", f"{shares[-1]:.0%}"
+    return low if low == high else f"{low}-{high.removesuffix('%')}%"

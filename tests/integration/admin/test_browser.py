@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from django_sqlqueue import pause_queue
 from django_sqlqueue.models import Job, JobStatus, Schedule, Worker
+from django_sqlqueue.rules.recurrence import DefinedIn
 from tests.support.workers import ROOT, Workers
 from tests.testapp.tasks import add
 
@@ -180,6 +181,8 @@ def realistic_data() -> dict[str, Job]:
             key=key,
             task=LONG_TASK,
             expression=expression,
+            cron="" if expression.startswith("every") else expression,
+            every=300 if expression.startswith("every") else None,
             tz=zone,
             missed="latest",
             queue=QUEUES[1],
@@ -188,6 +191,22 @@ def realistic_data() -> dict[str, Job]:
             last_run_at=now - datetime.timedelta(hours=17),
             last_job_id=jobs["SUCCESSFUL-0"].pk,
         )
+    # One defined in the admin, whose task a deploy removed: its long problem is shown.
+    Schedule.objects.create(
+        key="partner-webhook-redelivery-sweep-for-every-region-and-partner",
+        defined_in=DefinedIn.ADMIN,
+        task=LONG_TASK,
+        cron="*/15 * * * *",
+        expression="*/15 * * * *",
+        tz="America/Argentina/Buenos_Aires",
+        kwargs={"partners": ["acme-logistics-eu", "globex-payments-us"], "regions": QUEUES},
+        queue=QUEUES[1],
+        last_tick_at=now,
+        next_tick_at=now + datetime.timedelta(minutes=7),
+        last_run_at=now - datetime.timedelta(minutes=8),
+        last_job_id=jobs["FAILED-1"].pk,
+        recent_jobs=[jobs[f"{status}-1"].pk for status in JobStatus.values],
+    )
     return jobs
 
 
@@ -207,6 +226,11 @@ PAGES: dict[str, tuple[Any, list[str]]] = {
     "worker": (lambda jobs: f"worker/{Worker.objects.latest('pk').pk}/change/", []),
     "schedules": ("schedule/", ["select[name=action]", "button[name=index]"]),
     "schedule": (lambda jobs: f"schedule/{Schedule.objects.earliest('pk').pk}/change/", []),
+    "schedule-add": ("schedule/add/", ["input[name=_save]", "select[name=task]"]),
+    "schedule-defined-here": (
+        lambda jobs: f"schedule/{Schedule.objects.get(defined_in=DefinedIn.ADMIN).pk}/change/",
+        ["input[name=_save]", ".deletelink"],
+    ),
 }
 
 

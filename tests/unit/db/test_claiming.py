@@ -20,6 +20,7 @@ from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.conf import MAX_CLAIM_LIMIT
 from django_sqlqueue.db import claiming
+from django_sqlqueue.db.candidate_window import CandidateWindow
 from django_sqlqueue.db.claiming import ClaimedJobs
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.keys import concurrency
@@ -547,7 +548,7 @@ def test_a_claimer_that_lost_its_candidates_reads_further_next_time(other_connec
 
 
 def test_a_claimers_window_widens_only_when_it_came_back_short() -> None:
-    window = claiming._CandidateWindow(Job, connection)
+    window = CandidateWindow(Job, connection)
     assert window.lost([1, 2, 3], [1, 2, 3], 3) == 0
     assert window.per_job == 1
     assert window.lost([1, 2, 3], [3], 3) == 2  # short: all it did not lock were lost

@@ -134,7 +134,8 @@ def test_written_refuses_columns_a_transition_does_not_declare() -> None:
 
 
 def test_allowed_is_the_sources_and_the_guard_as_sql() -> None:
-    assert allowed(lifecycle.CANCEL) == Q(status=JobStatus.READY)
+    assert allowed(lifecycle.CANCEL) == Q(status__in=(JobStatus.WAITING, JobStatus.READY))
+    assert allowed(lifecycle.UNBLOCK) == Q(status=JobStatus.WAITING) & Q(waiting_for=0)
     assert allowed(lifecycle.ADMIN_RETRY) == Q(status__in=(JobStatus.FAILED, JobStatus.CANCELLED))
     assert allowed(lifecycle.REQUEST_CANCEL) == Q(status=JobStatus.RUNNING) & Q(cancel_requested_at__isnull=True)
 

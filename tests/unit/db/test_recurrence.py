@@ -15,6 +15,7 @@ from django.utils import timezone
 from django_sqlqueue.db import recurrence
 from django_sqlqueue.models import Job, Schedule
 from django_sqlqueue.rules.recurrence import Entry, parse_schedule
+from tests.support.racing import at_once
 from tests.support.zones import COMBINATIONS, zones
 
 pytestmark = pytest.mark.django_db
@@ -214,3 +215,115 @@ def test_ticks_fire_at_their_instant_in_every_time_zone(use_tz: bool, time_zone:
 def instant(stored: datetime.datetime) -> datetime.datetime:
     """A stored time as an instant: naive ones are ``TIME_ZONE``'s local time."""
     return stored if timezone.is_aware(stored) else timezone.make_aware(stored, timezone.get_default_timezone())
+
+
+def defined_here(key: str, **raw: Any) -> Schedule:
+    """A schedule defined in the admin, written as the admin's form writes it."""
+    entry = parse_schedule({key: raw}, "UTC")[key]
+    row = Schedule(
+        key=key,
+        task=entry.task,
+        cron=entry.cron or "",
+        every=None if entry.every is None else entry.every.total_seconds(),
+        tz=entry.tz,
+        args=entry.args,
+        kwargs=entry.kwargs,
+        missed=entry.missed,
+        enabled=entry.enabled,
+    )
+    recurrence.define(row, DB)
+    return Schedule.objects.get(key=key)
+
+
+def test_sync_leaves_the_admins_schedules_alone_and_logs_a_name_they_share(caplog: pytest.LogCaptureFixture) -> None:
+    here = defined_here("mine", task=NOOP, every=60, kwargs={"x": 1})
+    recurrence.sync(entries(ping={"task": NOOP, "every": 30}, mine={"task": NOOP, "every": 5}), DB)
+    assert sorted(Schedule.objects.values_list("key", "defined_in")) == [("mine", "admin"), ("ping", "settings")]
+    mine = Schedule.objects.get(key="mine")
+    assert (mine.every, mine.kwargs, mine.revision) == (60, {"x": 1}, here.revision)
+    assert "SQLQUEUE_SCHEDULE['mine'] is not written: a schedule defined in the admin has its name." in caplog.text
+    recurrence.sync({}, DB)
+    assert list(Schedule.objects.values_list("key", flat=True)) == ["mine"]
+
+
+def test_a_tick_read_before_an_edit_enqueues_nothing_and_the_next_enqueues_the_edit() -> None:
+    """An edit made during a tick: the tick read the row, the edit commits, then the tick
+    writes. Its compare-and-set fails (the revision moved on); the next check fires the
+    tick once, as edited."""
+    row = defined_here("mine", task=NOOP, every=3600, kwargs={"v": 1})
+    rewind("mine", 3601)
+    read_during_the_edit = recurrence.due_rows(DB)
+    row.kwargs = {"v": 2}
+    recurrence.define(row, DB)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(recurrence, "due_rows", lambda using: read_during_the_edit)
+        assert recurrence.tick(DB) == 0
+    assert recurrence.tick(DB) == 1
+    assert recurrence.tick(DB) == 0
+    assert list(Job.objects.values_list("kwargs", flat=True)) == [{"v": 2}]
+
+
+def test_an_edit_saved_from_a_page_read_before_a_tick_does_not_fire_it_again() -> None:
+    """The page was opened before the tick fired and saved after: the edit keeps the
+    locked row's last tick, not the one the page read."""
+    opened = defined_here("mine", task=NOOP, every=3600)
+    rewind("mine", 3601)
+    opened = Schedule.objects.get(key="mine")
+    read = opened.last_tick_at
+    assert recurrence.tick(DB) == 1
+    opened.kwargs = {"v": 2}
+    recurrence.define(opened, DB)
+    assert recurrence.tick(DB) == 0
+    row = Schedule.objects.get()
+    assert row.last_tick_at > read
+    assert row.last_job_id == Job.objects.get().pk
+
+
+def test_a_row_that_is_not_valid_is_logged_and_the_others_still_fire(caplog: pytest.LogCaptureFixture) -> None:
+    defined_here("broken", task=NOOP, every=60)
+    defined_here("fine", task=NOOP, every=60)
+    Schedule.objects.filter(key="broken").update(tz="Mars/Olympus")  # written around the form
+    rewind("broken", 61)
+    rewind("fine", 61)
+    assert recurrence.tick(DB) == 1
+    assert "Schedule 'broken' did not enqueue: ImproperlyConfigured: Schedule['broken']: 'Mars/Olympus'" in caplog.text
+    assert recurrence.row_problem(Schedule.objects.get(key="broken")) == (
+        "Schedule['broken']: 'Mars/Olympus' is not a time zone name, such as 'Europe/Paris'."
+    )
+
+
+def test_a_run_now_during_a_tick_is_kept_among_its_last_jobs() -> None:
+    defined_here("mine", task=NOOP, every=3600)
+    rewind("mine", 3601)
+    read_before = recurrence.due_rows(DB)
+    ran_now = recurrence.run_now(Schedule.objects.get(), DB)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(recurrence, "due_rows", lambda using: read_before)
+        assert recurrence.tick(DB) == 0
+    assert recurrence.tick(DB) == 1
+    ticked = Job.objects.latest("pk")
+    assert Schedule.objects.get().recent_jobs == [ticked.pk, ran_now.pk]
+
+
+def test_a_row_keeps_its_last_jobs_newest_first() -> None:
+    defined_here("mine", task=NOOP, every=60, missed="all")
+    past = timezone.now().replace(second=0, microsecond=0) - datetime.timedelta(minutes=12)
+    Schedule.objects.update(last_tick_at=past, next_tick_at=past)
+    assert recurrence.tick(DB) == 12
+    newest = list(Job.objects.order_by("-run_at").values_list("pk", flat=True))
+    assert Schedule.objects.get().recent_jobs == newest[: recurrence.RECENT_JOBS]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_supervisors_ticking_at_once_enqueue_each_tick_once() -> None:
+    """Two schedulers, each on its own connection, check the same due row at the same
+    moment, round after round: one enqueues the round's tick (two, when the rewound hour
+    holds two), the other nothing, and no tick has two jobs."""
+    defined_here("mine", task=NOOP, every=3600, missed="all")
+    for _ in range(5):
+        rewind("mine", 3601)
+        before = list(Job.objects.values_list("pk", flat=True))
+        loser, winner = sorted(at_once(2, lambda index: recurrence.tick(DB)))
+        run_ats = list(Job.objects.exclude(pk__in=before).values_list("run_at", flat=True))
+        assert loser == 0
+        assert len(run_ats) == len(set(run_ats)) == winner >= 1

@@ -14,10 +14,6 @@ PACKAGE = Path(django_sqlqueue.__file__).parent
 #: Outside ``db/``, these may name the vendor, each for its reason.
 ALLOWED = {
     "migrations": "a migration is frozen history: it keeps the vendor branches it was written with",
-    "bench/ceiling.py": (
-        "the raw drivers' ceiling, measured without Django: each driver's own SQL, by design apart from the "
-        "statements the queue runs"
-    ),
 }
 
 

@@ -7,10 +7,11 @@ import datetime
 from collections import Counter
 
 import pytest
+from django.db import DEFAULT_DB_ALIAS
 from django.test import override_settings
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import rollup
+from django_sqlqueue.db import recurrence, rollup
 from django_sqlqueue.maintenance.pruning import PRUNE_SECONDS, PruningService
 from django_sqlqueue.maintenance.rescue import RESCUE_SECONDS, Rescued, RescueService
 from django_sqlqueue.maintenance.rollups import ROLLUP_BACKLOG_SECONDS, ROLLUP_SECONDS, RollupsService
@@ -22,6 +23,7 @@ from tests.unit.maintenance.test_rescue import hold, register
 pytestmark = pytest.mark.django_db(transaction=True)  # the services close their connections
 
 NOOP = "tests.testapp.tasks.noop"
+DB = DEFAULT_DB_ALIAS
 
 
 def test_the_rescue_service_gives_back_expired_workers_jobs_and_says_so() -> None:
@@ -45,6 +47,23 @@ def test_the_settings_are_synced_and_a_due_tick_enqueues_each_second() -> None:
     Schedule.objects.update(last_tick_at=past, next_tick_at=past)
     service.run(1.0)
     assert list(Job.objects.values_list("task", flat=True)) == [NOOP]
+
+
+@override_settings(SQLQUEUE_SCHEDULE={})
+def test_a_running_service_enqueues_an_admin_edit_at_its_next_turn() -> None:
+    """No restart: the service holds no entry between turns, and a supervisor's start-up
+    sync leaves the admin's schedules alone."""
+    recurrence.define(Schedule(key="mine", task=NOOP, every=3600, tz="UTC", kwargs={"v": 1}), DB)
+    sync_settings()
+    service = SchedulesService()
+    assert service.run(0.0) == SCHEDULE_SECONDS
+    row = Schedule.objects.get()
+    row.kwargs = {"v": 2}
+    recurrence.define(row, DB)
+    past = Schedule.objects.get().last_tick_at - datetime.timedelta(seconds=3601)
+    Schedule.objects.update(last_tick_at=past, next_tick_at=past)
+    service.run(1.0)
+    assert list(Job.objects.values_list("kwargs", flat=True)) == [{"v": 2}]
 
 
 def test_rollups_count_a_day_a_turn_sooner_while_hours_are_left() -> None:

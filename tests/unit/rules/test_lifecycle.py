@@ -33,7 +33,8 @@ from django_sqlqueue.testing import Ran
 
 
 def test_every_status_is_reachable_from_a_new_job() -> None:
-    seen = {ENQUEUE.target}
+    seen = {t.target for t in TRANSITIONS.values() if not t.sources}
+    assert seen == {ENQUEUE.target, lifecycle.ENQUEUE_WAITING.target}
     while reached := {t.target for t in TRANSITIONS.values() if seen & set(t.sources) and t.target is not None} - seen:
         seen |= reached
     assert seen == set(JobStatus)
@@ -72,6 +73,16 @@ def test_a_failed_attempt_matches_exactly_one_guard_whatever_the_facts() -> None
         assert chosen(AFTER_FAILURE, facts) in AFTER_FAILURE
     for cancel in (Condition.CANCEL_REQUESTED, Condition.NOT_CANCEL_REQUESTED):
         assert chosen(AFTER_RELEASE, {Condition.HELD, Condition.UNSTARTED, cancel}) in AFTER_RELEASE
+
+
+def test_a_waiting_job_is_released_or_cancelled_by_exactly_one_guard() -> None:
+    leaving = (lifecycle.UNBLOCK, lifecycle.CANCEL_DEPENDENT)
+    finished, failed = Condition.DEPENDENCIES_FINISHED, Condition.DEPENDENCY_FAILED
+    assert chosen(leaving, {finished, Condition.NO_DEPENDENCY_FAILED}) is lifecycle.UNBLOCK
+    assert chosen(leaving, {finished, failed}) is lifecycle.CANCEL_DEPENDENT
+    assert chosen(leaving, {Condition.WAITS_FOR_UNFINISHED, failed}) is lifecycle.CANCEL_DEPENDENT
+    with pytest.raises(LookupError):  # it waits on
+        chosen(leaving, {Condition.WAITS_FOR_UNFINISHED, Condition.NO_DEPENDENCY_FAILED})
 
 
 def test_chosen_refuses_facts_that_fit_none_or_several() -> None:

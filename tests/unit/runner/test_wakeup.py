@@ -1,10 +1,14 @@
-"""How an idle worker waits for work (``runner/wakeup.py``): polling that backs off, or
-PostgreSQL's NOTIFY. A real idle ``runworkers`` is in ``tests/integration/runner/``."""
+"""How an idle worker waits for work (``runner/wakeup.py``): polling that backs off,
+PostgreSQL's NOTIFY, or a datagram from an enqueue on this host. A real idle
+``runworkers`` is in ``tests/integration/runner/``."""
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -49,10 +53,30 @@ class RecordingStop(threading.Event):
         return False
 
 
+@pytest.fixture
+def waiting(settings: Any, tmp_path: Path) -> Iterator[Callable[..., Waiter]]:
+    """``waiting(queues=None)``: a listening ``Waiter`` (its wake-up folder this test's own),
+    stopped and closed after the test."""
+    settings.SQLQUEUE_WAKEUP_DIR = str(tmp_path)
+    made: list[Waiter] = []
+
+    def make(queues: list[str] | None = None) -> Waiter:
+        waiter = Waiter(threading.Event(), queues)
+        made.append(waiter)
+        waiter.listen()
+        return waiter
+
+    yield make
+    for waiter in made:
+        waiter.stop.set()
+        waiter.close()
+
+
 @pytest.mark.django_db
 @pytest.mark.skipif(connection.vendor == "postgresql", reason="PostgreSQL waits for a NOTIFY instead of polling")
 def test_idle_polling_backs_off_to_the_poll_interval_and_resets_on_work(settings: Any) -> None:
     settings.SQLQUEUE_POLL_INTERVAL = 0.4
+    settings.SQLQUEUE_WAKEUP_DIR = False  # no enqueue on this host wakes it: it polls
     stop = RecordingStop()
     waiter = Waiter(stop)
     waiter.listen()
@@ -64,27 +88,69 @@ def test_idle_polling_backs_off_to_the_poll_interval_and_resets_on_work(settings
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="LISTEN/NOTIFY is PostgreSQL's")
-def test_notify_wakes_an_idle_worker_when_the_enqueue_commits(settings: Any) -> None:
+def test_an_enqueue_wakes_an_idle_worker_when_it_commits(settings: Any, waiting: Callable[..., Waiter]) -> None:
+    """By NOTIFY on PostgreSQL, by a datagram on this host elsewhere."""
     settings.SQLQUEUE_POLL_INTERVAL = 60
-    waiter = Waiter(threading.Event())
-    waiter.listen()
+    waiter = waiting()
     woke = threading.Event()
 
     def idle() -> None:
-        waiter.wait()
+        while not waiter.wait() and not waiter.stop.is_set():
+            pass  # the wait backs off, from 50 ms up to the poll interval
         woke.set()
 
+    sleeper = threading.Thread(target=idle)
     try:
         with transaction.atomic():
             Job.objects.enqueue(noop)
-            sleeper = threading.Thread(target=idle)
             sleeper.start()
             assert not woke.wait(1), "woke for a job that is not committed"
-        assert woke.wait(20), "the commit's NOTIFY did not wake the waiter"
-        sleeper.join()
+        assert woke.wait(20), "the commit did not wake the waiter"
+        assert not waiter.stop.is_set()
     finally:
-        waiter.close()
+        waiter.stop.set()
+        sleeper.join()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor == "postgresql", reason="PostgreSQL's workers LISTEN")
+def test_a_worker_sleeps_through_the_enqueues_of_queues_it_does_not_serve(waiting: Callable[..., Waiter]) -> None:
+    doorbell = waiting(["reports"]).doorbell
+    assert doorbell is not None
+    Job.objects.enqueue(noop, queue="mail")
+    assert not doorbell.wait(0.2)
+    Job.objects.enqueue(noop, queue="reports")
+    assert doorbell.wait(20)
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor == "postgresql", reason="PostgreSQL's workers LISTEN")
+def test_a_stop_ends_the_wait_for_a_datagram(settings: Any, waiting: Callable[..., Waiter]) -> None:
+    """SIGTERM sets the stop event: the worker must not sleep on until its poll ends."""
+    settings.SQLQUEUE_POLL_INTERVAL = 60
+    waiter = waiting()
+    sleeper = threading.Thread(target=waiter.wait)
+    sleeper.start()
+    waiter.stop.set()
+    sleeper.join(timeout=20)
+    assert not sleeper.is_alive(), "the stop did not end the wait"
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor == "postgresql", reason="PostgreSQL's workers LISTEN")
+def test_a_worker_without_a_usable_wakeup_folder_says_so_and_polls(
+    settings: Any, tmp_path: Path, warnings: Warnings
+) -> None:
+    tmp_path.chmod(0o777)  # others could plant sockets there
+    settings.SQLQUEUE_WAKEUP_DIR = str(tmp_path)
+    stop = RecordingStop()
+    waiter = Waiter(stop)
+    waiter.listen()
+    waiter.wait()
+    assert (waiter.doorbell, stop.waits) == (None, [0.05])
+    (warned,) = warnings.messages
+    assert warned.startswith("No wake-up socket for database 'default' (")
+    assert warned.endswith("idle workers poll.")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -145,3 +211,21 @@ def test_a_worker_that_never_hears_its_probe_says_so_once_and_polls(
     assert warned.startswith("LISTEN on database 'default' hears no notifications")
     assert warned.endswith("polling every 0.2 s instead.")
     assert stop.waits  # it polls from then on
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor == "postgresql", reason="PostgreSQL's workers LISTEN")
+def test_a_worker_whose_socket_file_was_removed_binds_another(
+    waiting: Callable[..., Waiter], warnings: Warnings
+) -> None:
+    """As systemd-tmpfiles does to files in /tmp that nobody touched for ten days."""
+    doorbell = waiting().doorbell
+    assert doorbell is not None
+    removed = doorbell.bell.getsockname()
+    os.unlink(removed)
+    doorbell.keep_at = 0  # due
+    doorbell.wait(0)
+    assert doorbell.bell.getsockname() != removed
+    Job.objects.enqueue(noop)
+    assert doorbell.wait(20)
+    assert warnings.messages == [f"The wake-up socket {removed} was removed: binding another."]

@@ -5,10 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django_sqlqueue import pause_queue, resume_queue
+from django_sqlqueue import pause_queue, resume_queue, workflows
 from django_sqlqueue.managers import CancelCount
 from django_sqlqueue.models import Job
-from shop.tasks import export, send_receipt, sync_order
+from shop.tasks import (
+    export,
+    make_thumbnail,
+    publish_album,
+    remove_uploads,
+    send_receipt,
+    sync_order,
+)
 
 
 def enqueue_receipts(order_ids: Iterable[int]) -> list[Job]:
@@ -67,3 +74,30 @@ def cancel_exports() -> CancelCount:
     # CancelCount(cancelled=READY jobs now CANCELLED,
     #             requested=RUNNING jobs asked to stop)
     return Job.objects.cancel(exports)
+
+
+def publish(album_id: int, image_ids: Iterable[int]) -> Job:
+    thumbnails = Job.objects.enqueue_many(
+        [Job.objects.build(make_thumbnail, (pk,)) for pk in image_ids]
+    )
+    page = Job.objects.enqueue(publish_album, (album_id,), after=thumbnails)
+    # Runs even if a thumbnail failed for good (the page is then cancelled).
+    Job.objects.enqueue(
+        remove_uploads, (album_id,), after=[page], after_failure="run"
+    )
+    return page
+
+
+def publish_with_helpers(album_id: int, image_ids: list[int]) -> Job:
+    # A chord: a group of jobs, then one after them all.
+    _, page = workflows.chord(
+        [Job.objects.build(make_thumbnail, (pk,)) for pk in image_ids],
+        then=Job.objects.build(publish_album, (album_id,)),
+    )
+    return page
+
+
+def thumbnails_one_by_one(image_ids: list[int]) -> list[Job]:
+    # A chain: each step after the one before.
+    steps = [Job.objects.build(make_thumbnail, (pk,)) for pk in image_ids]
+    return workflows.chain(steps)

@@ -79,6 +79,26 @@ def sync_stock() -> None:
     synced.append(0)
 
 
+# The workflows guide: thumbnails side by side, then one album page from them.
+@job
+def make_thumbnail(image_id: int) -> str:
+    return f"thumbs/{image_id}.jpg"
+
+
+@job
+def publish_album(album_id: int) -> list[str]:
+    handle = current_job()
+    assert handle is not None
+    # {job id: what it returned}, for every job this one waited for.
+    thumbnails = handle.dependency_results()
+    return sorted(thumbnails.values())
+
+
+@job
+def remove_uploads(album_id: int) -> None:
+    exported.append(f"removed {album_id}")
+
+
 #: How many times each job of ``fetch_rates`` ran, by job id.
 fetched: dict[int, int] = {}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from django_sqlqueue.bench import measure
+from django_sqlqueue.db.designs import DESIGNS
 from django_sqlqueue.management.commands.sqlqueue_bench import nothing_else_to_run
 from django_sqlqueue.models import Job
 from tests.support.workers import UNGUARDED_MANAGE_PY, run_script
@@ -48,6 +50,7 @@ def test_the_benchmark_runs_and_cleans_up(monkeypatch: pytest.MonkeyPatch) -> No
     assert figures["drain_with_backlog"]["backlog"] == 30
     assert (figures["drain_with_keys"]["keys"], figures["drain_with_keys"]["key_limit"]) == (3, 2)
     assert 0 <= figures["latency_ms"]["p50"] <= figures["latency_ms"]["p95"] <= figures["latency_ms"]["p99"]
+    assert figures["latency_ms"]["enqueue_p50"] > 0
     assert list(Job.objects.values_list("pk", flat=True)) == [kept.pk]  # only the bench's own jobs are gone
 
 
@@ -77,6 +80,7 @@ def test_the_table_shows_each_figure_against_its_ceiling(monkeypatch: pytest.Mon
         assert shown_share_fits(of_ours, app, ours), line
         assert shown_share_fits(of_minimal, app, minimal), line
     assert lines[7].startswith("latency, enqueue commit to start: p50 ")
+    assert re.search(r"\(from its INSERT; the enqueue, commit included, took p50 \d+\.\d ms\)$", lines[7])
 
 
 @pytest.mark.slow
@@ -129,3 +133,50 @@ def test_the_benchmark_runs_from_a_manage_py_without_a_main_guard(
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert finished.stdout.count("django-sqlqueue benchmark:") == 1, finished.stdout
     assert "drain: runworkers --burst" in finished.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_each_table_design_drains_on_its_own_scratch_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DB_NAME", str(connection.settings_dict["NAME"]))
+    out = StringIO()
+    call_command(
+        "sqlqueue_bench", jobs=50, processes=2, batch_size=10, designs=list(DESIGNS), rounds=2, as_json=True, stdout=out
+    )
+    figures = json.loads(out.getvalue())
+    unsupported = {
+        "postgresql": {"read-then-lock"},
+        "mysql": {"fillfactor"},
+        "sqlite": {"fillfactor", "read-then-lock"},
+    }[connection.vendor]
+    assert set(figures["unsupported"]) == unsupported
+    assert set(figures["designs"]) == {"minimal", *DESIGNS} - unsupported
+    for name, drained in figures["designs"].items():
+        assert len(drained["per_second"]) == 2, name
+        assert all(rate > 0 for rate in drained["per_second"]), name
+        assert all(lost >= 0 for lost in drained["lost_per_job"]), name
+    assert scratch_tables() == []
+    assert not Job.objects.exists()  # the designs' jobs never touch the jobs table
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_designs_table_shows_a_figure_per_design_and_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DB_NAME", str(connection.settings_dict["NAME"]))
+    out = StringIO()
+    call_command("sqlqueue_bench", jobs=30, processes=1, designs=["partial", "fillfactor"], rounds=1, stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith(f"django-sqlqueue table designs: {connection.vendor}")
+    assert lines[2].split() == ["round", "1", "of", "minimal", "of", "today", "lost/job"]
+    made = ["minimal", "today", "partial"] + (["fillfactor"] if connection.vendor == "postgresql" else [])
+    rows = {line.split()[0]: line.split()[1:] for line in lines[3 : 3 + len(made)]}
+    assert list(rows) == made
+    assert all(len(cells) == 4 for cells in rows.values())  # jobs/s, the two shares, lost per job
+    assert (rows["minimal"][1], rows["today"][2]) == ("100%", "100%")
+    if connection.vendor != "postgresql":
+        assert lines[-1].startswith("fillfactor: not made on this database: InnoDB and SQLite have no table fillfactor")
+
+
+def scratch_tables() -> list[str]:
+    with connection.cursor() as cursor:
+        return [name for name in connection.introspection.table_names(cursor) if "sqlqueue_bench" in name]

@@ -69,6 +69,7 @@ def test_times_are_shown_in_the_entrys_zone_as_the_admin_shows_them(use_tz: bool
     assert all(re.fullmatch(r"  \S+ 03:00:00 CES?T \(Europe/Paris\)", line) for line in lines[2:5]), lines
 
 
+@pytest.mark.django_db  # it looks for schedules defined in the admin
 @override_settings(SQLQUEUE_SCHEDULE={})
 def test_an_empty_schedule() -> None:
     assert schedule() == "SQLQUEUE_SCHEDULE is empty: no recurring jobs.\n"
@@ -78,3 +79,22 @@ def test_an_empty_schedule() -> None:
 def test_a_bad_entry_is_an_error() -> None:
     with pytest.raises(CommandError, match=r"SQLQUEUE_SCHEDULE\['bad'\]: cron '99 \* \* \* \*' is not valid"):
         call_command("sqlqueue_schedule", skip_checks=True)
+
+
+@pytest.mark.django_db
+@override_settings(SQLQUEUE_SCHEDULE={"nightly": SCHEDULE["nightly"]})
+def test_lists_the_schedules_defined_in_the_admin_after_the_settings() -> None:
+    recurrence.define(
+        Schedule(key="weekly", task=NOOP, cron="0 9 * * 1", tz="Asia/Tokyo", kwargs={"a": 1}), DEFAULT_DB_ALIAS
+    )
+    recurrence.define(Schedule(key="gone", task=NOOP, every=60, tz="UTC"), DEFAULT_DB_ALIAS)
+    Schedule.objects.filter(key="gone").update(tz="Mars/Olympus")
+    lines = schedule("--count", "1").splitlines()
+    assert lines[0] == f"nightly: {NOOP}, 30 2 * * * (Europe/Paris), missed=latest, enabled"
+    assert lines[2] == (
+        "gone: defined in the admin, enqueues nothing: "
+        "Schedule['gone']: 'Mars/Olympus' is not a time zone name, such as 'Europe/Paris'."
+    )
+    assert lines[3] == f"weekly: {NOOP}, 0 9 * * 1 (Asia/Tokyo), missed=latest, enabled, defined in the admin"
+    assert lines[4] == "  last run: never"
+    assert re.fullmatch(r"  \S+ 09:00:00 JST \(Asia/Tokyo\)", lines[5])

@@ -84,3 +84,27 @@ def test_cancelling_a_ready_job(sqlqueue):
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELLED
     assert sqlqueue.run_jobs() == sqlqueue.Ran()
+
+
+def test_a_page_waits_for_its_thumbnails(sqlqueue):
+    page = producers.publish(7, [1, 2])
+    assert page.status == JobStatus.WAITING
+    sqlqueue.run_jobs()
+    page.refresh_from_db()
+    assert (page.status, page.result) == (
+        JobStatus.SUCCESSFUL,
+        ["thumbs/1.jpg", "thumbs/2.jpg"],
+    )
+    assert tasks.exported == ["removed 7"]
+
+
+def test_a_chord_and_a_chain(sqlqueue):
+    page = producers.publish_with_helpers(8, [3, 4])
+    steps = producers.thumbnails_one_by_one([5, 6])
+    assert (page.waiting_for, [step.waiting_for for step in steps]) == (
+        2,
+        [0, 1],
+    )
+    sqlqueue.run_jobs()
+    page.refresh_from_db()
+    assert page.result == ["thumbs/3.jpg", "thumbs/4.jpg"]

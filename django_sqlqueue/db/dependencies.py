@@ -1,0 +1,300 @@
+"""Workflows in SQL: a job enqueued ``after=`` others waits (``WAITING``) until they have
+all finished, linked to each by a ``JobDependency`` row.
+
+Exactly once, without timing: each link is settled once, under its row lock
+(``settled`` moves from False to True), in the transaction that finishes its parent;
+that transaction takes the settled links off their children's ``waiting_for`` (an
+``UPDATE`` under the child's row lock, so two parents finishing at once on two
+connections count down one after the other), then releases the children left at 0
+(``unblock``) or cancels those a failed parent stops (``cancel_dependent``), both
+compare-and-set on ``status = WAITING``. A finish that lost its fence leaves its job
+unfinished, so it settles nothing; a crash rolls the settling back with the finish.
+
+Enqueueing ``after=`` locks the parents' rows (in id order) and reads their statuses:
+a missing parent refuses the enqueue, an unfinished one is counted, a finished one's
+link is written settled. A parent's finish and a child's enqueue thus see each other
+whole, whichever commits first."""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from django.apps import apps
+from django.db import connections, models, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import F
+
+from django_sqlqueue.db import notifying
+from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.lifecycle import allowed, written
+from django_sqlqueue.db.per_connection import PerConnection
+from django_sqlqueue.db.wakeup import wake_on_commit
+from django_sqlqueue.exceptions import DependencyFailed, InvalidJobError
+from django_sqlqueue.rules.dependencies import blocked_reason, parent_id_problem
+from django_sqlqueue.rules.lifecycle import ACTIVE, CANCEL_DEPENDENT, UNBLOCK, JobStatus
+
+if TYPE_CHECKING:
+    from django_sqlqueue.db.table import AbstractJob
+
+_DEPENDENCY_FAILED = f"{DependencyFailed.__module__}.{DependencyFailed.__qualname__}"
+#: Ids in one ``IN (...)``: well under SQLite's limit on a statement's parameters.
+CHUNK = 500
+
+
+def _link_model() -> type[models.Model]:
+    """The links' model (``models.JobDependency``), from the app registry: the models
+    module imports the managers, which import this module, so it cannot import (nor name)
+    the models back."""
+    return apps.get_model("django_sqlqueue", "JobDependency")
+
+
+def _links(using: str) -> models.QuerySet[Any]:
+    return _link_model()._default_manager.using(using)
+
+
+def _chunks(ids: Iterable[int]) -> Iterator[list[int]]:
+    iterator = iter(sorted(set(ids)))
+    while chunk := list(itertools.islice(iterator, CHUNK)):
+        yield chunk
+
+
+def parent_ids(after: Iterable[Any], using: str) -> tuple[int, ...]:
+    """The ids of ``after`` (saved jobs of the database ``using`` or ids), each once.
+    Raises :class:`InvalidJobError` for anything else: an unsaved job, one read from
+    another database, a value that is no id."""
+    ids: dict[int, None] = {}
+    for parent in after:
+        if isinstance(parent, models.Model):
+            if parent.pk is None:
+                raise InvalidJobError(f"after= holds an unsaved job ({parent}): enqueue it first.")
+            if parent._state.db not in (None, using):
+                raise InvalidJobError(
+                    f"after= holds job {parent.pk} of the database {parent._state.db!r}; "
+                    f"this job is written to {using!r}: a job can only wait for jobs of its own database."
+                )
+            parent = parent.pk
+        if problem := parent_id_problem(parent):
+            raise InvalidJobError(f"after= {problem}.")
+        ids[parent] = None
+    return tuple(ids)
+
+
+def lock_parents(model: type[AbstractJob], using: str, ids: Collection[int]) -> dict[int, str]:
+    """The status of each job of ``ids``, its row locked until the transaction ends (in
+    id order, as finishes lock theirs). Raises :class:`InvalidJobError` naming the ids
+    no job has (never enqueued, or deleted): nothing waits for a job that cannot finish."""
+    statuses: dict[int, str] = {}
+    for chunk in _chunks(ids):
+        rows = model._base_manager.using(using).filter(pk__in=chunk).select_for_update().order_by("pk")
+        statuses.update(rows.values_list("pk", "status"))
+    if missing := sorted(set(ids) - statuses.keys()):
+        shown = ", ".join(map(str, missing[:10])) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        raise InvalidJobError(f"after= names jobs that do not exist (never enqueued, or deleted): {shown}.")
+    return statuses
+
+
+def link(model: type[AbstractJob], using: str, children: Sequence[AbstractJob], statuses: dict[int, str]) -> None:
+    """Make ``children`` (just written ``READY`` in this transaction, each with its
+    ``after`` ids among ``statuses``) wait: ``WAITING`` with their count of unfinished
+    parents (``enqueue_waiting``), a link to each parent (settled for a finished one);
+    then those with none unfinished are decided at once, as a finish would."""
+    link_model = _link_model()
+    groups: dict[tuple[int, bool], list[int]] = defaultdict(list)
+    rows: list[models.Model] = []
+    for child in children:
+        unfinished = sum(statuses[parent] in ACTIVE for parent in child.after)
+        groups[unfinished, child.runs_after_failure].append(child.pk)
+        child.status, child.waiting_for = JobStatus.WAITING, unfinished
+        rows.extend(
+            link_model(child_id=child.pk, parent_id=parent, settled=statuses[parent] not in ACTIVE)
+            for parent in child.after
+        )
+    jobs = model._base_manager.using(using)
+    for (unfinished, runs), pks in groups.items():
+        jobs.filter(pk__in=pks).update(status=JobStatus.WAITING, waiting_for=unfinished, runs_after_failure=runs)
+    _links(using).bulk_create(rows, batch_size=CHUNK)
+    blocked = {
+        child.pk: blocked_reason({parent: statuses[parent] for parent in child.after})
+        for child in children
+        if not child.runs_after_failure
+    }
+    cancelled = _decide(model, using, [child.pk for child in children], {pk: why for pk, why in blocked.items() if why})
+    for child in children:
+        if child.pk in cancelled:
+            child.refresh_from_db(fields=["status", "finished_at", "errors", "last_error_class"])
+        elif child.waiting_for == 0:
+            child.status = JobStatus.READY
+
+
+def settle(
+    model: type[AbstractJob], using: str, finished: Iterable[int], *, gone_succeeded: Collection[int] = ()
+) -> None:
+    """Settle the unsettled links of the jobs of ``finished`` that have indeed finished
+    (a retried job is ``READY`` again, a rescued one is not ours: their links wait), in
+    the caller's transaction, then decide their children; cancelling a child settles
+    its own links in turn. ``gone_succeeded`` are jobs this transaction deleted on
+    success (``SQLQUEUE_RETENTION["SUCCESSFUL"]`` 0); any other missing job was
+    deleted before it finished, and stops its children like a failure."""
+    pending = sorted(set(finished))
+    while pending:
+        cancelled: list[int] = []
+        for chunk in _chunks(pending):
+            cancelled += _settle_chunk(model, using, chunk, gone_succeeded)
+        pending = cancelled
+
+
+def _settle_chunk(
+    model: type[AbstractJob], using: str, parents: list[int], gone_succeeded: Collection[int]
+) -> list[int]:
+    """:func:`settle` for up to :data:`CHUNK` parents: the children it cancelled."""
+    links = list(
+        _links(using)
+        .filter(parent_id__in=parents, settled=False)
+        .select_for_update()
+        .order_by("pk")
+        .values_list("pk", "child_id", "parent_id")
+    )
+    if not links:  # the jobs without dependents: this one indexed read is all they cost
+        return []
+    jobs = model._base_manager.using(using)
+    statuses = dict(jobs.filter(pk__in={parent for _, _, parent in links}).values_list("pk", "status"))
+    for gone in {parent for _, _, parent in links} - statuses.keys():
+        statuses[gone] = JobStatus.SUCCESSFUL if gone in gone_succeeded else ""
+    done = [(pk, child, parent) for pk, child, parent in links if statuses[parent] not in ACTIVE]
+    if not done:
+        return []
+    _links(using).filter(pk__in=[pk for pk, _, _ in done]).update(settled=True)
+    counts: dict[int, int] = defaultdict(int)
+    finished_parents: dict[int, dict[int, str]] = defaultdict(dict)
+    for _, child, parent in done:
+        counts[child] += 1
+        finished_parents[child][parent] = statuses[parent]
+    by_count: dict[int, list[int]] = defaultdict(list)
+    for child, count in counts.items():
+        by_count[count].append(child)
+    for count, children in by_count.items():
+        for chunk in _chunks(children):
+            jobs.filter(pk__in=chunk).update(waiting_for=F("waiting_for") - count)
+    blocked = {child: why for child, parents in finished_parents.items() if (why := blocked_reason(parents))}
+    return _decide(model, using, sorted(counts), blocked)
+
+
+def _decide(model: type[AbstractJob], using: str, children: Sequence[int], blocked: dict[int, str]) -> list[int]:
+    """Cancel the waiting children of ``blocked`` that do not run after a failure, with
+    its reason (``cancel_dependent``); release the others of ``children`` that wait for
+    nothing more (``unblock``). Both compare-and-set on ``WAITING``. The cancelled ids."""
+    jobs = model._base_manager.using(using)
+    cancelled: list[int] = []
+    reasons: dict[str, list[int]] = defaultdict(list)
+    for child, why in blocked.items():
+        reasons[why].append(child)
+    for why, pks in reasons.items():
+        error = {"attempt": 1, "worker": "", "started_at": None, "exception_class_path": _DEPENDENCY_FAILED}
+        error.update(message=why, traceback="")
+        for chunk in _chunks(pks):
+            stoppable = jobs.filter(pk__in=chunk, runs_after_failure=False).filter(allowed(CANCEL_DEPENDENT))
+            ids = list(stoppable.select_for_update().values_list("pk", flat=True))
+            stoppable.filter(pk__in=ids).update(
+                **written(
+                    CANCEL_DEPENDENT,
+                    errors=[error],
+                    last_error_class=error["exception_class_path"],
+                    finished_at=DatabaseNow(),
+                )
+            )
+            cancelled += ids
+    released: set[str] = set()
+    for chunk in _chunks(set(children) - set(cancelled)):
+        if jobs.filter(pk__in=chunk).filter(allowed(UNBLOCK)).update(**written(UNBLOCK)):
+            released.update(jobs.filter(pk__in=chunk, status=UNBLOCK.target).values_list("queue", flat=True))
+    if released:  # idle workers wake when this commits, as for new jobs
+        notifying.notify(using, "")
+        wake_on_commit(using, released)
+    return cancelled
+
+
+def awaited(using: str, jobs: models.QuerySet[Any] | Collection[int]) -> list[int]:
+    """The ids among ``jobs`` (a queryset, or ids) that some job still waits for
+    (unsettled links): few, however many ``jobs`` holds; read from the links' index on
+    their parent, and no query at all for no ids. For ids (a finished batch), the
+    statement is written once per connection (:class:`_AwaitedRead`): a finish compiles
+    nothing for it."""
+    if isinstance(jobs, models.QuerySet):
+        links = _links(using).filter(settled=False, parent_id__in=jobs.values("pk"))
+        return list(links.order_by().values_list("parent_id", flat=True).distinct())
+    read = _awaited_reads(_link_model(), connections[using])
+    return [pk for chunk in _chunks(jobs) for pk in read.run(chunk)]
+
+
+class _AwaitedRead:
+    """``SELECT DISTINCT parent_id FROM links WHERE settled = false AND parent_id IN (…)``
+    as plain SQL, its names quoted once for each connection; first, without parameters,
+    whether any link is unsettled at all: with no workflow under way (most finishes of
+    most projects) that is all a finish reads, in about a bare round trip."""
+
+    def __init__(self, model: type[models.Model], connection: BaseDatabaseWrapper) -> None:
+        qn = connection.ops.quote_name
+        # A concrete field has a column: the stubs type it optional for the others.
+        columns = {field.name: qn(str(field.column)) for field in model._meta.concrete_fields}
+        parent, settled = columns["parent"], columns["settled"]
+        table = qn(model._meta.db_table)
+        self._connection = connection
+        self._any = f"SELECT 1 FROM {table} WHERE {settled} = %s LIMIT 1"
+        self._head = f"SELECT DISTINCT {parent} FROM {table} WHERE {settled} = %s AND {parent} IN "
+
+    def run(self, ids: Sequence[int]) -> list[int]:
+        with self._connection.cursor() as cursor:
+            cursor.execute(self._any, [False])
+            if cursor.fetchone() is None:
+                return []
+            cursor.execute(f"{self._head}({', '.join(['%s'] * len(ids))})", [False, *ids])
+            return [int(row[0]) for row in cursor.fetchall()]
+
+
+#: Each connection's :class:`_AwaitedRead`.
+_awaited_reads: PerConnection[models.Model, _AwaitedRead] = PerConnection(_AwaitedRead)
+
+
+def waited_for() -> models.Exists:
+    """The jobs something still waits for (an unsettled link to them): pruning leaves
+    them to the sweep, which settles them first."""
+    return models.Exists(_link_model()._default_manager.filter(parent_id=models.OuterRef("pk"), settled=False))
+
+
+def forget(using: str, children: Collection[int]) -> None:
+    """Delete the links of deleted jobs ``children`` (pruning, in its transaction)."""
+    for chunk in _chunks(children):
+        _links(using).filter(child_id__in=chunk).delete()
+
+
+def sweep(model: type[AbstractJob], using: str, *, limit: int = CHUNK) -> int:
+    """Settle up to ``limit`` parents whose links are unsettled though they have finished
+    or are gone (a job deleted while others waited for it, or finished by a path that
+    does not settle), each batch in a transaction of its own: what the maintenance
+    leader runs. How many parents it settled."""
+    active = model._base_manager.using(using).filter(pk=models.OuterRef("parent_id"), status__in=list(ACTIVE))
+    stale = (
+        _links(using)
+        .filter(settled=False)
+        .exclude(models.Exists(active))
+        .order_by("parent_id")
+        .values_list("parent_id", flat=True)
+        .distinct()[:limit]
+    )
+    with transaction.atomic(using=using):
+        parents = list(stale)
+        settle(model, using, parents)
+    return len(parents)
+
+
+def results(model: type[AbstractJob], using: str, child: int) -> dict[int, Any]:
+    """What each job ``child`` waits for returned, by its id (None for a job that
+    returned nothing, failed, or is no longer kept)."""
+    parents = list(_links(using).filter(child_id=child).values_list("parent_id", flat=True))
+    found: dict[int, Any] = dict.fromkeys(parents)
+    for chunk in _chunks(parents):
+        found.update(model._base_manager.using(using).filter(pk__in=chunk).values_list("pk", "result"))
+    return found

@@ -1,0 +1,257 @@
+"""The local wake-up, for the databases without ``NOTIFY`` (SQLite, MySQL/MariaDB): when an
+enqueue commits, one datagram on a Unix socket to every idle worker process on this host
+that waits on the same database, so it claims at once instead of at its next poll.
+
+Each worker process binds a socket (``<pid>-<random>.sock``) in a folder of its
+database's own: ``<base>/<hash>/``, where ``<hash>`` is made from the database's vendor,
+host, port and name (the file's real path on SQLite), so two projects (or two test
+databases) on one host never wake each other's workers. ``<base>`` is
+``SQLQUEUE_WAKEUP_DIR``, or ``$XDG_RUNTIME_DIR/sqlqueue``, or ``<tempdir>/sqlqueue-<uid>``.
+Both folders are this user's alone (0700, checked, never followed through a link), and
+the sockets 0600: only processes of the same user wake the workers, and only they learn
+the queue names a datagram carries.
+
+The datagram is sent by ``transaction.on_commit``, once per transaction however many jobs
+it wrote: never before the jobs are visible. Sending is best effort: no folder, no
+listener, a full buffer, a permission error: nothing is sent, nothing is raised, and the
+workers find the jobs at their next poll, as they would without it. PostgreSQL's workers
+``LISTEN`` instead (``db/notifying.py``)."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import errno
+import hashlib
+import logging
+import os
+import secrets
+import socket
+import stat
+import tempfile
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, cast
+
+from django.db import connections, transaction
+
+from django_sqlqueue.conf import conf
+from django_sqlqueue.db.notifying import notifies
+
+logger = logging.getLogger(__name__)
+
+#: A datagram names the queues of the jobs committed, one a line; past this many bytes
+#: (a transaction that wrote to very many queues) it names none, which wakes every worker.
+MOST_PAYLOAD = 1024
+_SUFFIX = ".sock"
+#: The attribute of a connection object that holds its transaction's pending wake-up.
+_ATTRIBUTE = "_sqlqueue_wakeup"
+#: Each database's folder, by what it is made from; each folder's sockets, by its time.
+_folders: dict[tuple[Any, ...], Path] = {}
+_listings: dict[Path, tuple[int, list[str]]] = {}
+_sending: socket.socket | None = None
+_making = threading.Lock()
+
+
+class UnsafeFolder(OSError):
+    """A wake-up folder someone else could write to: it is not used."""
+
+
+def wakeup_folder(alias: str) -> Path | None:
+    """The folder of the sockets of ``alias``'s workers on this host; None where there is
+    none: ``SQLQUEUE_WAKEUP_DIR = False``, PostgreSQL (its workers ``LISTEN``), an
+    in-memory SQLite database, or a system without Unix sockets."""
+    base = conf.SQLQUEUE_WAKEUP_DIR
+    connection = connections[alias]
+    if base is False or notifies(alias) or not hasattr(socket, "AF_UNIX") or not hasattr(os, "geteuid"):
+        return None
+    settings = connection.settings_dict
+    # Worked out once: every enqueue's commit asks (a SQLite file's real path costs 20 µs).
+    key = (base, alias, settings["HOST"], settings["PORT"], settings["NAME"])
+    try:
+        return _folders[key]
+    except KeyError:
+        pass
+    name = str(settings["NAME"])
+    if connection.vendor == "sqlite":
+        if cast(Any, connection).is_in_memory_db():
+            return None
+        name = os.path.realpath(name)
+    identity = "\0".join((connection.vendor, str(settings["HOST"]), str(settings["PORT"]), name))
+    folder = _folders[key] = _base(base) / hashlib.sha256(identity.encode()).hexdigest()[:16]
+    return folder
+
+
+def _base(setting: str | None) -> Path:
+    if setting:
+        return Path(setting)
+    if runtime := os.environ.get("XDG_RUNTIME_DIR"):
+        return Path(runtime) / "sqlqueue"
+    return Path(tempfile.gettempdir()) / f"sqlqueue-{os.geteuid()}"
+
+
+def wake_on_commit(alias: str, queues: Iterable[str]) -> None:
+    """Wake the idle workers of ``queues`` on this host when the current transaction on
+    ``alias`` commits (at once in autocommit); nothing if it rolls back. One datagram per
+    transaction: the jobs a transaction writes in several calls add their queues to it."""
+    if conf.SQLQUEUE_WAKEUP_DIR is False or notifies(alias):
+        return
+    connection = connections[alias]
+    pending: _Pending | None = connection.__dict__.get(_ATTRIBUTE)
+    # A rolled back transaction (or savepoint) dropped its callback: that one is done with.
+    if pending is None or not any(entry[1] is pending for entry in connection.run_on_commit):
+        pending = connection.__dict__[_ATTRIBUTE] = _Pending(alias)
+        pending.queues.update(queues)
+        transaction.on_commit(pending, using=alias)
+    else:
+        pending.queues.update(queues)
+
+
+class _Pending:
+    """The wake-up a transaction will send when it commits: the queues it wrote jobs to."""
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+        self.queues: set[str] = set()
+
+    def __call__(self) -> None:
+        send(self.alias, self.queues)
+
+
+def send(alias: str, queues: Iterable[str]) -> int:
+    """Send the datagram that names ``queues`` to every worker socket of ``alias`` on this
+    host; how many took it. Never raises: an enqueue has committed, whatever happens here."""
+    try:
+        folder = wakeup_folder(alias)
+        if folder is None:
+            return 0
+        payload = "\n".join(sorted(queues)).encode()
+        if len(payload) > MOST_PAYLOAD:
+            payload = b""
+        sender = _sender()
+        sent = 0
+        for path in _sockets(folder):
+            # No listener (a worker killed), a full buffer (it is awake already), gone.
+            with contextlib.suppress(OSError):
+                sender.sendto(payload, path)
+                sent += 1
+        return sent
+    except Exception as error:  # whatever it is, the jobs are committed and will be polled
+        logger.debug("No wake-up sent for database %r: %s", alias, error)
+        return 0
+
+
+def _sockets(folder: Path) -> list[str]:
+    """The socket files in ``folder``, which must be this user's alone (else
+    :class:`UnsafeFolder`): listed again only when the folder changed (a worker came or
+    went), or changed less than a second ago (its time may not have ticked since)."""
+    held = os.lstat(folder)
+    _check_private(folder, held, 0o077)
+    cached = _listings.get(folder)
+    if cached is not None and cached[0] == held.st_mtime_ns and time.time_ns() - held.st_mtime_ns > 1_000_000_000:
+        return cached[1]
+    with os.scandir(folder) as entries:
+        paths = [entry.path for entry in entries if entry.name.endswith(_SUFFIX)]
+    _listings[folder] = (held.st_mtime_ns, paths)
+    return paths
+
+
+def _sender() -> socket.socket:
+    """This process's socket to send from, made once (closed at exit)."""
+    global _sending
+    if _sending is None:
+        with _making:
+            if _sending is None:
+                made = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                made.setblocking(False)
+                atexit.register(made.close)
+                _sending = made
+    return _sending
+
+
+def wakes(payload: bytes, queues: Iterable[str] | None) -> bool:
+    """Whether a datagram is news to a worker of ``queues`` (None: every queue)."""
+    return not queues or not payload or not set(payload.decode(errors="replace").split("\n")).isdisjoint(queues)
+
+
+def bind(alias: str) -> socket.socket | None:
+    """A new non-blocking socket bound in ``alias``'s wake-up folder (made if need be),
+    for a worker to wait on; None where there is no folder (:func:`wakeup_folder`).
+    The sockets that no process listens on any more (workers killed) are removed first.
+
+    Raises ``OSError`` when the folder cannot be made or used (it is someone else's, or
+    open to others; the socket's path is too long): the worker then polls."""
+    folder = wakeup_folder(alias)
+    if folder is None:
+        return None
+    for made in (folder.parent, folder):
+        with contextlib.suppress(FileExistsError):
+            made.mkdir(mode=0o700)
+    # The folder nobody else may enter, in one nobody else may write to (and so swap it).
+    for path, closed in ((folder.parent, 0o022), (folder, 0o077)):
+        _check_private(path, os.lstat(path), closed)
+    _remove_stale(folder)
+    path = folder / f"{os.getpid()}-{secrets.token_hex(4)}{_SUFFIX}"
+    bell = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        bell.bind(str(path))
+        os.chmod(path, 0o600)
+        bell.setblocking(False)
+    except OSError:
+        bell.close()
+        raise
+    return bell
+
+
+def touch(bell: socket.socket) -> bool:
+    """Set the times of the file of a socket made by :func:`bind` to now; whether it is
+    still there."""
+    try:
+        os.utime(bell.getsockname())
+    except OSError:
+        return False
+    return True
+
+
+def unbind(bell: socket.socket) -> None:
+    """Close a socket made by :func:`bind` and remove its file."""
+    path = bell.getsockname()
+    bell.close()
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def _check_private(path: Path, held: os.stat_result, closed: int) -> None:
+    """Raise :class:`UnsafeFolder` unless ``path`` (``held`` its ``lstat``) is a real folder
+    of this user's that nobody else may do what the ``closed`` bits allow."""
+    if not stat.S_ISDIR(held.st_mode) or held.st_uid != os.geteuid() or held.st_mode & closed:
+        raise UnsafeFolder(
+            errno.EPERM,
+            f"not a folder of this user's closed to others (mode {stat.filemode(held.st_mode)}, owner {held.st_uid})",
+            str(path),
+        )
+
+
+def _remove_stale(folder: Path) -> None:
+    """Remove the sockets of ``folder`` that nobody listens on: a worker killed by SIGKILL
+    (or a power cut) leaves its file behind."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.endswith(_SUFFIX) and not _listened(entry.path):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+                    logger.debug("Removed the stale wake-up socket %s", entry.path)
+
+
+def _listened(path: str) -> bool:
+    """Whether a process listens on the socket file ``path`` (when in doubt, yes)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(path)
+        except ConnectionRefusedError:
+            return False
+        except OSError:
+            pass  # gone meanwhile, say: not ours to remove
+    return True

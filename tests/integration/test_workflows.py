@@ -1,0 +1,88 @@
+"""A workflow drained by real worker processes (``runworkers --burst --processes 2``):
+every job runs once, each after the jobs it waits for, and a failure cancels what
+waits on it; and a worker killed (SIGKILL) while it runs a parent leaves its child
+waiting until the rescued parent has finished."""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import os
+import signal
+from collections.abc import Callable
+
+import pytest
+from django.db.models import Max
+
+from django_sqlqueue import workflows
+from django_sqlqueue.models import Job, JobStatus, Worker
+from tests.support.workers import Workers, wait_until
+from tests.testapp.models import Receipt
+from tests.testapp.tasks import fail, gather, record
+
+pytestmark = pytest.mark.slow
+
+ROOTS = 120
+
+
+def test_a_workflow_of_a_few_hundred_jobs_runs_each_job_once_in_order(start_workers: Callable[..., Workers]) -> None:
+    roots = Job.objects.enqueue_many([Job.objects.build(record, (f"root-{n}",)) for n in range(ROOTS)])
+    # Each middle job waits for two neighbouring roots; the final one for every middle job.
+    middles = Job.objects.enqueue_many(
+        [Job.objects.build(record, (f"middle-{n}",), after=[roots[n], roots[(n + 1) % ROOTS]]) for n in range(ROOTS)]
+    )
+    final = Job.objects.enqueue(gather, ("final",), after=middles)
+    steps = workflows.chain(Job.objects.build(record, (f"step-{n}",)) for n in range(40))
+    failing = Job.objects.enqueue(fail, ("boom",), max_attempts=1)
+    stopped = Job.objects.enqueue(record, ("never",), after=[failing, roots[0]])
+    cleanup = Job.objects.enqueue(record, ("cleanup",), after=[failing], after_failure="run")
+
+    workers = start_workers("--burst", "--processes", "2")
+    assert workers.wait(240) == 0, workers.text()
+
+    ran = [*roots, *middles, final, *steps, cleanup]
+    assert Job.objects.filter(pk__in=[job.pk for job in ran], status=JobStatus.SUCCESSFUL).count() == len(ran)
+    assert Receipt.objects.count() == len(ran)
+    assert set(Receipt.objects.values_list("runs", flat=True)) == {1}
+    assert not Receipt.objects.filter(token="never").exists()
+    assert Job.objects.get(pk=stopped.pk).status == JobStatus.CANCELLED
+    assert Job.objects.get(pk=final.pk).result == {str(job.pk): None for job in middles}
+    # Each job started after the jobs it waits for finished.
+    for n, middle in enumerate(middles):
+        assert _last_finished([roots[n], roots[(n + 1) % ROOTS]]) <= _times(middle)[0]
+    assert _last_finished(middles) <= _times(final)[0]
+    assert all(_times(before)[1] <= _times(after)[0] for before, after in itertools.pairwise(steps))
+
+
+def test_a_worker_killed_mid_parent_releases_its_child_once_after_the_rescue(
+    start_workers: Callable[..., Workers],
+) -> None:
+    parent = Job.objects.enqueue(record, ("parent", 3.0), max_attempts=3)
+    child = Job.objects.enqueue(record, ("child",), after=[parent])
+    workers = start_workers("--processes", "1")
+    running = Job.objects.filter(pk=parent.pk, status=JobStatus.RUNNING)
+    wait_until(running.exists, timeout=60, why=workers.text)
+    os.kill(Worker.objects.get(name=Job.objects.get(pk=parent.pk).worker).pid, signal.SIGKILL)
+    assert Job.objects.get(pk=child.pk).status == JobStatus.WAITING
+    # The supervisor starts another process; the rescue gives the parent back, and it runs again.
+    done = Job.objects.filter(pk=child.pk, status=JobStatus.SUCCESSFUL)
+    wait_until(done.exists, timeout=120, why=workers.text)
+    assert workers.stop() == 0, workers.text()
+    parent.refresh_from_db()
+    assert (parent.status, parent.last_error_class) == (JobStatus.SUCCESSFUL, "django_sqlqueue.exceptions.WorkerLost")
+    assert Receipt.objects.get(token="child").runs == 1
+    assert _times(parent)[1] <= _times(child)[0]
+
+
+def _times(job: Job) -> tuple[datetime.datetime, datetime.datetime]:
+    """When ``job`` started and finished (its last attempt)."""
+    started, finished = Job.objects.values_list("started_at", "finished_at").get(pk=job.pk)
+    assert started is not None
+    assert finished is not None
+    return started, finished
+
+
+def _last_finished(jobs: list[Job]) -> datetime.datetime:
+    last = Job.objects.filter(pk__in=[job.pk for job in jobs]).aggregate(last=Max("finished_at"))["last"]
+    assert isinstance(last, datetime.datetime)
+    return last

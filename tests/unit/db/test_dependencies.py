@@ -1,0 +1,251 @@
+"""Workflows (``db/dependencies.py``): ``after=`` makes a job wait, the finish of its
+last parent releases it, a failed parent cancels it, and bad input writes nothing."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from django.db import connections
+from django.db.models import Q
+
+from django_sqlqueue import workflows
+from django_sqlqueue.db import dependencies
+from django_sqlqueue.exceptions import InvalidJobError
+from django_sqlqueue.models import Job, JobDependency, JobStatus
+from django_sqlqueue.testing import run_jobs
+from tests.support.admin_helpers import make_job
+from tests.testapp.models import Receipt
+from tests.testapp.tasks import add, fail, gather, noop, record, sync_order
+
+pytestmark = pytest.mark.django_db
+
+WORKER = "w-dependencies"
+
+
+def _claim_all() -> dict[int, Job]:
+    return {job.pk: job for job in Job.objects.claim(worker_id=WORKER, limit=1000)}
+
+
+def _status(job: Job) -> str:
+    return Job.objects.values_list("status", flat=True).get(pk=job.pk)
+
+
+def test_a_job_waits_for_every_parent_then_runs_with_their_results() -> None:
+    one, two = Job.objects.enqueue(add, (1, 2)), Job.objects.enqueue(add, (3, 4))
+    child = Job.objects.enqueue(gather, ("child",), after=[one, two.pk])
+    assert (child.status, child.waiting_for) == (JobStatus.WAITING, 2)
+    claimed = _claim_all()
+    assert set(claimed) == {one.pk, two.pk}  # the waiting job is never claimed
+    Job.objects.finish(worker_id=WORKER, succeeded={claimed[one.pk]: 3})
+    assert Job.objects.values_list("status", "waiting_for").get(pk=child.pk) == (JobStatus.WAITING, 1)
+    Job.objects.finish(worker_id=WORKER, succeeded={claimed[two.pk]: 7})
+    assert _status(child) == JobStatus.READY
+    run_jobs()
+    assert Job.objects.get(pk=child.pk).result == {str(one.pk): 3, str(two.pk): 7}
+    assert Receipt.objects.get(token="child").runs == 1
+
+
+def test_a_failed_parent_cancels_what_waits_on_it_all_the_way_down() -> None:
+    parent = Job.objects.enqueue(fail, ("boom",), max_attempts=1)
+    child = Job.objects.enqueue(noop, after=[parent])
+    grandchild = Job.objects.enqueue(noop, after=[child])
+    cleanup = Job.objects.enqueue(record, ("cleanup",), after=[child], after_failure="run")
+    run_jobs()
+    assert _status(parent) == JobStatus.FAILED
+    for job in (child, grandchild):
+        job.refresh_from_db()
+        assert job.status == JobStatus.CANCELLED
+        assert job.last_error_class == "django_sqlqueue.exceptions.DependencyFailed"
+        assert job.finished_at is not None
+    assert (
+        child.errors[-1]["message"] == f"Cancelled without running: job {parent.pk}, which it waits for, ended FAILED."
+    )
+    assert f"job {child.pk}, which it waits for, ended CANCELLED" in grandchild.errors[-1]["message"]
+    assert _status(cleanup) == JobStatus.SUCCESSFUL  # after_failure="run"
+    assert Receipt.objects.get(token="cleanup").runs == 1
+
+
+def test_a_parent_that_retries_keeps_its_children_waiting() -> None:
+    parent = Job.objects.enqueue(fail, ("once",), max_attempts=3)
+    child = Job.objects.enqueue(noop, after=[parent])
+    run_jobs()
+    assert _status(parent) == JobStatus.READY  # its retry waits out a backoff
+    assert Job.objects.values_list("status", "waiting_for").get(pk=child.pk) == (JobStatus.WAITING, 1)
+
+
+def test_a_finish_that_lost_its_fence_releases_nothing() -> None:
+    parent = Job.objects.enqueue(noop)
+    child = Job.objects.enqueue(noop, after=[parent])
+    (claimed,) = Job.objects.claim(worker_id=WORKER)
+    Job.objects.filter(pk=parent.pk).update(status=JobStatus.READY, worker="")  # rescued meanwhile
+    assert Job.objects.finish(worker_id=WORKER, succeeded={claimed: None}) == 0
+    assert Job.objects.values_list("status", "waiting_for").get(pk=child.pk) == (JobStatus.WAITING, 1)
+    assert not JobDependency.objects.get(child=child).settled
+
+
+def test_after_finished_jobs_runs_at_once_or_is_cancelled() -> None:
+    done, failed = make_job(JobStatus.SUCCESSFUL), make_job(JobStatus.FAILED)
+    assert Job.objects.enqueue(noop, after=[done]).status == JobStatus.READY
+    cancelled = Job.objects.enqueue(noop, after=[done, failed])
+    assert (cancelled.status, _status(cancelled)) == (JobStatus.CANCELLED, JobStatus.CANCELLED)
+    assert f"job {failed.pk}" in cancelled.errors[-1]["message"]
+    assert Job.objects.enqueue(noop, after=[failed], after_failure="run").status == JobStatus.READY
+    assert set(JobDependency.objects.values_list("settled", flat=True)) == {True}
+
+
+def test_cancelling_a_workflows_job_cancels_what_waits_on_it() -> None:
+    parent = Job.objects.enqueue(noop)
+    child = Job.objects.enqueue(noop, after=[parent])
+    grandchild = Job.objects.enqueue(noop, after=[child])
+    assert Job.objects.cancel([child.pk]) == (1, 0)  # a waiting job is cancelled at once
+    assert (_status(parent), _status(grandchild)) == (JobStatus.READY, JobStatus.CANCELLED)
+    Job.objects.cancel([parent.pk])
+    assert _status(parent) == JobStatus.CANCELLED
+
+
+@pytest.mark.parametrize(
+    ("after", "message"),
+    [
+        (lambda: [Job.objects.build(noop)], "unsaved job"),
+        (lambda: [10**12], "do not exist"),
+        (lambda: ["1"], "neither a saved job nor a job id"),
+        (lambda: [True], "neither a saved job nor a job id"),
+        (lambda: [0], "which no job has as its id"),
+    ],
+)
+def test_bad_after_is_refused_and_writes_nothing(after: Any, message: str) -> None:
+    parent = Job.objects.enqueue(noop)
+    with pytest.raises(InvalidJobError, match=message):
+        Job.objects.enqueue_many([Job.objects.build(noop), Job.objects.build(noop, after=[parent, *after()])])
+    assert list(Job.objects.values_list("pk", flat=True)) == [parent.pk]
+    assert not JobDependency.objects.exists()
+
+
+def test_a_job_of_another_database_is_refused() -> None:
+    parent = Job.objects.enqueue(noop)
+    parent._state.db = "elsewhere"
+    with pytest.raises(InvalidJobError, match="of the database 'elsewhere'"):
+        Job.objects.enqueue(noop, after=[parent])
+    with pytest.raises(InvalidJobError, match="after_failure must be one of 'cancel', 'run'"):
+        Job.objects.enqueue(noop, after_failure="skip")
+
+
+def test_a_waiting_job_holds_its_unique_key() -> None:
+    parent = Job.objects.enqueue(noop)
+    waiting = Job.objects.enqueue(sync_order, (1,), after=[parent])
+    again = Job.objects.enqueue(sync_order, (1,), after=[parent])
+    assert (again.pk, again.created) == (waiting.pk, False)
+    assert JobDependency.objects.count() == 1
+
+
+def test_thousands_of_parents_in_enqueue_many_rows() -> None:
+    parents = Job.objects.enqueue_many([Job.objects.build(noop) for _ in range(1200)])
+    first, second = Job.objects.enqueue_many(
+        [Job.objects.build(noop, after=parents), Job.objects.build(noop, after=parents[:1])]
+    )
+    assert (first.waiting_for, second.waiting_for) == (1200, 1)
+    claimed = _claim_all()
+    claimed.update(_claim_all())
+    assert Job.objects.finish(worker_id=WORKER, succeeded=dict.fromkeys(claimed.values())) == 1200
+    assert (_status(first), _status(second)) == (JobStatus.READY, JobStatus.READY)
+
+
+def test_the_sweep_cancels_what_waits_for_a_deleted_job_and_pruning_waits() -> None:
+    parent = Job.objects.enqueue(noop)
+    child = Job.objects.enqueue(noop, after=[parent])
+    # Finished without settling (as by a path that does not settle), then deleted.
+    Job.objects.filter(pk=parent.pk).update(status=JobStatus.SUCCESSFUL)
+    assert list(Job.objects.filter(dependencies.waited_for()).values_list("pk", flat=True)) == [parent.pk]
+    Job.objects.filter(pk=parent.pk).delete()
+    assert dependencies.sweep(Job, "default") == 1
+    child.refresh_from_db()
+    assert child.status == JobStatus.CANCELLED
+    assert (
+        child.errors[-1]["message"] == f"Cancelled without running: job {parent.pk}, which it waits for, was deleted."
+    )
+    assert dependencies.sweep(Job, "default") == 0
+
+
+def test_the_sweep_releases_what_a_finished_parent_left_waiting() -> None:
+    parent = Job.objects.enqueue(noop)
+    child = Job.objects.enqueue(noop, after=[parent])
+    Job.objects.filter(pk=parent.pk).update(status=JobStatus.SUCCESSFUL)
+    assert dependencies.sweep(Job, "default") == 1
+    assert _status(child) == JobStatus.READY
+
+
+def test_chain_and_chord() -> None:
+    steps = workflows.chain(Job.objects.build(record, (f"step-{n}",)) for n in range(5))
+    assert [job.status for job in steps] == [JobStatus.READY] + [JobStatus.WAITING] * 4
+    group, final = workflows.chord(
+        [Job.objects.build(add, (n, n)) for n in range(4)], Job.objects.build(gather, ("f",))
+    )
+    assert final.waiting_for == 4
+    with pytest.raises(InvalidJobError, match=f"Job {final.pk} is already enqueued"):
+        workflows.chain([Job.objects.build(noop), final])
+    run_jobs()
+    assert Receipt.objects.filter(token__startswith="step-", runs=1).count() == 5
+    assert Job.objects.get(pk=final.pk).result == {str(job.pk): 2 * n for n, job in enumerate(group)}
+
+
+def test_a_finish_that_dies_midway_settles_nothing_and_its_retry_settles_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    parent = Job.objects.enqueue(noop)
+    child = Job.objects.enqueue(noop, after=[parent])
+    (claimed,) = Job.objects.claim(worker_id=WORKER)
+
+    def killed(*args: Any) -> list[int]:
+        raise SystemExit("killed between the links and the release")
+
+    monkeypatch.setattr(dependencies, "_decide", killed)
+    with pytest.raises(SystemExit):
+        Job.objects.finish(worker_id=WORKER, succeeded={claimed: None})
+    assert (_status(parent), _status(child)) == (JobStatus.RUNNING, JobStatus.WAITING)
+    assert not JobDependency.objects.get(child=child).settled
+    monkeypatch.undo()
+    assert Job.objects.finish(worker_id=WORKER, succeeded={claimed: None}) == 1
+    assert Job.objects.values_list("status", "waiting_for").get(pk=child.pk) == (JobStatus.READY, 0)
+    Job.objects.finish(worker_id=WORKER, succeeded={claimed: None})  # again (a retry of a lost answer): nothing twice
+    assert Job.objects.values_list("status", "waiting_for").get(pk=child.pk) == (JobStatus.READY, 0)
+
+
+def _finish_at_once(outcomes: list[tuple[str, Job, bool]]) -> None:
+    """Each of ``outcomes`` (worker, job, succeeded) finished by a thread of its own, on
+    its own connection, all released at once by a barrier."""
+    start = threading.Barrier(len(outcomes))
+    errors: list[BaseException] = []
+
+    def finisher(worker: str, job: Job, succeeded: bool) -> None:
+        try:
+            start.wait(30)
+            if succeeded:
+                Job.objects.finish(worker_id=worker, succeeded={job: None})
+            else:
+                Job.objects.finish(worker_id=worker, failed={job: RuntimeError("boom")})
+        except BaseException as error:  # the test asserts there was none
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=finisher, args=outcome) for outcome in outcomes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_parents_finishing_at_once_on_two_connections_release_their_child_once() -> None:
+    for round_ in range(25):
+        one, two = Job.objects.enqueue(noop), Job.objects.enqueue(noop, max_attempts=1)
+        child = Job.objects.enqueue(noop, after=[one, two])
+        (first,) = Job.objects.claim(worker_id="racer-1", filter=Q(pk=one.pk))
+        (second,) = Job.objects.claim(worker_id="racer-2", filter=Q(pk=two.pk))
+        fails = round_ % 5 == 4  # now and then one fails: the child is cancelled once
+        _finish_at_once([("racer-1", first, True), ("racer-2", second, not fails)])
+        child.refresh_from_db()
+        assert (child.status, child.waiting_for) == (JobStatus.CANCELLED if fails else JobStatus.READY, 0)
+        assert len(child.errors) == int(fails)
+        assert list(JobDependency.objects.filter(child=child).values_list("settled", flat=True)) == [True, True]
