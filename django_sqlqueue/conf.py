@@ -24,7 +24,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from django_sqlqueue.rules.lifecycle import JobStatus
-from django_sqlqueue.rules.limits import MAX_ATTEMPTS
+from django_sqlqueue.rules.limits import MAX_ATTEMPTS, MAX_SNOOZES
 from django_sqlqueue.rules.queues import queue_name_problem, unlisted_queues_problem
 from django_sqlqueue.rules.rates import Rate, parse_rate
 from django_sqlqueue.rules.recurrence import Entry, parse_schedule
@@ -231,6 +231,18 @@ class Settings:
     def SQLQUEUE_MAX_ATTEMPTS(self, value: Any) -> int:
         """How many times a job runs before it is FAILED, unless its task says otherwise."""
         return _positive_int("SQLQUEUE_MAX_ATTEMPTS", value, most=MAX_ATTEMPTS)
+
+    @setting(default=100)
+    def SQLQUEUE_MAX_SNOOZES(self, value: Any) -> int:
+        """How many times a job may snooze (``raise Snooze(delay)``) before it is FAILED,
+        unless its task says otherwise (``@job(max_snoozes=...)``): enough for a task that
+        waits on something for hours in steps of minutes, and an end to one that snoozes
+        for ever. A snooze counts no attempt; 0 fails a job at its first snooze."""
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SNOOZES:
+            raise ImproperlyConfigured(
+                f"SQLQUEUE_MAX_SNOOZES must be an integer from 0 to {MAX_SNOOZES}, not {value!r}."
+            )
+        return value
 
     @setting(default=None)
     def SQLQUEUE_TIMEOUT(self, value: Any) -> float | None:

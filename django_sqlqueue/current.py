@@ -6,16 +6,18 @@ Imports no model: the package's top imports it."""
 
 from __future__ import annotations
 
+import datetime
 import logging
 import math
 import time
+from collections.abc import Mapping
 from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from django.db import DatabaseError, transaction
 
-from django_sqlqueue.exceptions import JobCancelled
-from django_sqlqueue.rules.validation import json_problem
+from django_sqlqueue.exceptions import JobCancelled, Snooze
+from django_sqlqueue.rules.validation import json_problem, meta_problem
 
 if TYPE_CHECKING:
     from django_sqlqueue.models import Job
@@ -68,6 +70,11 @@ class JobHandle:
         return self.job.attempts
 
     @property
+    def snoozes(self) -> int:
+        """How many times this job snoozed before this attempt (:meth:`snooze`)."""
+        return self.job.snoozes
+
+    @property
     def cancel_requested(self) -> bool:
         """Whether someone asked to cancel this job. A worker learns of it within a
         heartbeat (``SQLQUEUE_HEARTBEAT_INTERVAL``); no query is made here."""
@@ -77,6 +84,11 @@ class JobHandle:
         """Raise ``JobCancelled`` once a cancel was requested: the job ends ``CANCELLED``."""
         if self.cancel_requested:
             raise JobCancelled(f"job {self.id} was cancelled while it ran")
+
+    def snooze(self, delay: datetime.timedelta | float) -> NoReturn:
+        """Raise :class:`~django_sqlqueue.exceptions.Snooze`: the job runs again ``delay``
+        (a timedelta or seconds) later by the database's clock, this attempt not counted."""
+        raise Snooze(delay)
 
     def dependency_results(self) -> dict[int, Any]:
         """What each job this one was enqueued ``after`` returned, by its id: None for
@@ -130,6 +142,38 @@ class JobHandle:
         except DatabaseError as error:
             logger.warning("Progress of job %s not recorded: %s", self.id, error)
             return False
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The job's ``meta`` as this attempt knows it: as enqueued, with what
+        :meth:`add_meta` wrote. A copy: change it through :meth:`add_meta`."""
+        return dict(self.job.meta or {})
+
+    def add_meta(self, values: Mapping[str, Any]) -> bool:
+        """Add ``values`` to the job's ``meta`` (shown on its admin page), replacing the
+        keys it already has, in one write fenced like every write of a worker: only while
+        this worker still holds this attempt (the old owner of a rescued job writes
+        nothing). Whether it was written.
+
+        Raises ``ValueError`` for what the database would not store as itself, checked
+        as a job's arguments are, and what the database raised when the write failed:
+        unlike progress, meta is data the task meant to keep. The write is its own
+        savepoint inside a transaction of the task's."""
+        if not isinstance(values, Mapping):
+            raise ValueError(f"values must be a mapping, not {type(values).__name__}.")
+        meta = {**(self.job.meta or {}), **values}
+        if problem := meta_problem(meta):
+            raise ValueError(f"{problem}.")
+        # Imported here: this module is imported with the package, before the models can be.
+        from django_sqlqueue.db.finishing import still_held
+        from django_sqlqueue.models import Job
+
+        held = still_held(Job.objects.on_queue_db(), self.worker_id, [self.job])
+        with transaction.atomic(using=held.db):
+            written = bool(held.update(meta=meta))
+        if written:
+            self.job.meta = meta
+        return written
 
     def __repr__(self) -> str:
         return f"<JobHandle #{self.id} {self.task} attempt {self.attempt}>"

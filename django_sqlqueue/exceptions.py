@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 from django.db.models import Model
 
 
@@ -26,6 +28,28 @@ class JobCancelled(SQLQueueError):
     running job, and recorded on an attempt stopped for a cancel: the job ends
     ``CANCELLED``, never retried. A task that catches it and goes on is stopped after
     ``SQLQUEUE_CANCEL_GRACE`` all the same."""
+
+
+class Snooze(SQLQueueError):
+    """Raise it from a task (or call ``current_job().snooze(delay)``) to run the job
+    again ``delay`` later (a ``timedelta`` or seconds, from 0 to 10 years) by the
+    database's clock, its attempt not counted: the job goes back to ``READY``, its
+    ``snoozes`` counted, and no error is recorded, so neither its attempts nor the
+    backoff of a later failure grow.
+
+    A job that snoozes more than its task's ``max_snoozes`` (``@job(max_snoozes=...)``,
+    else ``SQLQUEUE_MAX_SNOOZES``) is ``FAILED`` with :class:`SnoozedTooOften`; one that
+    someone asked to cancel is ``CANCELLED``."""
+
+    def __init__(self, delay: datetime.timedelta | float = 0) -> None:
+        super().__init__(f"snoozed for {delay}" if isinstance(delay, datetime.timedelta) else f"snoozed for {delay} s")
+        #: Checked as the attempt ends: one out of range fails the attempt with ``InvalidJobError``.
+        self.delay = delay
+
+
+class SnoozedTooOften(SQLQueueError):
+    """Recorded on the attempt that snoozed once more than its task's ``max_snoozes``:
+    the job is ``FAILED`` (an admin Retry gives it a fresh budget of snoozes)."""
 
 
 class TransactionLeftOpen(SQLQueueError):

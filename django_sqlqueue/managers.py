@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import itertools
 from collections import Counter
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
 from django.conf import settings
-from django.db import connections, models, transaction
+from django.db import models, transaction
 
 from django_sqlqueue import signals
 from django_sqlqueue.conf import conf, remembered
-from django_sqlqueue.db import charsets, claiming, dependencies, finishing, inserting, instances, rates
+from django_sqlqueue.db import charsets, claiming, dependencies, expiry, finishing, inserting, instances, rates, tagging
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_sqlqueue.db.keys import unique
 from django_sqlqueue.db.keys.concurrency import with_free_slot
@@ -23,15 +24,18 @@ from django_sqlqueue.db.table import AbstractJob, JobT
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.rules import keys
 from django_sqlqueue.rules.dependencies import after_failure_problem
-from django_sqlqueue.rules.lifecycle import CANCEL, CLAIM, REQUEST_CANCEL
+from django_sqlqueue.rules.lifecycle import CANCEL, CLAIM, EXPIRE, REQUEST_CANCEL
 from django_sqlqueue.rules.registry import RegisteredTask, get_task
+from django_sqlqueue.rules.tags import merged, tags_problem
 from django_sqlqueue.rules.validation import (
     ON_CONFLICT,
     arguments_problem,
     claim_limit_problem,
     concurrency_problem,
     delay_problem,
+    expiry_problem,
     job_options_problem,
+    meta_problem,
     run_at_problem,
     unique_key_problem,
     unique_until_problem,
@@ -54,6 +58,13 @@ class PlainOptions(TypedDict, total=False):
     delay: datetime.timedelta | float | None
     max_attempts: int | None
     timeout: datetime.timedelta | float | None
+    #: Never started from this time on (aware when ``USE_TZ`` is on): it ends ``CANCELLED``,
+    #: ``end_reason`` "expired"; not with ``expires_in``.
+    expires_at: datetime.datetime | None
+    #: Seconds (or a timedelta) from the database's now to its ``expires_at``.
+    expires_in: datetime.timedelta | float | None
+    #: Free JSON shown on its admin page (default ``{}``); its task may add to it.
+    meta: dict[str, Any] | None
 
 
 class JobOptions(PlainOptions, total=False):
@@ -71,6 +82,8 @@ class JobOptions(PlainOptions, total=False):
     after: Iterable[Any] | None
     #: ``"cancel"`` (default): cancelled when one of ``after`` fails; ``"run"``: runs all the same.
     after_failure: str | None
+    #: Added to the task's ``@job(tags=...)``; ``Job.objects.tagged(tag)`` finds the job by any.
+    tags: Sequence[str] | None
 
 
 class JobQuerySet(models.QuerySet[JobT]):
@@ -78,15 +91,30 @@ class JobQuerySet(models.QuerySet[JobT]):
 
     def ready(self) -> JobQuerySet[JobT]:
         """Jobs waiting to run whose time has come by the database's clock."""
-        return self.filter(allowed(CLAIM))
+        return self.filter(_claimable())
 
     def in_queues(self, queues: Iterable[str] | None) -> JobQuerySet[JobT]:
         """Jobs on any of ``queues``; every job when ``queues`` is None."""
         return self if queues is None else self.filter(queue__in=list(queues))
 
+    def tagged(self, *tags: str) -> JobQuerySet[JobT]:
+        """Jobs that have every one of ``tags``, found through the tags' index
+        (``JobTag``), however many jobs the table holds."""
+        queryset = self
+        for tag in tags:
+            queryset = queryset.filter(tagging.tagged(self.model, tag))
+        return queryset
+
     def in_claim_order(self) -> JobQuerySet[JobT]:
         """Higher priority first, then the earliest due, then the oldest."""
         return self.order_by(*claiming.CLAIM_ORDER)
+
+
+@functools.cache
+def _claimable() -> models.Q:
+    """The rows a claim may move (``allowed(CLAIM)``), made once: a ``Q`` is resolved
+    afresh by each query that uses it, and the claim's never changes."""
+    return allowed(CLAIM)
 
 
 class CancelCount(NamedTuple):
@@ -107,6 +135,9 @@ class JobManager(models.Manager[JobT]):
     def ready(self) -> JobQuerySet[JobT]:
         return self.get_queryset().ready()
 
+    def tagged(self, *tags: str) -> JobQuerySet[JobT]:
+        return self.get_queryset().tagged(*tags)
+
     def on_queue_db(self) -> JobQuerySet[JobT]:
         """Every job, read on the database the queue writes to (never a read replica)."""
         return self.get_queryset().using(queue_db(self.model, self._db))
@@ -123,12 +154,16 @@ class JobManager(models.Manager[JobT]):
         delay: datetime.timedelta | float | None = None,
         max_attempts: int | None = None,
         timeout: datetime.timedelta | float | None = None,
+        expires_at: datetime.datetime | None = None,
+        expires_in: datetime.timedelta | float | None = None,
+        meta: dict[str, Any] | None = None,
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
         unique_key: str | None = None,
         unique_until: str | None = None,
         after: Iterable[Any] | None = None,
         after_failure: str | None = None,
+        tags: Sequence[str] | None = None,
     ) -> JobT:
         """An unsaved job for ``task`` with its defaults filled in, for :meth:`enqueue_many`.
 
@@ -146,6 +181,9 @@ class JobManager(models.Manager[JobT]):
             delay=delay,
             max_attempts=max_attempts,
             timeout=timeout,
+            expires_at=expires_at,
+            expires_in=expires_in,
+            meta=meta,
         )
         job.concurrency_key, job.concurrency_limit = keys.concurrency_slot(
             registered, job.args, job.kwargs, key=concurrency_key, limit=concurrency_limit
@@ -164,6 +202,9 @@ class JobManager(models.Manager[JobT]):
         if problem := after_failure_problem("cancel" if after_failure is None else after_failure):
             raise InvalidJobError(f"{problem}.")
         job.runs_after_failure = after_failure == "run"
+        if problem := tags_problem(() if tags is None else tags):
+            raise InvalidJobError(f"Cannot enqueue {registered.name}: {problem}.")
+        job.new_tags = merged(registered.tags, tags)
         return job
 
     def _unkeyed(self, registered: RegisteredTask, args: Any, kwargs: Any, **options: Unpack[PlainOptions]) -> JobT:
@@ -172,17 +213,25 @@ class JobManager(models.Manager[JobT]):
         run_at, delay = options.get("run_at"), options.get("delay")
         if run_at is not None and delay is not None:
             raise InvalidJobError("Pass run_at or delay, not both.")
-        job = instances.unsaved(
-            self.model,
-            task=registered.name,
-            args=args,
-            kwargs=kwargs,
-            **_TaskDefaults.of(registered).under(options),
-        )
+        defaults = _TaskDefaults.of(registered)
+        job = instances.unsaved(self.model, task=registered.name, args=args, kwargs=kwargs, **defaults.under(options))
         if run_at is not None:
             job.run_at = _checked_run_at(run_at)
         elif delay is not None:
             job.run_at = DatabaseNowPlus(_checked_delay(delay))
+        expires_at, expires_in = options.get("expires_at"), options.get("expires_in")
+        if expires_at is None and expires_in is None:
+            expires_in = registered.expires_in
+        if problem := expiry_problem(
+            expires_at=expires_at, expires_in=expires_in, run_at=run_at, delay=delay, use_tz=settings.USE_TZ
+        ):
+            raise InvalidJobError(f"Cannot enqueue {registered.name}: {problem}.")
+        if expires_in is not None:
+            job.expires_at = DatabaseNowPlus(_checked_delay(expires_in))
+        else:
+            job.expires_at = expires_at
+        meta = options.get("meta")
+        job.meta = {} if meta is None else meta
         return job
 
     def enqueue(
@@ -254,10 +303,10 @@ class JobManager(models.Manager[JobT]):
             raise ValueError(f"batch_size must be a positive integer, not {batch_size!r}.")
         using = queue_db(self.model, self._db)
         templates: dict[Any, tuple[JobT, RegisteredTask]] = {}
-        run_at: Any = None
+        first_template: Any = None
 
         def plain(number: int, row: Any) -> tuple[Any, ...]:
-            nonlocal run_at
+            nonlocal first_template
             try:
                 task, args, kwargs = row
             except (TypeError, ValueError):
@@ -268,7 +317,7 @@ class JobManager(models.Manager[JobT]):
                 made = self._plain_template(task, options)
             if made is None:
                 made = templates[task] = self._plain_template(task, options)
-                run_at = made[0].run_at
+                first_template = first_template or made[0]
                 self._storable(using, made[1].name, {"queue": made[0].queue, "task": made[0].task})
             template, registered = made
             args = list(args) if isinstance(args, (list, tuple)) else args
@@ -282,11 +331,11 @@ class JobManager(models.Manager[JobT]):
 
         values = itertools.starmap(plain, enumerate(rows))
         with transaction.atomic(using=using):
-            # The first row resolves its task's options, run_at among them, before the write begins.
+            # The first row resolves its task's options, its times among them, before the write begins.
             first = list(itertools.islice(values, 1))
             if not first:
                 return 0
-            return inserting.insert_plain(self.model, itertools.chain(first, values), using, run_at, batch_size)
+            return inserting.insert_plain(self.model, itertools.chain(first, values), using, first_template, batch_size)
 
     def _plain_template(self, task: Callable[..., Any] | str, options: PlainOptions) -> tuple[JobT, RegisteredTask]:
         """A job of ``task`` with ``options`` and no arguments, checked as :meth:`enqueue`
@@ -296,6 +345,10 @@ class JobManager(models.Manager[JobT]):
             raise InvalidJobError(
                 f"{registered.name} has @job(unique=...): enqueue_rows cannot say which jobs a conflict "
                 "kept out; enqueue them with enqueue_many."
+            )
+        if registered.tags:
+            raise InvalidJobError(
+                f"{registered.name} has @job(tags=...): enqueue_rows writes no tags; enqueue them with enqueue_many."
             )
         template = self._unkeyed(registered, [], {}, **options)
         _validate(template, bind=False)  # each row's arguments are bound as it comes
@@ -315,8 +368,6 @@ class JobManager(models.Manager[JobT]):
         using = queue_db(self.model, self._db)
         for job in jobs:
             job.after = dependencies.parent_ids(job.after, using)
-        if not connections[using].features.can_return_rows_from_bulk_insert:
-            batch_size = 1  # each row's id, to link it
         with transaction.atomic(using=using):
             statuses = dependencies.lock_parents(self.model, using, {pk for job in jobs for pk in job.after})
             written_jobs = self._write_rows(jobs, batch_size=batch_size, on_conflict=on_conflict)
@@ -333,6 +384,15 @@ class JobManager(models.Manager[JobT]):
             if not (job.queue + job.task + (job.concurrency_key or "") + (job.unique_key or "")).isascii():
                 texts = {"queue": job.queue, "task": job.task, "concurrency_key": job.concurrency_key}
                 self._storable(using, job.task, {**texts, "unique_key": job.unique_key})
+        if any(job.new_tags for job in jobs):
+            # The tags' rows with their jobs, or neither.
+            with transaction.atomic(using=using, savepoint=False):
+                written = self._insert(jobs, using, batch_size, on_conflict)
+                tagging.write_tags(written, using)
+            return written
+        return self._insert(jobs, using, batch_size, on_conflict)
+
+    def _insert(self, jobs: list[JobT], using: str, batch_size: int, on_conflict: str) -> list[JobT]:
         if any(job.unique_key is not None for job in jobs):
             jobs = unique.write(jobs, using, batch_size, on_conflict)
             signals.send_enqueued([job for job in jobs if job.created], using)
@@ -405,11 +465,10 @@ class JobManager(models.Manager[JobT]):
         *,
         worker_id: str,
         succeeded: Mapping[JobT, Any] | None = None,
-        failed: Mapping[JobT, BaseException | finishing.Failure] | None = None,
+        failed: Mapping[JobT, BaseException] | None = None,
     ) -> int:
         """Record the outcomes of claimed jobs in one statement: ``succeeded`` maps each job
-        to its (JSON) return value, ``failed`` to the exception it raised (or to the
-        ``Failure`` the runner decided of it, from ``django_sqlqueue.db.finishing``).
+        to its (JSON) return value, ``failed`` to the exception it raised.
 
         A failure with attempts left goes back to ``READY`` after a backoff; otherwise it
         is ``FAILED``. A return value or error the database refuses to store fails that
@@ -426,15 +485,30 @@ class JobManager(models.Manager[JobT]):
         *,
         worker_id: str,
         succeeded: Mapping[JobT, Any] | None = None,
-        failed: Mapping[JobT, BaseException | finishing.Failure] | None = None,
+        failed: Mapping[JobT, BaseException] | None = None,
     ) -> Counter[str]:
         """:meth:`finish`, counting the jobs written by the status each was given
-        (``READY`` for a failed attempt that will be retried): what ``runworkers``
-        reports follows what was written, not what was meant to be.
+        (``READY`` for a failed attempt that will be retried, or one that raised
+        ``Snooze``): what was written, not what was meant to be.
 
         Each job written sends its outcome's signal (``signals.job_ended``) once this
         commits: at once, outside a transaction."""
-        jobs, succeeded, failed = self.on_queue_db(), succeeded or {}, failed or {}
+        decided = {job: finishing.decide(job, error, worker_id) for job, error in (failed or {}).items()}
+        ended = self._finish_decided(worker_id=worker_id, succeeded=succeeded or {}, failed=decided)
+        return Counter(outcome.status for outcome in ended)
+
+    def _finish_decided(
+        self,
+        *,
+        worker_id: str,
+        succeeded: Mapping[JobT, Any],
+        failed: Mapping[JobT, finishing.Failure],
+    ) -> list[finishing.Ended]:
+        """:meth:`finish_by_status` for the runner (the worker, the testing helpers, the
+        rescue), which decided each failure (or snooze) as it ran the job: written as
+        decided. What each job written became; each sends its outcome's signal
+        (``signals.job_ended``) once this commits."""
+        jobs = self.on_queue_db()
         awaited = dependencies.awaited(jobs.db, [job.pk for job in itertools.chain(succeeded, failed)])
         if not awaited:  # no link unsettled: a job nothing waits for is finished as ever
             ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
@@ -444,7 +518,7 @@ class JobManager(models.Manager[JobT]):
                 ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
                 dependencies.settle(self.model, jobs.db, awaited, gone_succeeded=[job.pk for job in succeeded])
         signals.send_ended(ended, jobs.db)
-        return Counter(outcome.status for outcome in ended)
+        return ended
 
     def cancel(self, jobs: models.QuerySet[JobT] | Iterable[int]) -> CancelCount:
         """Cancel ``jobs`` (a queryset or ids): a ``READY`` one becomes ``CANCELLED`` at
@@ -474,6 +548,21 @@ class JobManager(models.Manager[JobT]):
                 **written(REQUEST_CANCEL, cancel_requested_at=DatabaseNow())
             )
         return CancelCount(cancelled, requested)
+
+    def expire(self, queues: Iterable[str] | None = None, *, max_chunks: int | None = None) -> int:
+        """End the ``READY`` jobs of ``queues`` (all when None) whose ``expires_at`` has
+        come: ``CANCELLED``, ``end_reason`` "expired" (what the maintenance leader does
+        every few seconds). Each sends ``job_ended["expired"]`` once it commits, when a
+        receiver is connected. Returns how many this call ended: two callers at once
+        end and count each job once."""
+        jobs = self.on_queue_db().in_queues(queues)
+        if not signals.job_ended[EXPIRE.outcome].receivers:
+            return expiry.expire(jobs, max_chunks=max_chunks)
+
+        def send(rows: list[Any]) -> None:
+            signals.send_ended([finishing.Ended(row, EXPIRE) for row in rows], jobs.db)
+
+        return expiry.expire(jobs, max_chunks=max_chunks, ended=send)
 
     def release(self, *, worker_id: str, unstarted: Iterable[JobT]) -> int:
         """Put claimed jobs that never started back to ``READY``, their attempt not counted
@@ -540,6 +629,14 @@ def _checked_delay(delay: Any) -> datetime.timedelta:
     return delay if isinstance(delay, datetime.timedelta) else datetime.timedelta(seconds=delay)
 
 
+def _expires_at_problem(expires_at: Any) -> str | None:
+    """An ``expires_at`` set on a built job since: None, an expression (the database's
+    now plus an ``expires_in`` build() checked) or a time."""
+    if expires_at is None or hasattr(expires_at, "resolve_expression"):
+        return None
+    return run_at_problem(expires_at, use_tz=settings.USE_TZ, name="expires_at")
+
+
 def _hooked(jobs: Iterable[AbstractJob]) -> None:
     """Pass each of ``jobs`` to the ``SQLQUEUE_ENQUEUE_HOOKS``, in order, before they
     are checked: what a hook sets is checked as the caller's own. The setting's
@@ -567,6 +664,9 @@ def _validate(job: AbstractJob, *, bind: bool = True) -> None:
             )
             or concurrency_problem(job.concurrency_key, job.concurrency_limit)
             or unique_key_problem(job.unique_key)
+            or meta_problem(job.meta)
+            or tags_problem(job.new_tags)
+            or _expires_at_problem(job.expires_at)
             # An expression is the database's now, or now plus a delay build() checked.
             or (
                 None

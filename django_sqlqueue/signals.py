@@ -8,8 +8,8 @@ logged and changes nothing about the job, or about the other receivers.
   thread that runs it, outside any transaction (the attempt's claim committed before).
 - One signal per way an attempt ends, :data:`job_ended`, by the outcomes of the
   state machine (``rules.lifecycle.OUTCOMES``): :data:`job_succeeded`,
-  :data:`job_retried` (failed, a retry to come), :data:`job_failed` (failed for good)
-  and :data:`job_cancelled`. Sent once the statement that wrote the outcome committed,
+  :data:`job_retried` (failed, a retry to come), :data:`job_failed` (failed for good),
+  :data:`job_cancelled` and :data:`job_snoozed`. Sent once the statement that wrote the outcome committed,
   in the process and thread that wrote it (a worker's main thread, the caller of
   ``Job.objects.finish`` or of ``Job.objects.cancel``), once per job: an outcome that the fence kept out (the job was
   rescued from its worker meanwhile) sends nothing."""
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 from django.dispatch import Signal
 
-from django_sqlqueue.rules.lifecycle import FAIL, OUTCOMES, RETRY, STOP, SUCCEED
+from django_sqlqueue.rules.lifecycle import EXPIRE, FAIL, OUTCOMES, RETRY, SNOOZE, STOP, SUCCEED
 
 if TYPE_CHECKING:
     from django_sqlqueue.db.finishing import Ended
@@ -41,9 +41,10 @@ job_started = Signal()
 #: Sent after a job ran, with ``job``, ``result`` (None on failure), ``error`` (the
 #: exception, or None on success), ``outcome`` (``"succeeded"``; ``"retried"`` for a
 #: failed attempt with attempts left; ``"cancelled"`` for one stopped on a cancel request;
-#: else ``"failed"``: ``rules.lifecycle.OUTCOMES``) and ``duration`` (the attempt's
-#: seconds, by the worker's monotonic clock). The outcome is written shortly after, in a
-#: batch, and may yet be fenced off: :data:`job_ended`'s signals follow what was written.
+#: ``"snoozed"`` for one that raised ``Snooze``; else ``"failed"``: ``rules.lifecycle.OUTCOMES``)
+#: and ``duration`` (the attempt's seconds, by the worker's monotonic clock). The outcome
+#: is written shortly after, in a batch, and may yet be fenced off: :data:`job_ended`'s
+#: signals follow what was written.
 job_finished = Signal()
 
 #: One signal for each outcome of ``rules.lifecycle.OUTCOMES``, sent with ``job`` (its
@@ -62,6 +63,12 @@ job_failed = job_ended[FAIL.outcome]
 #: ``job_ended["cancelled"]``: the job stopped on a cancel request, or was cancelled while
 #: ``READY`` (``Job.objects.cancel``, the admin: sent from there), and is ``CANCELLED``.
 job_cancelled = job_ended[STOP.outcome]
+#: ``job_ended["snoozed"]``: its task raised ``Snooze``; the job is ``READY`` for later, its attempt not counted.
+job_snoozed = job_ended[SNOOZE.outcome]
+#: ``job_ended["expired"]``: the job was not started by its ``expires_at`` and is
+#: ``CANCELLED`` (``end_reason`` "expired"), by ``Job.objects.expire``, which the
+#: maintenance leader runs; sent once per job, from the process that ended it.
+job_expired = job_ended[EXPIRE.outcome]
 
 
 def send(signal: Signal, sender: type[Any], about: object, **named: Any) -> None:

@@ -20,7 +20,7 @@ from django.db.models import Q
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.models import Job
-from django_sqlqueue.rules.lifecycle import ATTEMPT_ENDINGS, RUN_NOW, JobStatus
+from django_sqlqueue.rules.lifecycle import RUN_NOW, JobStatus
 from django_sqlqueue.rules.registry import get_task
 from django_sqlqueue.runner.execution import JobOutcome, attempt
 from django_sqlqueue.runner.middleware import chain
@@ -55,6 +55,11 @@ class Ran(NamedTuple):
     failed: int = 0
     #: Stopped on a cancel request (``JobCancelled``): ``CANCELLED``.
     cancelled: int = 0
+    #: Snoozed (``raise Snooze``): back to ``READY`` after its delay, its attempt not counted.
+    snoozed: int = 0
+    #: Never started: its ``expires_at`` had come, and ``run_jobs`` ended it ``CANCELLED``
+    #: as the maintenance leader would (``Job.objects.expire``).
+    expired: int = 0
 
 
 def enqueued(
@@ -127,7 +132,8 @@ def run_jobs(
     Due jobs that a rate limit (or a concurrency key held by jobs running elsewhere)
     keeps back are waited for, as ``runworkers --burst`` does, for ``held_back`` seconds
     at most: past that it raises ``AssertionError`` saying how many are left.
-    Returns the attempts by outcome. Raises ``AssertionError`` past
+    Jobs past their ``expires_at`` are never started: they end ``CANCELLED`` (expired),
+    counted in ``expired``. Returns the attempts by outcome. Raises ``AssertionError`` past
     ``MAX_ATTEMPTS_RUN`` attempts (a job that enqueues itself). ``SQLQUEUE_MIDDLEWARE``
     wraps every attempt, its chain built once per call."""
     queues = None if queues is None else list(queues)
@@ -139,6 +145,7 @@ def run_jobs(
             _make_due(queues)
         batch = Job.objects.claim(worker_id=WORKER_ID, queues=queues, limit=1)
         if not batch:
+            ran = ran._replace(expired=ran.expired + Job.objects.expire(queues))
             due = Job.objects.on_queue_db().ready().in_queues(queues).count()
             if not due:
                 return ran
@@ -152,9 +159,9 @@ def run_jobs(
             continue
         waiting_since = None
         ran = _tally(ran, _finish(attempt(batch[0], WORKER_ID, through)))
-        if sum(ran) >= MAX_ATTEMPTS_RUN:
+        if sum(ran) - ran.expired >= MAX_ATTEMPTS_RUN:
             raise AssertionError(
-                f"run_jobs() ran {sum(ran)} attempts and jobs are still ready: does a job enqueue itself?"
+                f"run_jobs() ran {sum(ran) - ran.expired} attempts and jobs are still ready: does a job enqueue itself?"
             )
 
 
@@ -190,19 +197,19 @@ def perform(task: AnyTask, *args: Any, **kwargs: Any) -> Any:
 
 def _finish(outcome: JobOutcome) -> Counter[str]:
     """Write ``outcome`` as a worker does (its failure as the runner decided it); the
-    statuses written."""
-    if outcome.failure is None:
-        return Job.objects.finish_by_status(worker_id=WORKER_ID, succeeded={outcome.job: outcome.result})
-    return Job.objects.finish_by_status(worker_id=WORKER_ID, failed={outcome.job: outcome.failure})
+    outcomes written."""
+    succeeded = {outcome.job: outcome.result} if outcome.failure is None else {}
+    failed = {} if outcome.failure is None else {outcome.job: outcome.failure}
+    return Counter(
+        ended.transition.outcome
+        for ended in Job.objects._finish_decided(worker_id=WORKER_ID, succeeded=succeeded, failed=failed)
+    )
 
 
 def _tally(ran: Ran, written: Counter[str]) -> Ran:
-    """``ran`` with the attempts that ended in the ``written`` statuses (a success the
-    retention deleted counts as ``SUCCESSFUL``), by the outcome of the transition of each."""
-    for status, count in written.items():
-        field = ATTEMPT_ENDINGS[JobStatus(status)].outcome
-        ran = ran._replace(**{field: getattr(ran, field) + count})
-    return ran
+    """``ran`` with the attempts that ended in the ``written`` outcomes (a success the
+    retention deleted counts as ``succeeded``)."""
+    return ran._replace(**{outcome: getattr(ran, outcome) + count for outcome, count in written.items()})
 
 
 def _make_due(queues: list[str] | None) -> None:

@@ -64,15 +64,19 @@ RETRY = Change(
     done="Retried",
     permission="retry",
     applies=lambda: allowed(lifecycle.ADMIN_RETRY),
-    # A fresh budget of attempts: the errors of the earlier ones stay in ``errors``.
+    # A fresh budget of attempts and snoozes: the errors of the earlier ones stay in ``errors``.
     writes=lambda: written(
         lifecycle.ADMIN_RETRY,
         run_at=DatabaseNow(),
         attempts=0,
+        snoozes=0,
         started_at=None,
         finished_at=None,
         worker="",
         cancel_requested_at=None,
+        # A person asked for it to run: a deadline it missed no longer holds.
+        expires_at=None,
+        end_reason="",
     ),
     skipped="not failed or cancelled",
     activates=True,

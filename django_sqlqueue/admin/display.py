@@ -50,9 +50,11 @@ def progress_bar(progress: dict[str, Any] | None) -> SafeString | str:
     return format_html('<span class="sqlqueue-progress">{} done</span> {}', done, message)
 
 
-def status_badge(status: str) -> SafeString:
-    """The status as a coloured label."""
+def status_badge(status: str, reason: str | None = None) -> SafeString:
+    """The status as a coloured label, with the job's ``end_reason`` when it has one."""
     label = JobStatus(status).label if status in JobStatus.values else status
+    if reason:
+        label = f"{label}: {reason}"
     return format_html(
         '<span class="sqlqueue-status" style="background:{};color:#fff;padding:1px 6px;border-radius:3px">{}</span>',
         STATUS_COLOURS.get(status, "#000"),

@@ -78,3 +78,19 @@ class TaskFilter(ChoicesFromCodeFilter):
 
     def values(self) -> set[str]:
         return {task.name for task in registry.registered_tasks()}
+
+
+class TagFilter(ChoicesFromCodeFilter):
+    """The tags the registered tasks declare (``@job(tags=...)``); any other tag filters
+    too, from the query string (``?tag=tenant:42``, as a job's page links its tags).
+    Filters through the tags' index (``Job.objects.tagged``), never a ``DISTINCT``."""
+
+    title = "tag"
+    parameter_name = "tag"
+
+    def values(self) -> set[str]:
+        return {tag for task in registry.registered_tasks() for tag in task.tags}
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset if value is None else queryset.tagged(value)  # type: ignore[attr-defined]

@@ -18,7 +18,7 @@ from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
@@ -26,7 +26,7 @@ from rangefilter.filters import DateRangeFilterBuilder
 
 from django_sqlqueue.admin import changes, display, failures, overview, throughput, times, workflow
 from django_sqlqueue.admin.changes import CHANGES, Change
-from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, TaskFilter
+from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, TagFilter, TaskFilter
 from django_sqlqueue.db import pausing
 from django_sqlqueue.models import Job, JobStatus, Worker
 
@@ -83,6 +83,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "status",
         QueueFilter,
         TaskFilter,
+        TagFilter,
         ("enqueued_at", DateRangeFilterBuilder(title="enqueued")),
         ("finished_at", DateRangeFilterBuilder(title="finished")),
         ("run_at", DateRangeFilterBuilder(title="run at")),
@@ -108,10 +109,16 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         ),
         (
             "Timings",
-            {"fields": ["enqueued", "run_at_exact", "started", "finished_exact", "waited", "ran", "worker_link"]},
+            {
+                "fields": [
+                    *("enqueued", "run_at_exact", "expires_exact", "started", "finished_exact", "waited", "ran"),
+                    "worker_link",
+                ]
+            },
         ),
         ("Workflow", {"fields": ["waits_for", "waited_on_by"]}),
         ("Arguments and result", {"fields": ["args_pretty", "kwargs_pretty", "result_pretty"]}),
+        ("Tags and meta", {"fields": ["tags_shown", "meta_pretty"]}),
         ("Errors", {"fields": ["errors_pretty"]}),
     ]
     readonly_fields = [str(field) for _, options in fieldsets for field in options["fields"]]
@@ -359,7 +366,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, job: Job) -> SafeString:
-        return display.status_badge(job.status)
+        return display.status_badge(job.status, job.end_reason)
 
     @admin.display(description="task, queue", ordering="task")
     def task_and_queue(self, job: Job) -> SafeString:
@@ -373,7 +380,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def status_and_attempts(self, job: Job) -> SafeString:
         return format_html(
             '{} <span class="quiet sqlqueue-nowrap" title="attempts started, of {}">{}</span>',
-            display.status_badge(job.status),
+            display.status_badge(job.status, job.end_reason),
             job.max_attempts,
             self.attempts_of(job),
         )
@@ -387,12 +394,15 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     # ``shown_run_at`` is ``run_at`` as the database driver can read it (``display.readable_run_at``).
     run_at_exact = times.column("shown_run_at", "run at", exact=True)
     finished_exact = times.column("finished_at", "finished at", exact=True)
+    expires_exact = times.column("expires_at", "expires at (never started from then on)", exact=True)
     enqueued = times.column("enqueued_at", "enqueued at", exact=True)
     started = times.column("started_at", "latest attempt started at", exact=True)
 
     @admin.display(description="attempts")
     def attempts_of(self, job: Job) -> str:
-        return f"{job.attempts}/{job.max_attempts}"
+        """Its attempts of its most, and its snoozes when it had any (they count no attempt)."""
+        snoozed = f", snoozed {job.snoozes}" if job.snoozes else ""
+        return f"{job.attempts}/{job.max_attempts}{snoozed}"
 
     @admin.display(description="progress")
     def progress_shown(self, job: Job) -> SafeString | str:
@@ -437,6 +447,17 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description="result")
     def result_pretty(self, job: Job) -> SafeString:
         return display.pretty_json(job.result)
+
+    @admin.display(description="meta")
+    def meta_pretty(self, job: Job) -> SafeString:
+        return display.pretty_json(job.meta)
+
+    @admin.display(description="tags")
+    def tags_shown(self, job: Job) -> SafeString | str:
+        """Each tag, linked to the changelist of the jobs that have it."""
+        changelist = reverse("admin:django_sqlqueue_job_changelist")
+        links = ((f"{changelist}?{urlencode({'tag': tag})}", tag) for tag in job.tag_names())
+        return format_html_join(", ", '<a href="{}">{}</a>', links) or "-"
 
     @admin.display(description="errors, newest first")
     def errors_pretty(self, job: Job) -> SafeString:

@@ -9,6 +9,8 @@ A task result is a job row: ``enqueue`` writes one inside the caller's transacti
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
@@ -37,17 +39,19 @@ _R = TypeVar("_R")
 
 #: Our job options a task or the backend's ``OPTIONS`` may set; Django's own
 #: ``queue_name`` and ``priority`` are the job's queue and priority.
-JOB_OPTIONS = ("max_attempts", "timeout")
+JOB_OPTIONS = ("max_attempts", "timeout", "expires_in")
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class SQLQueueTask(Task):  # type: ignore[type-arg]  # generic in the stubs, not at run time
-    """Django's ``Task`` with our retry and timeout options. Where ``@task`` passes extra
-    keyword arguments on (Django 6.1, the backport), ``@task(max_attempts=5, timeout=60)``
+    """Django's ``Task`` with our retry, timeout and expiry options. Where ``@task`` passes extra
+    keyword arguments on (Django 6.1, the backport), ``@task(max_attempts=5, timeout=60, expires_in=300)``
     sets them; ``None`` falls back to the backend's ``OPTIONS``, then to settings."""
 
     max_attempts: int | None = None
     timeout: float | None = None
+    #: Seconds after the enqueue from which the job is never started (see the Expiry guide).
+    expires_in: float | None = None
     #: ``@job``'s ``unique``, ``unique_queue`` and ``unique_until``: the job's ``unique_key`` is derived from
     #: these arguments; when an active job holds it, ``enqueue`` returns that job's result.
     unique: bool | tuple[str, ...] | None = None
@@ -57,6 +61,9 @@ class SQLQueueTask(Task):  # type: ignore[type-arg]  # generic in the stubs, not
     #: (see the Workflows guide): set for one enqueue with :meth:`waiting_for`.
     after: tuple[Any, ...] = ()
     after_failure: str | None = None
+    #: ``@job``'s ``max_snoozes``: a job that raises ``Snooze`` more often is ``FAILED``
+    #: (``None``: ``SQLQUEUE_MAX_SNOOZES``).
+    max_snoozes: int | None = None
 
     def waiting_for(self, *results: Any, after_failure: str | None = None) -> SQLQueueTask:
         """A copy of this task whose enqueue waits until the jobs of ``results`` (task
@@ -69,14 +76,16 @@ class SQLQueueTask(Task):  # type: ignore[type-arg]  # generic in the stubs, not
         that a worker finds the task by name and imports nothing a row names."""
         Task.__post_init__(self)  # not super(): a slots dataclass is a new class
         if _unregistered(self):
-            unique = {name: getattr(self, name) for name in ("unique", "unique_queue", "unique_until")}
-            register(self.func, name=self.module_path, django_task=self, **{k: v for k, v in unique.items() if v})
+            own = {name: getattr(self, name) for name in ("unique", "unique_queue", "unique_until", "max_snoozes")}
+            # Left out when unset; max_snoozes=0 is set (a job fails at its first snooze).
+            options = {name: value for name, value in own.items() if value is not None and value is not False}
+            register(self.func, name=self.module_path, django_task=self, **options)
 
 
 class SQLQueueBackend(BaseTaskBackend):
     """Runs Django tasks on the jobs table.
 
-    ``OPTIONS`` may hold ``max_attempts`` and ``timeout``: the defaults of every task of
+    ``OPTIONS`` may hold ``max_attempts``, ``timeout`` and ``expires_in``: the defaults of every task of
     this backend that does not set its own. Creating the backend reads settings only:
     Django creates it when a task module is imported, which may be before models load."""
 
@@ -149,10 +158,15 @@ class SQLQueueBackend(BaseTaskBackend):
         """Run a claimed job of ``task`` in ``worker_id``, with Django's task signals
         around it: what the runner asks of the backend of a Django task
         (``runner.execution.TaskBackend``), so that it never imports this adapter."""
-        # Imported here: it imports the models, which load after this module.
+        return self._run_task(task, job, worker_id, decided, backend=self.alias, sender=type(self))
+
+    @functools.cached_property
+    def _run_task(self) -> Callable[..., Any]:
+        """``backends.running.run_task``, imported on the first job rather than with this
+        module: it imports the models, which load after it."""
         from django_sqlqueue.backends.running import run_task
 
-        return run_task(task, job, worker_id, decided, backend=self.alias, sender=type(self))
+        return run_task
 
 
 def _own_options(task: Task[..., Any]) -> dict[str, Any]:

@@ -22,22 +22,25 @@ from django.db.models.expressions import Combinable
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import HeldBy, PrimaryKeyIn
-from django_sqlqueue.db.lifecycle import column_case, status_case
+from django_sqlqueue.db.lifecycle import column_case, status_case, written
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import is_away, is_unwritable
-from django_sqlqueue.exceptions import InvalidJobError, JobCancelled
+from django_sqlqueue.exceptions import InvalidJobError, JobCancelled, Snooze, SnoozedTooOften, UnknownTaskError
 from django_sqlqueue.rules.lifecycle import (
     AFTER_RELEASE,
-    FAIL,
+    FAIL_UNRECORDED,
     RETRY,
+    SNOOZE,
     SUCCEED,
     SUCCEED_UNKEPT,
     JobStatus,
     Transition,
     failure_transition,
+    snooze_transition,
 )
-from django_sqlqueue.rules.validation import json_problem
+from django_sqlqueue.rules.registry import get_task
+from django_sqlqueue.rules.validation import delay_problem, json_problem
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
@@ -103,55 +106,95 @@ def _storable(text: str, limit: int) -> str:
 
 
 class Failure(NamedTuple):
-    """A failed attempt, decided once (:func:`decide`): what the runner logs and tells
-    Django's task signals is what the finisher writes, the same backoff among it."""
+    """An attempt that raised, decided once (:func:`decide`): what the runner logs and
+    tells Django's task signals is what the finisher writes, the same backoff among it.
+    A snooze (its task raised ``Snooze``) is one too, which counts no failure."""
 
     error: BaseException
-    #: What is kept of it in the job's ``errors`` (:func:`error_record`).
-    record: dict[str, Any]
-    #: ``stop``, ``retry`` or ``fail`` (``rules.lifecycle.AFTER_FAILURE``).
+    #: What is kept of it in the job's ``errors`` (:func:`error_record`); None for a snooze.
+    record: dict[str, Any] | None
+    #: ``stop``, ``retry`` or ``fail`` (``rules.lifecycle.AFTER_FAILURE``), or
+    #: ``snooze`` or ``snooze_spent`` (``AFTER_SNOOZE``).
     transition: Transition
-    #: How long a retry waits (:func:`retry_delay`); None for the others.
+    #: How long a retry (:func:`retry_delay`) or a snooze waits; None for the others.
     delay: datetime.timedelta | None
 
 
 def decide(job: AbstractJob, error: BaseException, worker_id: str) -> Failure:
-    """What ``job``'s failed attempt in ``worker_id`` becomes, by the lifecycle table:
-    ``CANCELLED`` when it was cancelled (it raised ``JobCancelled``, or someone asked to
-    cancel it), else back to ``READY`` after :func:`retry_delay` while it has attempts
-    left, else ``FAILED``. Call it once per attempt: the delay is drawn at random."""
-    transition = after_error(job, error)
+    """What ``job``'s attempt in ``worker_id`` that raised ``error`` becomes, by the
+    lifecycle table: ``CANCELLED`` when it was cancelled (it raised ``JobCancelled``, or
+    someone asked to cancel it); a snooze (:func:`snoozed`) when it raised ``Snooze``;
+    else back to ``READY`` after :func:`retry_delay` while it has attempts left, else
+    ``FAILED``. Call it once per attempt: the delay is drawn at random."""
+    cancelled = isinstance(error, JobCancelled) or job.cancel_requested_at is not None
+    if isinstance(error, Snooze) and not cancelled:
+        return snoozed(job, error, worker_id)
+    transition = failure_transition(attempts=job.attempts, max_attempts=job.max_attempts, cancelled=cancelled)
     delay = retry_delay(job.attempts) if transition is RETRY else None
     return Failure(error, error_record(job, error, worker_id), transition, delay)
 
 
 def after_error(job: AbstractJob, error: BaseException) -> Transition:
-    """The transition ``job``'s attempt that raised ``error`` makes (``stop``, ``retry``
-    or ``fail``), as :func:`decide` decides it: for a middleware that must know, as the
-    attempt fails, whether it was the job's last (tracing, error reporting)."""
-    cancelled = isinstance(error, JobCancelled) or job.cancel_requested_at is not None
-    return failure_transition(attempts=job.attempts, max_attempts=job.max_attempts, cancelled=cancelled)
+    """The transition :func:`decide` makes of ``job``'s attempt that raised ``error``
+    (``retry``, ``fail``, ``stop``, ``snooze``...), for a middleware that must know as
+    the attempt fails whether it was the job's last (tracing, error reporting). Decided
+    again, as the rules are the same: its record and its delay are the runner's."""
+    return decide(job, error, worker_id="").transition
+
+
+def snoozed(job: AbstractJob, snooze: Snooze, worker_id: str) -> Failure:
+    """What ``job``'s attempt that raised ``snooze`` becomes: back to ``READY`` after its
+    delay (``snooze``) while its task's ``max_snoozes`` is not reached, else ``FAILED``
+    with ``SnoozedTooOften`` (``snooze_spent``). A delay out of range fails the attempt
+    (an ``InvalidJobError`` saying why), as any exception would."""
+    if problem := delay_problem(snooze.delay):
+        invalid = InvalidJobError(f"{job.task} raised Snooze, but its {problem}")
+        invalid.__cause__ = snooze
+        return decide(job, invalid, worker_id)
+    most = max_snoozes(job.task)
+    transition = snooze_transition(snoozes=job.snoozes, max_snoozes=most)
+    if transition is SNOOZE:
+        delay = (
+            snooze.delay if isinstance(snooze.delay, datetime.timedelta) else datetime.timedelta(seconds=snooze.delay)
+        )
+        return Failure(snooze, None, transition, delay)
+    too_often = SnoozedTooOften(f"{job.task} snoozed {job.snoozes + 1} times, more than its max_snoozes ({most})")
+    too_often.__cause__ = snooze
+    return Failure(too_often, error_record(job, too_often, worker_id), transition, None)
+
+
+def max_snoozes(task: str) -> int:
+    """How many times a job of ``task`` may snooze: its ``@job(max_snoozes=...)``, else
+    ``SQLQUEUE_MAX_SNOOZES``."""
+    try:
+        own = get_task(task).max_snoozes
+    except UnknownTaskError:
+        own = None
+    return conf.SQLQUEUE_MAX_SNOOZES if own is None else own
 
 
 def after_failure(job: AbstractJob, failure: Failure, now: Any) -> dict[str, Any]:
     """The columns ``failure`` changes (its transition's), its error added to the job's
-    (and its class to ``last_error_class``).
+    (and its class to ``last_error_class``); a snooze gives its attempt back.
 
     ``now`` is the database's clock when the outcome is written; the worker's own
     clock only where it tells Django's task signals what is about to be written."""
-    record = failure.record
-    # The column holds what fits of the path: a class nested deep enough to pass 255
-    # characters is grouped by its start, and its full path stays in the record.
-    columns = {
-        "status": failure.transition.target,
-        "errors": [*job.errors, record],
-        "last_error_class": record["exception_class_path"][:255],
-    }
-    if failure.delay is None:
-        columns["finished_at"] = now
-    else:
-        columns["run_at"] = now + failure.delay
-    return columns
+    transition, record = failure.transition, failure.record
+    values = _times(transition, now, failure.delay)
+    if record is not None:
+        # The column holds what fits of the path: a class nested deep enough to pass 255
+        # characters is grouped by its start, and its full path stays in the record.
+        values.update(errors=[*job.errors, record], last_error_class=record["exception_class_path"][:255])
+    if "snoozes" in transition.writes:
+        # Fenced on the attempt it claimed: the attempt it gives back is that one.
+        values.update(attempts=job.attempts - 1, snoozes=job.snoozes + 1)
+    return written(transition, **values)
+
+
+def _times(transition: Transition, now: Any, delay: datetime.timedelta | None) -> dict[str, Any]:
+    """The times ``transition`` writes: ``finished_at`` is ``now``; ``run_at`` is ``delay`` later."""
+    times = {"finished_at": now, "run_at": None if delay is None else now + delay}
+    return {column: times[column] for column in transition.writes if column in times}
 
 
 class _Changes:
@@ -215,11 +258,11 @@ def finish(
     *,
     worker_id: str,
     succeeded: Mapping[JobT, Any],
-    failed: Mapping[JobT, BaseException | Failure],
+    failed: Mapping[JobT, Failure],
 ) -> list[Ended]:
-    """See :meth:`JobManager.finish_by_status`: what each job written became (a job the
-    fence kept out is not among them). A failure the runner decided (:class:`Failure`)
-    is written as decided; a bare exception is decided here."""
+    """Write the outcomes of claimed jobs, each failure (or snooze) as it was decided
+    (:func:`decide`): what :meth:`JobManager.finish` does. What each job written became
+    (a job the fence kept out is not among them)."""
     if failed and (both := {job.pk for job in succeeded} & {job.pk for job in failed}):
         raise ValueError(f"Jobs {sorted(both)} cannot both succeed and fail.")
     now = DatabaseNow()
@@ -238,20 +281,18 @@ def finish(
             if value is not None:
                 outcomes[job]["result"] = value
             meant.append(Ended(job, SUCCEED, result=value))
-    for job, raised in failed.items():
-        # Decided here when the runner did not.
-        failure = raised if isinstance(raised, Failure) else decide(job, raised, worker_id)
+    for job, failure in failed.items():
         outcomes[job] = after_failure(job, failure, now)
         meant.append(Ended(job, failure.transition, error=failure.error))
     kept = conf.SQLQUEUE_RETENTION[JobStatus.SUCCESSFUL]
-    written: list[Ended] = []
+    done: list[Ended] = []
     if kept == datetime.timedelta(0):
         fenced = _delete_successes(jobs, worker_id, outcomes)
         successes = [ended for ended in meant if ended.transition is SUCCEED]
-        written += [ended._replace(transition=SUCCEED_UNKEPT) for ended in successes if ended.job.pk not in fenced]
+        done += [ended._replace(transition=SUCCEED_UNKEPT) for ended in successes if ended.job.pk not in fenced]
         meant = [ended for ended in meant if ended.transition is not SUCCEED]
     if not outcomes:
-        return written
+        return done
     try:
         count = _write(jobs, worker_id, outcomes)
     except DatabaseError as error:
@@ -262,26 +303,31 @@ def finish(
         )
     else:
         if count == len(outcomes):
-            return written + meant
+            return done + meant
         fenced = _fenced(jobs, worker_id, outcomes)
-        return written + [ended for ended in meant if ended.job.pk not in fenced]
+        return done + [ended for ended in meant if ended.job.pk not in fenced]
     for ended in meant:
         if alone := _write_alone(jobs, worker_id, outcomes[ended.job], now, ended):
-            written.append(alone)
-    return written
+            done.append(alone)
+    return done
 
 
 def _fenced(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[AbstractJob, Mapping[str, Any]]) -> set[int]:
     """The ids of the jobs of ``outcomes`` that the fence kept an UPDATE that wrote fewer
     than all of them from (jobs rescued or claimed again meanwhile, which is rare): the
-    rows are read back, and a row is ours when it holds the status, the worker, the
-    attempt and the last error class we wrote (a rescue writes ``WorkerLost``'s)."""
+    rows are read back, and a row is ours when it holds the worker, and the status, the
+    attempts, the snoozes and the last error class we wrote (a rescue writes
+    ``WorkerLost``'s)."""
     ours = {
-        job.pk: (outcome["status"], worker_id, job.attempts, outcome.get("last_error_class", job.last_error_class))
+        job.pk: [outcome.get(column, getattr(job, column)) for column in _READ_BACK]
         for job, outcome in outcomes.items()
     }
-    rows = jobs.filter(PrimaryKeyIn(ours)).values_list("pk", "status", "worker", "attempts", "last_error_class")
-    return set(ours) - {pk for pk, *row in rows if ours[pk] == tuple(row)}
+    rows = jobs.filter(PrimaryKeyIn(ours), worker=worker_id).values_list("pk", *_READ_BACK)
+    return set(ours) - {pk for pk, *row in rows if ours[pk] == row}
+
+
+#: The columns a row read back is compared on: it is ours when it holds what we wrote.
+_READ_BACK = ("status", "attempts", "snoozes", "last_error_class")
 
 
 def _delete_successes(
@@ -371,23 +417,24 @@ def _write_alone(
     except DatabaseError as error:
         if not _refused(jobs.db, error):
             raise
-        if outcome["status"] == SUCCEED.target:
+        if meant.transition is SUCCEED:
             what = f"{job.task} finished, but the database refused to store its return value"
-        else:
+        elif "errors" in outcome:
             raised = outcome["errors"][-1]["exception_class_path"]
             what = f"{job.task} raised {raised}, but the database refused to store that error"
+        else:
+            what = f"{job.task} ended its attempt ({meant.transition.name}), but the database refused it"
         refusal = InvalidJobError(f"{what}: {error}")
     failure = decide(job, refusal, worker_id)
     try:
-        written = _write(jobs, worker_id, {job: after_failure(job, failure, now)})
-        return Ended(job, failure.transition, error=refusal) if written else None
+        wrote = _write(jobs, worker_id, {job: after_failure(job, failure, now)})
+        return Ended(job, failure.transition, error=refusal) if wrote else None
     except DatabaseError as error:
         if not _refused(jobs.db, error):
             raise
         logger.error("Job %s: %s, and the error saying so (%s); it is FAILED", job.pk, refusal, error)
-    # FAIL's columns but its error, which is what the database refused.
-    failed = {"status": FAIL.target, "finished_at": now}
-    return Ended(job, FAIL, error=refusal) if _write(jobs, worker_id, {job: failed}) else None
+    failed = written(FAIL_UNRECORDED, finished_at=now)
+    return Ended(job, FAIL_UNRECORDED, error=refusal) if _write(jobs, worker_id, {job: failed}) else None
 
 
 def _refused(using: str, error: DatabaseError) -> bool:

@@ -8,7 +8,7 @@ from django.db import models
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.backends.ddl_references import Statement
 
-from django_sqlqueue.rules.lifecycle import ACTIVE
+from django_sqlqueue.rules.lifecycle import ACTIVE, JobStatus
 
 
 class StatusIndex(models.Index):
@@ -54,6 +54,28 @@ class KeyedIndex(models.Index):
             index = models.Index(fields=self.fields, name=self.name, condition=models.Q(**{f"{first}__isnull": False}))
         else:
             index = models.Index(fields=[first], name=self.name)
+        return index.create_sql(model, schema_editor, using=using, **kwargs)
+
+
+class ExpiringIndex(models.Index):
+    """The ready jobs that have an ``expires_at``, by it: what the expiry sweep reads.
+    Partial on PostgreSQL and SQLite (``READY`` and ``expires_at IS NOT NULL``), so a
+    job without a deadline never touches it; on MySQL/MariaDB ``expires_at`` alone,
+    so that a claim or finish (a status change) does not either."""
+
+    def __init__(self, *, name: str) -> None:
+        super().__init__(fields=["expires_at"], name=name)
+
+    def deconstruct(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+        return ("django_sqlqueue.db.indexes.ExpiringIndex", (), {"name": self.name})
+
+    def create_sql(
+        self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, using: str = "", **kwargs: Any
+    ) -> Statement:
+        condition = None
+        if schema_editor.connection.features.supports_partial_indexes:
+            condition = models.Q(status=JobStatus.READY, expires_at__isnull=False)
+        index = models.Index(fields=self.fields, name=self.name, condition=condition)
         return index.create_sql(model, schema_editor, using=using, **kwargs)
 
 

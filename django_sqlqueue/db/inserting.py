@@ -48,7 +48,11 @@ _BOUND = {
     "concurrency_limit": "int",
     "unique_key": "text",
     "unique_until_pruned": "bool",
+    "meta": "jsonb",
 }
+#: The times each job brings after its bound values, each as SQL (a time it was given,
+#: or the database's now plus a delay; ``run_at`` also the database's now alone).
+_TIMED = ("run_at", "expires_at")
 #: What the database computed, read back with the ids where the database can.
 _RETURNED = ("id", "run_at", "enqueued_at")
 
@@ -66,8 +70,8 @@ class JobInserts:
         qn = connection.ops.quote_name
         self.table = qn(model._meta.db_table)
         same_for_all = _same_for_all(self.now, "")
-        #: ``INSERT INTO table (columns) ``: the bound values, ``run_at``, then the constants.
-        self.head = f"INSERT INTO {self.table} ({', '.join(qn(name) for name in (*_BOUND, 'run_at', *same_for_all))}) "
+        #: ``INSERT INTO table (columns) ``: the bound values, the times, then the constants.
+        self.head = f"INSERT INTO {self.table} ({', '.join(qn(name) for name in (*_BOUND, *_TIMED, *same_for_all))}) "
         self.constants = ", ".join(same_for_all.values())
         #: For each list of columns read back: the columns, quoted, and their reader.
         self.returned = {
@@ -95,11 +99,13 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     keyed = any(job.unique_key is not None for job in jobs)
     mysql = connection.vendor == "mysql"
     # MySQL/MariaDB cannot tell which rows of an INSERT ... ON DUPLICATE KEY UPDATE were
-    # written: they are marked in ``worker`` (unseen outside this transaction), read
-    # back by it and unmarked.
-    marker = f"sqlqueue-new-{uuid.uuid4().hex}" if keyed and mysql else ""
+    # written, nor the ids of a multi-row INSERT (which tagged jobs need for their tags,
+    # and jobs enqueued after= others for their links): they are marked in ``worker``
+    # (unseen outside this transaction), read back by it and unmarked.
+    identified = len(jobs) > 1 and any(job.new_tags or job.after for job in jobs)
+    marker = f"sqlqueue-new-{uuid.uuid4().hex}" if (keyed or identified) and mysql else ""
     constants = ", ".join(_same_for_all(now, marker).values()) if marker else parts.constants
-    returned = (*_RETURNED, "unique_key") if keyed else _RETURNED
+    returned = (*_RETURNED, "unique_key") if keyed or marker else _RETURNED
     names, read = parts.returned[returned]
     tail = f" RETURNING {names}" if connection.features.can_return_rows_from_bulk_insert and not marker else ""
     conflict = "" if not keyed else " ON DUPLICATE KEY UPDATE id = id" if mysql else " ON CONFLICT DO NOTHING"
@@ -108,7 +114,10 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     if connection.vendor == "postgresql" and len(jobs) > 1:
         statements = _unnest(jobs, batch_size, compiler, now, constants)
     else:
-        rows = [([_value(job, name) for name in _BOUND], _run_at(compiler, job.run_at, now)) for job in jobs]
+        rows = [
+            ([_value(job, name) for name in _BOUND], [_run_at(compiler, getattr(job, name), now) for name in _TIMED])
+            for job in jobs
+        ]
         statements = (
             (jobs[start:end], sql, params) for start, end, sql, params in _values(rows, batch_size, compiler, constants)
         )
@@ -155,14 +164,16 @@ def plain_row(
         limit,
         None,
         False,
+        json.dumps(template.meta),
     )
 
 
 def insert_plain(
-    model: type[AbstractJob], rows: Iterable[tuple[Any, ...]], using: str, run_at: Any, batch_size: int
+    model: type[AbstractJob], rows: Iterable[tuple[Any, ...]], using: str, template: AbstractJob, batch_size: int
 ) -> int:
-    """Write ``rows`` (each a :func:`plain_row`), every one first due at ``run_at`` (as a
-    built job holds it: the database's now, a time, or now plus a delay), on ``using``'s
+    """Write ``rows`` (each a :func:`plain_row`), every one first due at ``template``'s
+    ``run_at`` and expiring at its ``expires_at`` (as a built job holds them: the
+    database's now, a time, or now plus a delay; no expiry), on ``using``'s
     connection in the caller's transaction, as they come; nothing is read back.
     Returns how many were written.
 
@@ -172,8 +183,8 @@ def insert_plain(
     connection = connections[using]
     parts = job_inserts(model, connection)
     if connection.vendor == "postgresql":
-        return _copy(connection, parts.table, rows, run_at)
-    when = _run_at(parts.compiler, run_at, parts.now)
+        return _copy(connection, parts.table, rows, template)
+    when = [_run_at(parts.compiler, getattr(template, name), parts.now) for name in _TIMED]
     written = 0
     queues: set[str] = set()
     rows = iter(rows)
@@ -187,17 +198,20 @@ def insert_plain(
     return written
 
 
-def _copy(connection: BaseDatabaseWrapper, table: str, rows: Iterable[tuple[Any, ...]], run_at: Any) -> int:
+def _copy(connection: BaseDatabaseWrapper, table: str, rows: Iterable[tuple[Any, ...]], template: AbstractJob) -> int:
     """PostgreSQL: ``rows`` by one ``COPY``; ``enqueued_at``, and ``run_at`` when the
-    job runs now, take the columns' default, the database's clock."""
+    job runs now, take the columns' default, the database's clock; a delay (of
+    ``run_at`` or ``expires_at``) is added to the database's now, read once."""
     same_for_all = {"status": JobStatus.READY.value, "attempts": 0, "worker": "", "errors": "[]"}
-    if isinstance(run_at, DatabaseDefault):
-        when: tuple[Any, ...] = ()
-    else:
-        due = database_now(connection.alias) + run_at.delay if isinstance(run_at, DatabaseNowPlus) else run_at
-        when = (connection.ops.adapt_datetimefield_value(due),)
-    names = ", ".join(map(connection.ops.quote_name, [*_BOUND, *(["run_at"] if when else []), *same_for_all]))
-    tail = (*when, *same_for_all.values())
+    when: dict[str, Any] = {}
+    for name in _TIMED:
+        value = getattr(template, name)
+        if isinstance(value, DatabaseNowPlus):
+            value = database_now(connection.alias) + value.delay
+        if not isinstance(value, DatabaseDefault):
+            when[name] = connection.ops.adapt_datetimefield_value(value)
+    names = ", ".join(map(connection.ops.quote_name, [*_BOUND, *when, *same_for_all]))
+    tail = (*when.values(), *same_for_all.values())
     written = 0
     # Django wraps what execute() raises (IntegrityError, ...), not what the driver's copy() does.
     with (
@@ -240,24 +254,29 @@ Statements = Iterator[tuple[Sequence["JobT"], str, list[Any]]]
 
 
 def _values(
-    rows: Sequence[tuple[Sequence[Any], tuple[str, list[Any]]]], batch_size: int, compiler: SQLCompiler, constants: str
+    rows: Sequence[tuple[Sequence[Any], Sequence[tuple[str, list[Any]]]]],
+    batch_size: int,
+    compiler: SQLCompiler,
+    constants: str,
 ) -> Iterator[tuple[int, int, str, list[Any]]]:
     """``VALUES (…), (…)``: each row's bound values (see :data:`_BOUND`), then its
-    ``run_at`` as SQL with its parameters; yields each statement with the range of
-    ``rows`` it writes."""
+    times (:data:`_TIMED`) as SQL with their parameters; yields each statement with the
+    range of ``rows`` it writes."""
     connection = compiler.connection
     marks = ", ".join("%s" for _ in _BOUND)
-    # A delayed job binds one more value: its delay.
+    # A time binds one value at most: the time, or a delay.
     most_params = connection.features.max_query_params
-    rows_per_insert = batch_size if most_params is None else min(batch_size, most_params // (len(_BOUND) + 1))
+    per_row = len(_BOUND) + len(_TIMED)
+    rows_per_insert = batch_size if most_params is None else min(batch_size, most_params // per_row)
     for start in range(0, len(rows), rows_per_insert):
         chunk = rows[start : start + rows_per_insert]
         sql: list[str] = []
         params: list[Any] = []
-        for values, (run_at, run_at_params) in chunk:
-            sql.append(f"({marks}, {run_at}, {constants})")
+        for values, times in chunk:
+            sql.append(f"({marks}, {', '.join(time for time, _ in times)}, {constants})")
             params += values
-            params += run_at_params
+            for _, time_params in times:
+                params += time_params
         yield start, start + len(chunk), "VALUES " + ", ".join(sql), params
 
 
@@ -269,16 +288,19 @@ def _unnest(jobs: Sequence[JobT], batch_size: int, compiler: SQLCompiler, now: s
     arrays = ", ".join(f"%s::{'text' if kind == 'jsonb' else kind}[]" for kind in _BOUND.values())
     values = ", ".join(f"u.{name}::{kind}" if kind == "jsonb" else f"u.{name}" for name, kind in _BOUND.items())
     select = (
-        f"SELECT {values}, COALESCE(u.run_at, {now} + u.delay, {now}), {constants} "
-        f"FROM UNNEST({arrays}, %s::timestamptz[], %s::interval[]) "
-        f"AS u({', '.join(_BOUND)}, run_at, delay)"
+        f"SELECT {values}, COALESCE(u.run_at, {now} + u.delay, {now}), "
+        f"COALESCE(u.expires_at, {now} + u.expires_in), {constants} "
+        f"FROM UNNEST({arrays}, %s::timestamptz[], %s::interval[], %s::timestamptz[], %s::interval[]) "
+        f"AS u({', '.join(_BOUND)}, run_at, delay, expires_at, expires_in)"
     )
     adapt = compiler.connection.ops.adapt_datetimefield_value
     for start in range(0, len(jobs), batch_size):
         chunk = jobs[start : start + batch_size]
         columns: list[list[Any]] = [[_value(job, name) for job in chunk] for name in _BOUND]
-        columns.append([adapt(job.run_at) if isinstance(job.run_at, datetime.datetime) else None for job in chunk])
-        columns.append([job.run_at.delay if isinstance(job.run_at, DatabaseNowPlus) else None for job in chunk])
+        for name in _TIMED:
+            times = [getattr(job, name) for job in chunk]
+            columns.append([adapt(time) if isinstance(time, datetime.datetime) else None for time in times])
+            columns.append([time.delay if isinstance(time, DatabaseNowPlus) else None for time in times])
         yield chunk, select, columns
 
 
@@ -293,8 +315,8 @@ def _compile(compiler: SQLCompiler, expression: Any) -> tuple[str, list[Any]]:
 
 
 def _run_at(compiler: SQLCompiler, run_at: Any, now: str) -> tuple[str, list[Any]]:
-    """The SQL for a job's ``run_at``: the database's now, a time it was given, or the
-    database's now plus a delay."""
+    """The SQL for a job's ``run_at`` (or ``expires_at``): the database's now, a time it
+    was given (or None), or the database's now plus a delay."""
     if isinstance(run_at, DatabaseDefault):
         return now, []
     if hasattr(run_at, "resolve_expression"):
@@ -328,7 +350,7 @@ def _saved(job: AbstractJob, using: str, returned: dict[str, Any]) -> None:
     loaded on first access."""
     for name, value in returned.items():
         setattr(job, name, value)
-    for name in ("run_at", "enqueued_at"):
+    for name in ("run_at", "enqueued_at", "expires_at"):
         if name not in returned and hasattr(job.__dict__.get(name), "resolve_expression"):
             del job.__dict__[name]
     job._state.adding = False

@@ -19,6 +19,9 @@ from django_sqlqueue.rules.lifecycle import Condition, Transition
 SQL_CONDITIONS: dict[Condition, Callable[[], Q]] = {
     Condition.DUE: lambda: Q(run_at__lte=DatabaseNow()),
     Condition.NOT_DUE: lambda: Q(run_at__gt=DatabaseNow()),
+    # Cheap for a job without a deadline: the claim's rows are read anyway, NULL ends it.
+    Condition.NOT_EXPIRED: lambda: Q(expires_at__isnull=True) | Q(expires_at__gt=DatabaseNow()),
+    Condition.EXPIRED: lambda: Q(expires_at__lte=DatabaseNow()),
     Condition.CANCEL_REQUESTED: lambda: Q(cancel_requested_at__isnull=False),
     Condition.NOT_CANCEL_REQUESTED: lambda: Q(cancel_requested_at__isnull=True),
     Condition.DEPENDENCIES_FINISHED: lambda: Q(waiting_for=0),
@@ -30,6 +33,10 @@ CHECKED_ELSEWHERE: dict[Condition, str] = {
     Condition.UNSTARTED: "the worker, which knows which jobs it started",
     Condition.RETURNED: "the worker, which knows what the task did",
     Condition.RAISED: "the worker, which knows what the task did, or the rescue",
+    Condition.SNOOZED: "the worker, which knows what the task did",
+    Condition.SNOOZES_LEFT: "snooze_transition, from the claimed job's snoozes and its task's max_snoozes",
+    Condition.SNOOZES_SPENT: "snooze_transition, from the claimed job's snoozes and its task's max_snoozes",
+    Condition.REFUSED: "the finisher, which writes one job at a time once the database refused a batch",
     Condition.ATTEMPTS_LEFT: "failure_transition, from the claimed job's attempts",
     Condition.ATTEMPTS_SPENT: "failure_transition, from the claimed job's attempts",
     Condition.UNIQUE_KEY_FREE: "the unique index on active jobs' keys",

@@ -13,9 +13,9 @@ from django.db import models
 
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.failures import FailureIndex
-from django_sqlqueue.db.indexes import ActiveKeyConstraint, KeyedIndex, StatusIndex
+from django_sqlqueue.db.indexes import ActiveKeyConstraint, ExpiringIndex, KeyedIndex, StatusIndex
 from django_sqlqueue.db.names import NameField
-from django_sqlqueue.rules.lifecycle import JobStatus
+from django_sqlqueue.rules.lifecycle import END_REASONS, JobStatus
 from django_sqlqueue.rules.limits import (
     CONCURRENCY_KEY_MAX_LENGTH,
     MAX_PRIORITY,
@@ -43,6 +43,11 @@ class AbstractJob(models.Model):
     run_at = models.DateTimeField(db_default=DatabaseNow(), help_text="Not claimed before this time.")
     attempts = models.PositiveIntegerField(default=0, help_text="Attempts started so far, counted at claim.")
     max_attempts = models.PositiveIntegerField()
+    snoozes = models.PositiveIntegerField(
+        default=0,
+        db_default=0,
+        help_text="Times its task snoozed (raise Snooze): each gave its attempt back, uncounted.",
+    )
     timeout = models.FloatField(null=True, blank=True, help_text="Seconds an attempt may run; empty for no limit.")
     enqueued_at = models.DateTimeField(db_default=DatabaseNow())
     started_at = models.DateTimeField(null=True, blank=True, help_text="When the latest attempt was claimed.")
@@ -90,6 +95,24 @@ class AbstractJob(models.Model):
         db_default=False,
         help_text='after_failure="run": it runs even when a job it waits for failed or was cancelled.',
     )
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="Never started from this time on (the database's clock); empty for never."
+    )
+    end_reason = models.CharField(
+        max_length=32,
+        choices=[(reason, reason) for reason in END_REASONS],
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Why it ended so, where its status does not say: expired (not started by its expires_at).",
+    )
+    # NULL allowed: rows written by hand (and the benchmark's raw ones) name no meta.
+    meta = models.JSONField(
+        default=dict,
+        null=True,
+        blank=True,
+        help_text="Free JSON of the caller's and the task's own (current_job().add_meta).",
+    )
 
     #: Set on the jobs ``enqueue`` and ``enqueue_many`` return: False for the job that
     #: already held the ``unique_key`` and was returned in place of a new one; None on
@@ -98,6 +121,9 @@ class AbstractJob(models.Model):
     #: The jobs (or ids) a job being enqueued waits for (``build(after=...)``); empty
     #: on jobs read from the table, whose links are ``JobDependency`` rows.
     after: tuple[Any, ...] = ()
+    #: The tags ``enqueue`` writes with the job (``JobTag`` rows, once it has an id); a
+    #: job read from the table has its tags in ``tag_rows``.
+    new_tags: tuple[str, ...] = ()
 
     class Meta:
         abstract = True
@@ -109,6 +135,8 @@ class AbstractJob(models.Model):
             ),
             # The waiting jobs, by queue (stats, the admin's filter), out of the claim's indexes.
             StatusIndex(status=JobStatus.WAITING, fields=["queue"], name="sqlqueue_job_waiting"),
+            # The expiry sweep: ready jobs with a deadline, the earliest first.
+            ExpiringIndex(name="sqlqueue_job_expiring"),
             # The rescue: the jobs a worker holds.
             StatusIndex(status=JobStatus.RUNNING, fields=["worker"], name="sqlqueue_job_running"),
             # The claim's count of the RUNNING jobs that hold a concurrency key.

@@ -62,9 +62,9 @@ def retried(
     raise AssertionError("unreachable")
 
 
-def unless_away(work: Callable[[], T], fallback: F) -> T | F:
+def unless_away(work: Callable[[], T], fallback: F, *, by: str) -> T | F:
     """``work()``, or ``fallback`` while its database is away (a restart, a failover, a
-    killed connection: logged, and the caller tries again at its next turn), so that a
+    killed connection: logged as met ``by`` the caller, which tries again at its next turn), so that a
     long-lived process carries on through an outage. Any other database error (a missing
     table) is raised. Its connections are closed afterwards if broken or past their age,
     as Django does after a request (``close_old_connections``)."""
@@ -73,7 +73,7 @@ def unless_away(work: Callable[[], T], fallback: F) -> T | F:
     except Error as error:
         if not is_away(error):
             raise
-        logger.warning("Database error in the supervisor (%s); retrying", error)
+        logger.warning("Database error in %s (%s); retrying", by, error)
         return fallback
     finally:
         close_old_connections()

@@ -14,6 +14,7 @@ from django.db import transaction
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.finishing import decide
 from django_sqlqueue.db.transient import unless_away
 from django_sqlqueue.exceptions import WorkerLost
 from django_sqlqueue.maintenance.service import Service
@@ -29,8 +30,8 @@ RESCUE_SECONDS = 10.0
 class Rescued:
     """What a rescue wrote to the jobs it gave back."""
 
-    #: The started jobs, each charged a failed attempt, by the status it got (``READY``
-    #: to be retried, ``FAILED``, or ``CANCELLED`` when someone asked).
+    #: The started jobs, each charged a failed attempt, by the outcome it got
+    #: (``rules.lifecycle.OUTCOMES``: ``retried``, ``failed``, or ``cancelled`` when someone asked).
     charged: Counter[str] = field(default_factory=Counter)
     #: The jobs that had not started, back to ``READY`` (or ``CANCELLED``) with their
     #: attempt not counted: ``--max-jobs`` counts them no more.
@@ -63,9 +64,12 @@ def rescue_worker(
     if started is None:
         started = {job.pk for job in held}
     errors = errors or {}
-    failed = {job: errors.get(job.pk, error) for job in held if job.pk in started}
+    failed = {job: decide(job, errors.get(job.pk, error), name) for job in held if job.pk in started}
     rescued = Rescued(
-        Job.objects.finish_by_status(worker_id=name, failed=failed),
+        Counter(
+            ended.transition.outcome
+            for ended in Job.objects._finish_decided(worker_id=name, succeeded={}, failed=failed)
+        ),
         Job.objects.release(worker_id=name, unstarted=[job for job in held if job.pk not in started]),
     )
     if rescued.count:
@@ -111,5 +115,5 @@ class RescueService(Service):
         return min(conf.SQLQUEUE_LEASE / 2, RESCUE_SECONDS)
 
     def run(self, now: float) -> float:
-        self.counted(unless_away(rescue_expired, Rescued()))
+        self.counted(unless_away(rescue_expired, Rescued(), by="the rescue"))
         return self.interval

@@ -35,7 +35,8 @@ def job_metrics() -> JobMetrics:
     registry = CollectorRegistry()
     finished = Counter(
         "sqlqueue_jobs_finished",
-        "Attempts finished by the workers, by task, queue and outcome (succeeded, retried, cancelled, failed).",
+        "Attempts finished by the workers, by task, queue and outcome "
+        "(succeeded, retried, snoozed, cancelled, failed).",
         ["task", "queue", "outcome"],
         registry=registry,
     )

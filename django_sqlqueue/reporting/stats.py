@@ -19,7 +19,7 @@ from django_sqlqueue.db.planner_hints import range_first
 from django_sqlqueue.managers import JobQuerySet
 from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.reporting.counting import ESTIMATE_ABOVE_ROWS, queue_counts
-from django_sqlqueue.rules.lifecycle import JobStatus
+from django_sqlqueue.rules.lifecycle import EXPIRED, JobStatus
 
 MINUTE = datetime.timedelta(minutes=1)
 HOUR = datetime.timedelta(hours=1)
@@ -40,12 +40,14 @@ def whole_seconds(duration: datetime.timedelta) -> str:
 @dataclass(frozen=True)
 class Recent:
     """A queue's jobs finished (succeeded, failed for good or cancelled) and, of those,
-    failed, in the last minute and the last hour by the database's clock."""
+    failed, in the last minute and the last hour by the database's clock; and of the
+    cancelled, those that expired (``end_reason`` "expired") in the last hour."""
 
     finished_last_minute: int = 0
     failed_last_minute: int = 0
     finished_last_hour: int = 0
     failed_last_hour: int = 0
+    expired_last_hour: int = 0
 
 
 def recent_outcomes(jobs: JobQuerySet[Job]) -> dict[str, Recent]:
@@ -60,6 +62,7 @@ def recent_outcomes(jobs: JobQuerySet[Job]) -> dict[str, Recent]:
             failed_last_minute=Count("pk", filter=minute & failed),
             finished_last_hour=Count("pk"),
             failed_last_hour=Count("pk", filter=failed),
+            expired_last_hour=Count("pk", filter=Q(end_reason=EXPIRED)),
         )
         .order_by()
     )

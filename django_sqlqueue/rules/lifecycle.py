@@ -25,7 +25,7 @@ class JobStatus(models.TextChoices):
 
     #: Waiting for the jobs it was enqueued ``after`` to finish; never claimed until released.
     WAITING = "WAITING", "Waiting"
-    #: Waiting to be claimed: now, or from its ``run_at`` on (a retry, a delayed job).
+    #: Waiting to be claimed: now, or from its ``run_at`` on (a retry, a snoozed or delayed job).
     READY = "READY", "Ready"
     #: Claimed by a worker, which holds it (``worker``) while its lease lasts.
     RUNNING = "RUNNING", "Running"
@@ -36,6 +36,11 @@ class JobStatus(models.TextChoices):
     #: Cancelled before it finished: final, never run again.
     CANCELLED = "CANCELLED", "Cancelled"
 
+
+#: Why a job ended as it did, where its status does not say (``end_reason``): ``expired``,
+#: a job ``CANCELLED`` by its ``expires_at`` before it started (:data:`EXPIRE`).
+EXPIRED = "expired"
+END_REASONS = (EXPIRED,)
 
 #: Jobs still to run or running: what a unique key is held by, what pruning never touches.
 ACTIVE = (JobStatus.WAITING, JobStatus.READY, JobStatus.RUNNING)
@@ -64,11 +69,17 @@ class Condition(enum.Enum):
 
     DUE = "its run_at has come"
     NOT_DUE = "its run_at is still to come"
+    NOT_EXPIRED = "it has no expires_at, or its expires_at is still to come"
+    EXPIRED = "its expires_at has come"
     HELD = "its worker still holds it at the attempt it claimed (the fence)"
     STARTED = "its attempt started"
     UNSTARTED = "its worker gave it back before starting it"
     RETURNED = "its task returned a value the database stores"
     RAISED = "its attempt failed (its task raised, or its worker died: the rescue charges WorkerLost)"
+    SNOOZED = "its task raised Snooze: its attempt neither succeeded nor failed, and is not counted"
+    SNOOZES_LEFT = "snoozes < its task's max_snoozes"
+    SNOOZES_SPENT = "snoozes >= its task's max_snoozes"
+    REFUSED = "the database refused its outcome, and the error saying so (its errors are as much as a row takes)"
     CANCEL_REQUESTED = "someone asked to cancel it (or its task raised JobCancelled)"
     NOT_CANCEL_REQUESTED = "nobody asked to cancel it"
     ATTEMPTS_LEFT = "attempts < max_attempts"
@@ -100,7 +111,8 @@ class Transition:
     #: For a transition that ends an attempt: its one-word outcome, as the runner logs
     #: it, ``job_finished`` sends it, the metrics label it and ``run_jobs`` counts it.
     #: Each outcome has its signal (``signals.job_ended``), which every transition
-    #: with that outcome sends once written: a ready job cancelled is ``cancelled`` too.
+    #: with that outcome sends once written: a ready job cancelled is ``cancelled`` too,
+    #: and ``expire`` (no attempt) sends ``expired`` from the expiry sweep.
     outcome: str = ""
 
     @property
@@ -131,6 +143,7 @@ _RELEASED = ("status", "attempts", "started_at")
 _ENQUEUED = (
     *("status", "queue", "task", "args", "kwargs", "priority", "run_at", "enqueued_at", "max_attempts", "timeout"),
     *("concurrency_key", "concurrency_limit", "unique_key", "unique_until_pruned"),
+    *("expires_at", "meta"),
 )
 
 ENQUEUE = _transition(
@@ -169,7 +182,7 @@ CLAIM = _transition(
     "claim",
     (_READY,),
     _RUNNING,
-    (_C.DUE,),
+    (_C.DUE, _C.NOT_EXPIRED),
     ("status", "worker", "started_at", "attempts"),
     "a worker's claim (its queue not paused, under its concurrency and rate limits)",
 )
@@ -207,6 +220,33 @@ FAIL = _transition(
     (_C.HELD, _C.STARTED, _C.RAISED, _C.NOT_CANCEL_REQUESTED, _C.ATTEMPTS_SPENT),
     ("status", *_ERROR, "finished_at"),
     "the worker's finisher; the rescue, for a dead worker's started job",
+    outcome="failed",
+)
+SNOOZE = _transition(
+    "snooze",
+    (_RUNNING,),
+    _READY,
+    (_C.HELD, _C.STARTED, _C.SNOOZED, _C.NOT_CANCEL_REQUESTED, _C.SNOOZES_LEFT),
+    ("status", "run_at", "attempts", "snoozes"),
+    "the worker's finisher, its attempt given back (attempts - 1) and its snoozes counted (snoozes + 1)",
+    outcome="snoozed",
+)
+SNOOZE_SPENT = _transition(
+    "snooze_spent",
+    (_RUNNING,),
+    JobStatus.FAILED,
+    (_C.HELD, _C.STARTED, _C.SNOOZED, _C.NOT_CANCEL_REQUESTED, _C.SNOOZES_SPENT),
+    ("status", *_ERROR, "finished_at"),
+    "the worker's finisher (its error SnoozedTooOften), whatever attempts it has left",
+    outcome="failed",
+)
+FAIL_UNRECORDED = _transition(
+    "fail_unrecorded",
+    (_RUNNING,),
+    JobStatus.FAILED,
+    (_C.HELD, _C.STARTED, _C.REFUSED),
+    ("status", "finished_at"),
+    "the worker's finisher (its errors kept as they were, and the refusal logged)",
     outcome="failed",
 )
 STOP = _transition(
@@ -251,13 +291,25 @@ CANCEL = _transition(
     "Job.objects.cancel, the admin's Cancel",
     outcome="cancelled",
 )
+EXPIRE = _transition(
+    "expire",
+    (_READY,),
+    JobStatus.CANCELLED,
+    (_C.EXPIRED,),
+    ("status", "finished_at", "end_reason"),
+    "the maintenance leader's expiry sweep (a job not started by its expires_at is never started)",
+    outcome="expired",
+)
 ADMIN_RETRY = _transition(
     "admin_retry",
     (JobStatus.FAILED, JobStatus.CANCELLED),
     _READY,
     (_C.UNIQUE_KEY_FREE,),
-    ("status", "run_at", "attempts", "started_at", "finished_at", "worker", "cancel_requested_at"),
-    "the admin's Retry (a fresh budget of attempts; the earlier errors stay)",
+    (
+        *("status", "run_at", "attempts", "snoozes", "started_at", "finished_at", "worker", "cancel_requested_at"),
+        *("expires_at", "end_reason"),
+    ),
+    "the admin's Retry (a fresh budget of attempts and snoozes, and no deadline; the earlier errors stay)",
 )
 RUN_NOW = _transition(
     "run_now",
@@ -297,11 +349,15 @@ TRANSITIONS: dict[str, Transition] = {
         SUCCEED_UNKEPT,
         RETRY,
         FAIL,
+        FAIL_UNRECORDED,
         STOP,
+        SNOOZE,
+        SNOOZE_SPENT,
         RELEASE,
         RELEASE_CANCELLED,
         REQUEST_CANCEL,
         CANCEL,
+        EXPIRE,
         ADMIN_RETRY,
         RUN_NOW,
         DELETE,
@@ -311,16 +367,22 @@ TRANSITIONS: dict[str, Transition] = {
 
 #: What a failed attempt may become: exactly one guard holds for any job.
 AFTER_FAILURE = (STOP, RETRY, FAIL)
+#: What a snooze may become when nobody asked to cancel the job (a snooze of a job
+#: someone asked to cancel is decided as a failure: ``stop``).
+AFTER_SNOOZE = (SNOOZE, SNOOZE_SPENT)
 #: What a job given back unstarted becomes.
 AFTER_RELEASE = (RELEASE_CANCELLED, RELEASE)
 #: What a rescue may make of a dead worker's jobs: its started ones failed, the others released.
 RESCUE = (*AFTER_FAILURE, *AFTER_RELEASE)
-#: The transitions that end an attempt and leave a row, by the status they write: one each.
-ATTEMPT_ENDINGS: dict[JobStatus, Transition] = {
-    transition.target: transition for transition in (SUCCEED, *AFTER_FAILURE) if transition.target is not None
-}
-#: The one-word outcomes of an attempt, in ``run_jobs``' order.
+#: The one-word outcomes, in ``run_jobs``' order: of an attempt, and ``expired`` (a job
+#: ended before any attempt).
 OUTCOMES = tuple(dict.fromkeys(transition.outcome for transition in TRANSITIONS.values() if transition.outcome))
+#: The status each outcome writes (``retried`` and ``snoozed`` both ``READY``).
+OUTCOME_STATUS: dict[str, JobStatus] = {
+    transition.outcome: transition.target
+    for transition in TRANSITIONS.values()
+    if transition.outcome and transition.target is not None
+}
 
 
 def chosen(transitions: Collection[Transition], facts: Collection[Condition]) -> Transition:
@@ -353,6 +415,14 @@ _AFTER_FAILURE_BY = {
     for cancelled in (False, True)
     for left in (False, True)
 }
+
+
+def snooze_transition(*, snoozes: int, max_snoozes: int) -> Transition:
+    """What a held, started attempt that snoozed becomes when nobody asked to cancel its
+    job (:data:`AFTER_SNOOZE`): ``snooze`` while its task's ``max_snoozes`` is not
+    reached, else ``snooze_spent``. ``snoozes`` counts the earlier ones."""
+    budget = _C.SNOOZES_LEFT if snoozes < max_snoozes else _C.SNOOZES_SPENT
+    return chosen(AFTER_SNOOZE, {_C.HELD, _C.STARTED, _C.SNOOZED, _C.NOT_CANCEL_REQUESTED, budget})
 
 
 def mermaid_diagram() -> str:

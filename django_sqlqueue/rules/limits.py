@@ -21,3 +21,8 @@ MIN_PRIORITY = -100
 MAX_PRIORITY = 100
 #: ``max_attempts`` is an ``integer`` column on PostgreSQL (the smallest of the three).
 MAX_ATTEMPTS = 2**31 - 1
+#: ``snoozes`` is an ``integer`` column too, and ``max_snoozes`` is compared with it.
+MAX_SNOOZES = 2**31 - 1
+#: A job's tag (``JobTag.tag``), and the most tags one job may have.
+TAG_MAX_LENGTH = 64
+MAX_TAGS = 20

@@ -6,6 +6,7 @@ make a worker import or call arbitrary code."""
 
 from __future__ import annotations
 
+import datetime
 import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
@@ -20,6 +21,7 @@ from django.utils.module_loading import module_has_submodule
 from django_sqlqueue.exceptions import TaskModuleError, UnknownTaskError
 from django_sqlqueue.rules.limits import TASK_NAME_MAX_LENGTH
 from django_sqlqueue.rules.rates import rate_limit_name_problem
+from django_sqlqueue.rules.tags import merged, tags_problem
 from django_sqlqueue.rules.validation import (
     concurrency_names_problem,
     concurrency_problem,
@@ -47,6 +49,8 @@ class RegisteredTask:
     priority: int | None = None
     max_attempts: int | None = None
     timeout: float | None = None
+    #: How many times a job may snooze (``raise Snooze``) before it is ``FAILED``.
+    max_snoozes: int | None = None
     #: The arguments a job's concurrency key is made of, and the jobs a key may run at once.
     concurrency: tuple[str, ...] | None = None
     concurrency_limit: int | None = None
@@ -60,6 +64,10 @@ class RegisteredTask:
     unique_queue: bool = False
     #: ``"pruned"``: its jobs keep their key after they end, until they are pruned.
     unique_until: str | None = None
+    #: Seconds after the enqueue (the database's clock) from which its jobs are never started.
+    expires_in: float | None = None
+    #: Every job of it has these tags, and those its enqueue adds.
+    tags: tuple[str, ...] = ()
 
     @functools.cached_property
     def signature(self) -> inspect.Signature | None:
@@ -152,17 +160,23 @@ def register(
             )
     concurrency = options.pop("concurrency", None)
     limit = options.get("concurrency_limit")
-    own = {"concurrency_limit", "rate_limit", "unique_queue", "unique_until"}  # not job_options_problem's to judge
+    expires_in = options.get("expires_in")
+    if isinstance(expires_in, datetime.timedelta):
+        options["expires_in"] = expires_in.total_seconds()
+    own = {"concurrency_limit", "rate_limit", "unique_queue", "unique_until", "tags"}  # not job_options_problem's
     if problem := (
         job_options_problem(**{key: value for key, value in options.items() if key not in own})
         or concurrency_names_problem(func, concurrency, limit)
         or (concurrency_problem(name, limit) if limit is not None else None)
         or rate_limit_name_problem(options.get("rate_limit"))
         or unique_until_problem(options.get("unique_until"))
+        or tags_problem(options.get("tags", ()))
     ):
         raise ImproperlyConfigured(f"@job on {name!r}: {problem}.")
     if concurrency is not None:
         options["concurrency"] = tuple(concurrency)
+    if "tags" in options:
+        options["tags"] = merged(options["tags"])
     existing = _tasks_by_name.get(name)
     if existing is not None and default_name(existing.func) != default_name(func):
         raise ImproperlyConfigured(f"Task name {name!r} is already registered for {default_name(existing.func)}.")
@@ -182,12 +196,15 @@ def job(
     priority: int | None = None,
     max_attempts: int | None = None,
     timeout: float | None = None,
+    max_snoozes: int | None = None,
     concurrency: tuple[str, ...] | None = None,
     concurrency_limit: int | None = None,
     rate_limit: str | None = None,
     unique: bool | Sequence[str] | None = None,
     unique_queue: bool = False,
     unique_until: str | None = None,
+    expires_in: float | datetime.timedelta | None = None,
+    tags: Sequence[str] = (),
 ) -> Callable[[F], F]: ...
 def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     """Register a function as a task: ``@job`` or ``@job(queue=..., priority=..., max_attempts=..., timeout=...)``.
@@ -198,6 +215,11 @@ def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     ``unique=("order_id",)`` (or ``True``: all its arguments) gives each job a
     ``unique_key`` made from those arguments (see ``RegisteredTask.unique_key``), held
     while the job is ready or running, or with ``unique_until="pruned"`` until it is pruned.
+    ``max_snoozes=n``: a job that snoozes (``raise Snooze(delay)``) more than ``n`` times
+    is ``FAILED`` (default ``SQLQUEUE_MAX_SNOOZES``).
+    ``expires_in=60`` (seconds or a timedelta): a job not started within that time of its
+    enqueue is never started (see the Expiry guide); an enqueue's own expiry overrides it.
+    ``tags=("import",)`` tags each of its jobs (and an enqueue's ``tags`` add to them).
 
     The function is returned unchanged, so it can still be called directly."""
     if func is not None:

@@ -17,7 +17,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django_sqlqueue.conf import MAX_CLAIM_LIMIT, conf
-from django_sqlqueue.rules.limits import MAX_ATTEMPTS, MAX_PRIORITY, MIN_PRIORITY, UNIQUE_KEY_MAX_LENGTH
+from django_sqlqueue.rules.limits import (
+    MAX_ATTEMPTS,
+    MAX_PRIORITY,
+    MAX_SNOOZES,
+    MIN_PRIORITY,
+    UNIQUE_KEY_MAX_LENGTH,
+)
 from django_sqlqueue.rules.queues import queue_name_problem, unlisted_queues_problem
 
 #: The longest delay: the database's clock plus this stays before the year 9999 while
@@ -175,8 +181,12 @@ def job_options_problem(
     priority: Any = None,
     max_attempts: Any = None,
     timeout: Any = None,
+    max_snoozes: Any = None,
+    expires_in: Any = None,
 ) -> str | None:
     """Why these job options are out of their columns' range, or None; ``None`` values are not checked."""
+    if expires_in is not None and (problem := delay_problem(expires_in, name="expires_in", positive=True)):
+        return problem
     if queue is not None:
         if problem := queue_name_problem(queue):
             return problem
@@ -193,6 +203,8 @@ def job_options_problem(
         isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= sys.float_info.max
     ):
         return f"timeout must be a positive number of seconds or None, not {_shown(timeout)}"
+    if max_snoozes is not None and not _int_in(max_snoozes, 0, MAX_SNOOZES):
+        return f"max_snoozes must be an integer from 0 to {MAX_SNOOZES}, not {_shown(max_snoozes)}"
     return None
 
 
@@ -216,6 +228,16 @@ def arguments_problem(args: Any, kwargs: Any) -> str | None:
     return json_problem(list(args), "args") or json_problem(kwargs, "kwargs")
 
 
+def meta_problem(meta: Any) -> str | None:
+    """Why ``meta`` cannot be a job's ``meta``, or None: None (none), or a dict whose
+    values are JSON, as arguments are (:func:`json_problem`)."""
+    if meta is None:
+        return None
+    if not isinstance(meta, dict):
+        return f"meta must be a dict, not {type(meta).__name__}"
+    return json_problem(meta, "meta")
+
+
 def unique_key_problem(key: Any) -> str | None:
     """Why ``key`` cannot be a job's ``unique_key``, or None (None is no key)."""
     if key is None:
@@ -233,40 +255,71 @@ def unique_until_problem(until: Any) -> str | None:
     return f"unique_until must be one of {', '.join(map(repr, UNIQUE_UNTIL))}, not {_shown(until)}"
 
 
-def run_at_problem(run_at: Any, *, use_tz: bool) -> str | None:
-    """Why ``run_at`` cannot be a job's first run time, or None: it must be a datetime,
-    aware under ``USE_TZ`` (any offset) and naive without, between the years 1 and
-    9999 in UTC, which every database stores and Python reads back."""
+def run_at_problem(run_at: Any, *, use_tz: bool, name: str = "run_at") -> str | None:
+    """Why ``run_at`` cannot be a job's first run time (or its ``name``, such as
+    ``expires_at``), or None: it must be a datetime, aware under ``USE_TZ`` (any offset)
+    and naive without, between the years 1 and 9999 in UTC, which every database stores
+    and Python reads back."""
     if not isinstance(run_at, datetime.datetime):
-        return f"run_at must be a datetime, not {type(run_at).__name__}"
+        return f"{name} must be a datetime, not {type(run_at).__name__}"
     aware = run_at.utcoffset() is not None
     if use_tz and not aware:
         return (
-            f"run_at {run_at.isoformat()} is naive but USE_TZ is on: say which time zone it is in, "
+            f"{name} {run_at.isoformat()} is naive but USE_TZ is on: say which time zone it is in, "
             "e.g. with django.utils.timezone.make_aware()"
         )
     if not use_tz and aware:
-        return f"run_at {run_at.isoformat()} has a time zone but USE_TZ is off: pass a naive local time"
+        return f"{name} {run_at.isoformat()} has a time zone but USE_TZ is off: pass a naive local time"
     if aware:
         try:
             run_at.astimezone(datetime.timezone.utc)
         except OverflowError:
-            return f"run_at {run_at.isoformat()} is outside the years 1 to 9999 in UTC"
+            return f"{name} {run_at.isoformat()} is outside the years 1 to 9999 in UTC"
     return None
 
 
-def delay_problem(delay: Any) -> str | None:
-    """Why ``delay`` (a timedelta or seconds) cannot delay a job, or None: from 0 to
+def delay_problem(delay: Any, *, name: str = "delay", positive: bool = False) -> str | None:
+    """Why ``delay`` (a timedelta or seconds) cannot delay a job (or be its ``name``,
+    such as ``expires_in``, which must be ``positive``), or None: up to
     :data:`MAX_DELAY`, so the database's now plus the delay is a time it can store."""
+    bounds: tuple[Any, Any] | None = None
     if isinstance(delay, datetime.timedelta):
-        in_range = datetime.timedelta(0) <= delay <= MAX_DELAY
+        bounds = datetime.timedelta(0), MAX_DELAY
     elif isinstance(delay, (int, float)) and not isinstance(delay, bool):
-        in_range = 0 <= delay <= MAX_DELAY.total_seconds()
-    else:
-        in_range = False
-    if in_range:
+        bounds = 0, MAX_DELAY.total_seconds()
+    if bounds is not None and (delay > bounds[0] or (not positive and delay == bounds[0])) and delay <= bounds[1]:
         return None
-    return f"delay must be a timedelta or a number of seconds from 0 to {MAX_DELAY.days} days, not {_shown(delay)}"
+    least = "more than 0 seconds" if positive else "from 0"
+    return f"{name} must be a timedelta or a number of seconds {least} to {MAX_DELAY.days} days, not {_shown(delay)}"
+
+
+def expiry_problem(*, expires_at: Any, expires_in: Any, run_at: Any, delay: Any, use_tz: bool) -> str | None:
+    """Why a job cannot expire as asked, or None: ``expires_at`` (a time) or
+    ``expires_in`` (seconds or a timedelta after the enqueue, by the database's clock),
+    not both, after the job's first run time (``run_at``, or ``delay`` after the
+    enqueue). An absolute time is compared with a delay on this process's clock: the
+    check catches a deadline given before the start it was meant to follow; the
+    database's clock decides the expiry itself."""
+    if expires_at is not None and expires_in is not None:
+        return "pass expires_at or expires_in, not both"
+    if expires_at is not None:
+        if problem := run_at_problem(expires_at, use_tz=use_tz, name="expires_at"):
+            return problem
+    elif expires_in is not None:
+        if problem := delay_problem(expires_in, name="expires_in", positive=True):
+            return problem
+    else:
+        return None
+    now = datetime.datetime.now(datetime.timezone.utc if use_tz else None)
+    start = run_at if run_at is not None else None if delay is None else now + _timedelta(delay)
+    end = expires_at if expires_at is not None else now + _timedelta(expires_in)
+    if start is not None and end <= start:
+        return f"the job would expire ({end.isoformat()}) before it may first run ({start.isoformat()})"
+    return None
+
+
+def _timedelta(delay: datetime.timedelta | float) -> datetime.timedelta:
+    return delay if isinstance(delay, datetime.timedelta) else datetime.timedelta(seconds=delay)
 
 
 #: The most jobs one concurrency key may run at once.

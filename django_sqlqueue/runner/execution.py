@@ -18,7 +18,7 @@ from django_sqlqueue import current, signals
 from django_sqlqueue.db.finishing import Failure, decide, error_message
 from django_sqlqueue.exceptions import TransactionLeftOpen
 from django_sqlqueue.models import Job
-from django_sqlqueue.rules.lifecycle import FAIL, RETRY, STOP, SUCCEED
+from django_sqlqueue.rules.lifecycle import FAIL, RETRY, SNOOZE, STOP, SUCCEED
 from django_sqlqueue.rules.registry import get_task
 
 logger = logging.getLogger(__name__)
@@ -92,6 +92,7 @@ LOG_LEVELS = {
     RETRY.outcome: logging.WARNING,
     FAIL.outcome: logging.ERROR,
     STOP.outcome: logging.INFO,
+    SNOOZE.outcome: logging.INFO,
 }
 #: What the log line says of each outcome, with the attempt's run time.
 _SAID = {
@@ -99,6 +100,7 @@ _SAID = {
     RETRY.outcome: "failed after %.3f s and will be retried",
     FAIL.outcome: "failed after %.3f s, its last attempt; the job is FAILED",
     STOP.outcome: "was cancelled after %.3f s",
+    SNOOZE.outcome: "snoozed after %.3f s, its attempt not counted",
 }
 
 

@@ -35,7 +35,7 @@ from django_sqlqueue.maintenance.rescue import Rescued, rescue_worker
 from django_sqlqueue.maintenance.schedules import sync_settings
 from django_sqlqueue.maintenance.services import maintenance_services
 from django_sqlqueue.models import Job, Leader, Worker
-from django_sqlqueue.rules.lifecycle import FINISHED, JobStatus
+from django_sqlqueue.rules.lifecycle import FAIL, FINISHED, OUTCOME_STATUS, RETRY, SNOOZE, STOP, SUCCEED
 from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.leases import keep_lease, stopped
@@ -45,6 +45,8 @@ from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.worker import Budget
 
 logger = logging.getLogger(__name__)
+#: Who met the database away, as ``unless_away`` logs it.
+SUPERVISOR = "the supervisor"
 
 STATUS_SECONDS = 30.0
 PROGRESS_SECONDS = 0.25
@@ -211,10 +213,10 @@ class Supervisor:
                 elif kind == "recycle":
                     (child.recycled,) = details
                 else:
-                    job_ids, statuses = details
+                    job_ids, outcomes = details
                     for job_id in job_ids:
                         child.cancelling.pop(job_id, None)
-                    self.written.update(statuses)
+                    self.written.update(outcomes)
         except (EOFError, OSError):
             pass
 
@@ -267,11 +269,15 @@ class Supervisor:
                     error,
                 )
         rescued = self._count(
-            unless_away(lambda: rescue_worker(child.config.name, lost, started=started, errors=timeouts), Rescued())
+            unless_away(
+                lambda: rescue_worker(child.config.name, lost, started=started, errors=timeouts),
+                Rescued(),
+                by=SUPERVISOR,
+            )
         )
         # They will run after all: --max-jobs counts the attempts written, and theirs were not.
         Budget(self.budget).give_back(rescued.released)
-        unless_away(lambda: Worker.objects.filter(name=child.config.name).delete(), None)
+        unless_away(lambda: Worker.objects.filter(name=child.config.name).delete(), None, by=SUPERVISOR)
         logger.warning("Worker %s %s", child.config.name, how)
 
     def _count(self, rescued: Rescued) -> Rescued:
@@ -285,7 +291,7 @@ class Supervisor:
         backoff; with ``--burst``, give up after ``STARTUP_ATTEMPTS`` in a row."""
         self.startup_failures += 1
         logger.error("Worker %s %s during start-up (%d in a row)", child.config.name, how, self.startup_failures)
-        unless_away(lambda: Worker.objects.filter(name=child.config.name).delete(), None)
+        unless_away(lambda: Worker.objects.filter(name=child.config.name).delete(), None, by=SUPERVISOR)
         if self.options.burst and self.startup_failures >= STARTUP_ATTEMPTS:
             self.failure = (
                 f"{self.startup_failures} worker processes in a row died during start-up; the last one {how}."
@@ -355,7 +361,7 @@ class Supervisor:
                 if started.running and (started.timeout is None or now - started.began <= started.timeout)
             ]
             if running:
-                unless_away(functools.partial(keep_lease, child.config.name, running), False)
+                unless_away(functools.partial(keep_lease, child.config.name, running), False, by=SUPERVISOR)
 
     def _kill_all(self, why: str) -> None:
         for child in self.children:
@@ -398,7 +404,7 @@ class Supervisor:
         dead leader is replaced within the lease rather than up to a third of it later."""
         lease = datetime.timedelta(seconds=conf.SQLQUEUE_LEASE)
         every = min(conf.SQLQUEUE_LEASE / 3, LEAD_SECONDS)
-        leading = unless_away(lambda: leadership.acquire(self.holder, lease, queue_db(Leader)), False)
+        leading = unless_away(lambda: leadership.acquire(self.holder, lease, queue_db(Leader)), False, by=SUPERVISOR)
         if leading and not self.leading:
             logger.info("%s leads maintenance (rescue, recurring jobs, pruning)", self.holder)
             # What the previous leader was doing is due now.
@@ -409,13 +415,13 @@ class Supervisor:
         self.leading = leading
         if leading:
             return every
-        left = unless_away(lambda: leadership.expires_in(queue_db(Leader)), None)
+        left = unless_away(lambda: leadership.expires_in(queue_db(Leader)), None, by=SUPERVISOR)
         return every if left is None else min(every, max(left, 0.0) + TAKEOVER_MARGIN_SECONDS)
 
     def _step_down(self) -> None:
         """Stopping: give the lease up, so that another supervisor takes it at once."""
         self.leading = False
-        unless_away(lambda: leadership.release(self.holder, queue_db(Leader)), None)
+        unless_away(lambda: leadership.release(self.holder, queue_db(Leader)), None, by=SUPERVISOR)
 
     def _banner(self) -> None:
         using = queue_db(Job)
@@ -444,19 +450,20 @@ class Supervisor:
 
     def _finished(self) -> int:
         """The jobs its processes and rescues ended (``SUCCESSFUL``, ``FAILED``, ``CANCELLED``)."""
-        return sum(count for status, count in self.written.items() if status in FINISHED)
+        return sum(count for outcome, count in self.written.items() if OUTCOME_STATUS[outcome] in FINISHED)
 
     def _status(self, elapsed: float) -> None:
         """Counts in jobs, by the status written, as ``sqlqueue_stats`` counts them; and
-        the failed attempts that went back to ``READY`` to be retried."""
-        ready = unless_away(lambda: Job.objects.ready().in_queues(self.options.queues).count(), "?")
-        paused = unless_away(lambda: sorted(paused_queues()), [])
+        the attempts that went back to ``READY``: failed ones to be retried, and snoozes."""
+        ready = unless_away(lambda: Job.objects.ready().in_queues(self.options.queues).count(), "?", by=SUPERVISOR)
+        paused = unless_away(lambda: sorted(paused_queues()), [], by=SUPERVISOR)
         rate = self._finished() / elapsed if elapsed else 0.0
         written = self.written
         self.write(
-            f"{datetime.datetime.now():%H:%M:%S} jobs succeeded {written[JobStatus.SUCCESSFUL]}, "
-            f"failed {written[JobStatus.FAILED]}, cancelled {written[JobStatus.CANCELLED]} ({rate:.0f}/s); "
-            f"failed attempts to retry {written[JobStatus.READY]}; jobs rescued {self.rescued}, ready {ready}; "
+            f"{datetime.datetime.now():%H:%M:%S} jobs succeeded {written[SUCCEED.outcome]}, "
+            f"failed {written[FAIL.outcome]}, cancelled {written[STOP.outcome]} ({rate:.0f}/s); "
+            f"failed attempts to retry {written[RETRY.outcome]}, snoozed {written[SNOOZE.outcome]}; "
+            f"jobs rescued {self.rescued}, ready {ready}; "
             f"processes {len(self.children)}" + (f"; paused {', '.join(paused)}" if paused else "")
         )
 

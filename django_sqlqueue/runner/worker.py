@@ -10,7 +10,7 @@ import os
 import socket
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor, wait
 from multiprocessing.connection import Connection
@@ -315,11 +315,14 @@ class WorkerProcess:
         failed = {out.job: out.failure for out in outcomes if out.started and out.failure is not None}
         unstarted = [out.job for out in outcomes if not out.started]
         self.budget.give_back(len(unstarted))
-        statuses = self._persist(
-            lambda: Job.objects.finish_by_status(worker_id=self.config.name, succeeded=succeeded, failed=failed)
+        ended = Counter(
+            outcome.transition.outcome
+            for outcome in self._persist(
+                lambda: Job.objects._finish_decided(worker_id=self.config.name, succeeded=succeeded, failed=failed)
+            )
         )
         self._persist(lambda: Job.objects.release(worker_id=self.config.name, unstarted=unstarted))
-        if (written := sum(statuses.values())) < len(succeeded) + len(failed):
+        if (written := sum(ended.values())) < len(succeeded) + len(failed):
             self.lost = True
             logger.warning(
                 "%s: %d of %d jobs had been taken away (rescued?) before their outcome was written",
@@ -331,7 +334,7 @@ class WorkerProcess:
         self.failed += len(failed)
         self.started.recorded([job.pk for job in (*succeeded, *failed)])
         # What was written, not what was meant: the supervisor's counts follow the rows.
-        self._tell("done", [job.pk for job in (*succeeded, *failed, *unstarted)], dict(statuses))
+        self._tell("done", [job.pk for job in (*succeeded, *failed, *unstarted)], dict(ended))
 
     def _persist(self, write: Callable[[], Written]) -> Written:
         """``write()``, tried until the database takes it: outcomes are all the proof

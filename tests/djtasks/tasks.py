@@ -8,6 +8,7 @@ from typing import Any
 
 from django_sqlqueue import current_job
 from django_sqlqueue.backends.compat import TaskContext, task
+from django_sqlqueue.exceptions import Snooze
 
 
 @task
@@ -46,3 +47,14 @@ async def current_job_id_async() -> int | None:
     """The same from a coroutine function."""
     handle = current_job()
     return None if handle is None else handle.id
+
+
+@task
+def snooze_for(seconds: float) -> None:
+    """A Django task that snoozes every time."""
+    raise Snooze(seconds)
+
+
+def snooze_at_most_never(seconds: float) -> None:
+    """Made a task by a test, with ``@task(max_snoozes=0)`` (Django 6.0's ``@task`` takes no options)."""
+    raise Snooze(seconds)

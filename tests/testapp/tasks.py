@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from django_sqlqueue import current_job, job
-from django_sqlqueue.exceptions import JobCancelled
+from django_sqlqueue.exceptions import JobCancelled, Snooze
 from django_sqlqueue.models import Job
 from tests.support.unstorable import max_allowed_packet, refused_json
 from tests.testapp import connections
@@ -77,6 +77,17 @@ def report(name: str) -> str:
 def add(a: int, b: int) -> int:
     """A task with a result."""
     return a + b
+
+
+@job(expires_in=600)
+def expiring(token: str) -> None:
+    """A job no use after ten minutes: records it ran, when it does."""
+    Receipt.objects.create(token=token)
+
+
+@job(tags=("import", "nightly"))
+def import_rows(source: str) -> None:
+    """A task whose every job is tagged."""
 
 
 @job(name="testapp.fail")
@@ -330,6 +341,22 @@ def one_at_a_time() -> None:
 @job(rate_limit="test-rate")
 def paced() -> None:
     """Starts no faster than ``SQLQUEUE_RATE_LIMITS["test-rate"]`` allows."""
+
+
+@job(max_snoozes=2)
+def snooze(delay: float) -> None:
+    """Snoozes every time it runs: its third snooze fails its job (``max_snoozes=2``)."""
+    raise Snooze(delay)
+
+
+@job(max_attempts=1)
+def snooze_then_fail(snoozes: int) -> None:
+    """Snoozes ``snoozes`` times at once, through its handle, then raises."""
+    handle = current_job()
+    assert handle is not None
+    if handle.snoozes < snoozes:
+        handle.snooze(0)
+    raise ValueError(f"failed after {handle.snoozes} snoozes")
 
 
 @job(max_attempts=3)

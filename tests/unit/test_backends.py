@@ -82,7 +82,10 @@ def test_the_backend_supports_every_feature() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"retries": 3}, "TASKS['default']['OPTIONS'] has unknown keys ['retries']: it takes max_attempts, timeout."),
+        (
+            {"retries": 3},
+            "TASKS['default']['OPTIONS'] has unknown keys ['retries']: it takes max_attempts, timeout, expires_in.",
+        ),
         (
             {"max_attempts": 0},
             "TASKS['default']['OPTIONS']: max_attempts must be an integer from 1 to 2147483647, not 0.",
@@ -221,6 +224,26 @@ def test_options_defaults_come_from_the_backend() -> None:
     with override_settings(TASKS=tasks_setting(OPTIONS={"max_attempts": 7, "timeout": 12.5})):
         add.enqueue(1, 1)
     assert Job.objects.values_list("max_attempts", "timeout").get() == (7, 12.5)
+
+
+def test_expiry_comes_from_the_backends_options() -> None:
+    with override_settings(TASKS=tasks_setting(OPTIONS={"expires_in": 90})):
+        add.enqueue(1, 1)
+    made = Job.objects.get()
+    assert made.expires_at is not None
+    assert made.expires_at - made.enqueued_at == datetime.timedelta(seconds=90)
+    with override_settings(TASKS=tasks_setting(OPTIONS={"expires_in": -1})), pytest.raises(ImproperlyConfigured):
+        task_backends["default"]
+
+
+@pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task passes no options to the backend")
+def test_a_tasks_own_expiry() -> None:
+    expiring = task(expires_in=30)(report)  # type: ignore[call-overload]
+    with override_settings(TASKS=tasks_setting(OPTIONS={"expires_in": 90})):
+        expiring.enqueue("daily")
+    made = Job.objects.get()
+    assert made.expires_at is not None
+    assert made.expires_at - made.enqueued_at == datetime.timedelta(seconds=30)
 
 
 def test_options_default_to_settings() -> None:

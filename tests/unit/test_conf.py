@@ -22,6 +22,7 @@ DEFAULTS = {
     "SQLQUEUE_QUEUES": None,
     "SQLQUEUE_DEFAULT_QUEUE": "default",
     "SQLQUEUE_MAX_ATTEMPTS": 3,
+    "SQLQUEUE_MAX_SNOOZES": 100,
     "SQLQUEUE_TIMEOUT": None,
     "SQLQUEUE_RETRY_BACKOFF": 10.0,
     "SQLQUEUE_RETRY_BACKOFF_MAX": 3600.0,
@@ -62,6 +63,7 @@ def test_default(settings: Any, name: str, default: Any) -> None:
         ({"SQLQUEUE_DEFAULT_QUEUE": "mail", "SQLQUEUE_QUEUES": ["mail"]}, "SQLQUEUE_DEFAULT_QUEUE", "mail"),
         ({"SQLQUEUE_MAX_ATTEMPTS": 1}, "SQLQUEUE_MAX_ATTEMPTS", 1),
         ({"SQLQUEUE_MAX_ATTEMPTS": 25}, "SQLQUEUE_MAX_ATTEMPTS", 25),
+        ({"SQLQUEUE_MAX_SNOOZES": 0}, "SQLQUEUE_MAX_SNOOZES", 0),
         ({"SQLQUEUE_TIMEOUT": 30}, "SQLQUEUE_TIMEOUT", 30.0),
         ({"SQLQUEUE_TIMEOUT": 0.5}, "SQLQUEUE_TIMEOUT", 0.5),
         ({"SQLQUEUE_RETRY_BACKOFF": 2}, "SQLQUEUE_RETRY_BACKOFF", 2.0),
@@ -187,6 +189,11 @@ def test_django_settings_are_asked_once_until_a_setting_changes(monkeypatch: pyt
             {"SQLQUEUE_MAX_ATTEMPTS": 0},
             "SQLQUEUE_MAX_ATTEMPTS",
             "SQLQUEUE_MAX_ATTEMPTS must be an integer of at least 1, not 0.",
+        ),
+        (
+            {"SQLQUEUE_MAX_SNOOZES": -1},
+            "SQLQUEUE_MAX_SNOOZES",
+            "SQLQUEUE_MAX_SNOOZES must be an integer from 0 to 2147483647, not -1.",
         ),
         (
             {"SQLQUEUE_MAX_ATTEMPTS": 2**31},

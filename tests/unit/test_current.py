@@ -158,3 +158,19 @@ def test_progress_no_database_stores_as_itself_is_refused_and_nothing_is_written
 def test_a_django_task_has_it_too(task: Any) -> None:
     returned = perform(task)
     assert returned == Job.objects.get().pk
+
+
+def test_add_meta_merges_into_the_jobs_meta_while_its_worker_holds_it() -> None:
+    Job.objects.enqueue(whoami, meta={"source": "s3", "rows": 0})
+    [job] = Job.objects.claim(worker_id="w")
+    with JobHandle(job, "w") as handle:
+        assert handle.add_meta({"rows": 120, "file": "a.csv"}) is True
+        assert handle.meta == {"source": "s3", "rows": 120, "file": "a.csv"}
+        with pytest.raises(ValueError, match=r"meta\['bad'\] is a set"):
+            handle.add_meta({"bad": {1}})
+    assert Job.objects.get(pk=job.pk).meta == {"source": "s3", "rows": 120, "file": "a.csv"}
+    # Rescued and claimed by another worker: the old owner writes nothing.
+    Job.objects.filter(pk=job.pk).update(worker="other")
+    with JobHandle(job, "w") as handle:
+        assert handle.add_meta({"late": True}) is False
+    assert Job.objects.get(pk=job.pk).meta == {"source": "s3", "rows": 120, "file": "a.csv"}

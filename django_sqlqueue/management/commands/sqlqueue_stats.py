@@ -23,7 +23,7 @@ from django_sqlqueue.rules.lifecycle import JobStatus
 CLEAR_SCREEN = "\033[H\033[2J"
 WATCH_SECONDS = 2.0
 
-QUEUE_HEADERS = [*JobStatus.values, "LAG", "DONE/1M", "FAILED/1M", "DONE/1H", "FAILED/1H", "PAUSED"]
+QUEUE_HEADERS = [*JobStatus.values, "LAG", "DONE/1M", "FAILED/1M", "DONE/1H", "FAILED/1H", "EXPIRED/1H", "PAUSED"]
 WORKER_HEADERS = ["NAME", "HOST", "PID", "QUEUES", "SUCCEEDED", "FAILED", "LOST", "HEARTBEAT"]
 TEXT_COLUMNS = {"QUEUE", "NAME", "HOST", "QUEUES", "PAUSED"}
 
@@ -96,6 +96,7 @@ def as_tables(figures: Snapshot) -> str:
             str(queue.recent.failed_last_minute),
             str(queue.recent.finished_last_hour),
             str(queue.recent.failed_last_hour),
+            str(queue.recent.expired_last_hour),
             ("paused" + (f": {queue.paused_reason}" if queue.paused_reason else "")) if queue.paused else "",
         ]
         for queue in figures.queues

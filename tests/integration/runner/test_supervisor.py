@@ -137,7 +137,7 @@ def test_the_status_line_counts_the_jobs_by_the_status_written_as_sqlqueue_stats
     workers = start_workers("--processes", "1", "--max-jobs", "7")
     assert workers.wait(60) == 0, workers.text()
     line = re.search(
-        r"jobs succeeded (\d+), failed (\d+), cancelled (\d+) \(\d+/s\); failed attempts to retry (\d+); "
+        r"jobs succeeded (\d+), failed (\d+), cancelled (\d+) \(\d+/s\); failed attempts to retry (\d+), snoozed \d+; "
         r"jobs rescued (\d+), ready 0; processes 0$",
         workers.text(),
         re.M,

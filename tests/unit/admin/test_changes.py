@@ -57,6 +57,19 @@ def test_retry_gives_failed_and_cancelled_jobs_a_fresh_start(admin_client: Clien
     assert [job.pk for job in Job.objects.claim(worker_id="w2")] == [failed.pk, cancelled.pk]
 
 
+def test_retry_runs_an_expired_job_after_all(admin_client: Client) -> None:
+    from django_sqlqueue.db import expiry
+    from tests.testapp.tasks import expiring
+
+    made = Job.objects.enqueue(expiring, ["late"])
+    Job.objects.filter(pk=made.pk).update(expires_at=timezone.now() - datetime.timedelta(minutes=1))
+    assert expiry.expire(Job.objects.all()) == 1
+    action(admin_client, "retry", [made])
+    retried = Job.objects.get(pk=made.pk)
+    assert (retried.status, retried.expires_at, retried.end_reason) == (JobStatus.READY, None, "")
+    assert [job.pk for job in Job.objects.claim(worker_id="w")] == [made.pk]
+
+
 def test_retry_leaves_a_job_whose_unique_key_is_held_again(admin_client: Client) -> None:
     """No IntegrityError page: the job stays failed, and the message says why."""
     failed = make_job(JobStatus.FAILED, unique_key="order-42")

@@ -48,6 +48,13 @@ def test_the_changelist_shows_the_triage_columns(admin_client: Client) -> None:
     assert 'title="attempts started, of 3">2/3</span>' in page
 
 
+def test_the_attempts_show_the_snoozes_when_there_were_any(admin_client: Client) -> None:
+    job = make_job(JobStatus.READY, errors=1, snoozes=4)
+    assert 'title="attempts started, of 3">1/3, snoozed 4</span>' in admin_client.get(CHANGELIST).content.decode()
+    page = admin_client.get(f"/admin/django_sqlqueue/job/{job.pk}/change/").content.decode()
+    assert "1/3, snoozed 4" in page
+
+
 def test_the_changelist_shows_the_time_that_matters_in_each_status(admin_client: Client) -> None:
     now = timezone.now()
     make_job(JobStatus.READY, run_at=now + datetime.timedelta(hours=2, seconds=5))
@@ -140,6 +147,36 @@ def test_queue_and_task_choices_come_from_the_code_not_the_table(admin_client: C
     assert {"tests.testapp.tasks.noop", "tests.testapp.tasks.report"} <= set(choices(response, "task"))
     settings.SQLQUEUE_QUEUES = ["default", "mail"]
     assert choices(admin_client.get(CHANGELIST + "?queue=stale"), "queue") == ["All", "default", "mail", "stale"]
+
+
+def test_filter_by_tag_through_the_tags_index(admin_client: Client) -> None:
+    from tests.testapp.tasks import import_rows, record
+
+    tenant = Job.objects.enqueue(record, ["a"], tags=["tenant:42"])
+    imported = Job.objects.enqueue(import_rows, ["s3"])
+    Job.objects.enqueue(record, ["b"])
+    with CaptureQueriesContext(connection) as queries:
+        response = admin_client.get(CHANGELIST + "?tag=tenant:42")
+    assert [job.pk for job in response.context["cl"].result_list] == [tenant.pk]
+    assert not [query for query in queries if "DISTINCT" in query["sql"].upper()]
+    # The tasks' declared tags are offered; any other filters from the query string.
+    assert {"import", "nightly", "tenant:42"} <= set(choices(response, "tag"))
+    assert listed(admin_client, "?tag=nightly") == [imported.pk]
+
+
+def test_the_page_shows_expiry_tags_and_meta(admin_client: Client) -> None:
+    from django_sqlqueue.db import expiry
+    from tests.testapp.tasks import record
+
+    job = Job.objects.enqueue(record, ["x"], tags=["tenant:42"], meta={"note": EVIL}, expires_in=60)
+    Job.objects.filter(pk=job.pk).update(expires_at=timezone.now() - datetime.timedelta(minutes=1))
+    expiry.expire(Job.objects.all())
+    page = admin_client.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+    assert ">Cancelled: expired</span>" in page
+    assert "Expires at (never started from then on)" in page
+    assert '<a href="/admin/django_sqlqueue/job/?tag=tenant%3A42">tenant:42</a>' in page
+    assert "&quot;note&quot;: &quot;&lt;script&gt;alert(1)&lt;/script&gt;&quot;" in page
+    assert ">Cancelled: expired</span>" in admin_client.get(CHANGELIST).content.decode()
 
 
 def choices(response: Any, title: str) -> list[str]:

@@ -3,6 +3,7 @@ last parent releases it, a failed parent cancels it, and bad input writes nothin
 
 from __future__ import annotations
 
+import datetime
 import threading
 from typing import Any
 
@@ -12,7 +13,9 @@ from django.db.models import Q
 
 from django_sqlqueue import workflows
 from django_sqlqueue.db import dependencies
+from django_sqlqueue.db.clock import database_now
 from django_sqlqueue.exceptions import InvalidJobError
+from django_sqlqueue.maintenance.services import maintenance_services
 from django_sqlqueue.models import Job, JobDependency, JobStatus
 from django_sqlqueue.testing import run_jobs
 from tests.support.admin_helpers import make_job
@@ -174,6 +177,22 @@ def test_the_sweep_releases_what_a_finished_parent_left_waiting() -> None:
     Job.objects.filter(pk=parent.pk).update(status=JobStatus.SUCCESSFUL)
     assert dependencies.sweep(Job, "default") == 1
     assert _status(child) == JobStatus.READY
+
+
+def test_an_expired_parent_counts_as_failed_for_what_waits_on_it() -> None:
+    parent = Job.objects.enqueue(noop, expires_in=60)
+    child = Job.objects.enqueue(noop, after=[parent])
+    cleanup = Job.objects.enqueue(record, ("after-expiry",), after=[parent], after_failure="run")
+    Job.objects.filter(pk=parent.pk).update(expires_at=database_now("default") - datetime.timedelta(minutes=1))
+    # What the lease holder's expiry service, then its workflows' sweep, do in a turn.
+    assert [service.name for service in maintenance_services(lambda rescued: None)][1:3] == ["expiry", "dependencies"]
+    assert Job.objects.expire() == 1
+    assert dependencies.sweep(Job, "default") == 1
+    assert _status(parent) == JobStatus.CANCELLED
+    child.refresh_from_db()
+    assert child.status == JobStatus.CANCELLED
+    assert f"job {parent.pk}, which it waits for, ended CANCELLED" in child.errors[-1]["message"]
+    assert _status(cleanup) == JobStatus.READY
 
 
 def test_chain_and_chord() -> None:

@@ -191,7 +191,8 @@ def test_a_django_tasks_failed_attempt_is_decided_once_for_its_signal_its_log_an
     outcome = execution.attempt(job, "w")
     assert outcome.failure is not None
     assert outcome.failure.transition is lifecycle.RETRY
-    assert Job.objects.finish(worker_id="w", failed={job: outcome.failure}) == 1
+    ended = Job.objects._finish_decided(worker_id="w", succeeded={}, failed={job: outcome.failure})
+    assert [written.transition for written in ended] == [lifecycle.RETRY]
     assert counted(calls) == {"retry_delay": 1, "error_record": 1}
     # The row holds the delay that was decided: run_at is the attempt's start plus it, or about.
     job.refresh_from_db()

@@ -32,7 +32,7 @@ def test_the_rescue_service_gives_back_expired_workers_jobs_and_says_so() -> Non
     heard: list[Rescued] = []
     service = RescueService(heard.append)
     assert service.run(0.0) == service.interval == min(conf.SQLQUEUE_LEASE / 2, RESCUE_SECONDS)
-    assert heard == [Rescued(Counter({JobStatus.READY: 2}))]
+    assert heard == [Rescued(Counter({"retried": 2}))]
     assert set(Job.objects.values_list("status", flat=True)) == {JobStatus.READY}
 
 
@@ -90,3 +90,20 @@ def test_pruning_deletes_what_is_past_retention_and_waits_the_interval_once_done
     assert turns[-1] >= PRUNE_SECONDS
     assert set(Job.objects.values_list("pk", flat=True)) == {kept}
     assert old != kept
+
+
+def test_the_expiry_service_ends_expired_jobs_and_keeps_its_pace(monkeypatch: pytest.MonkeyPatch) -> None:
+    from django_sqlqueue.db import expiry
+    from django_sqlqueue.db.clock import database_now
+    from django_sqlqueue.maintenance.expiry import EXPIRE_BACKLOG_SECONDS, EXPIRE_CHUNKS, EXPIRE_SECONDS, ExpiryService
+    from tests.testapp.tasks import record
+
+    made = [Job.objects.enqueue(record, [str(n)], expires_in=60) for n in range(2 * EXPIRE_CHUNKS + 1)]
+    Job.objects.update(expires_at=database_now("default") - datetime.timedelta(seconds=1))
+    monkeypatch.setattr(expiry, "BATCH_SIZE", 2)
+    service = ExpiryService()
+    # Five chunks of two: more may be left, so the next turn comes sooner.
+    assert service.run(0.0) == EXPIRE_BACKLOG_SECONDS
+    assert Job.objects.filter(end_reason="expired").count() == 2 * EXPIRE_CHUNKS
+    assert service.run(0.0) == EXPIRE_SECONDS
+    assert Job.objects.filter(end_reason="expired").count() == len(made)

@@ -17,9 +17,10 @@ from django_sqlqueue.rules.lifecycle import (
     ADMIN_RETRY,
     AFTER_FAILURE,
     AFTER_RELEASE,
-    ATTEMPT_ENDINGS,
+    AFTER_SNOOZE,
     ENQUEUE,
     FINISHED,
+    OUTCOME_STATUS,
     OUTCOMES,
     TASK_RESULT_STATUS,
     TRANSITIONS,
@@ -28,6 +29,7 @@ from django_sqlqueue.rules.lifecycle import (
     chosen,
     failure_transition,
     mermaid_diagram,
+    snooze_transition,
 )
 from django_sqlqueue.testing import Ran
 
@@ -73,6 +75,24 @@ def test_a_failed_attempt_matches_exactly_one_guard_whatever_the_facts() -> None
         assert chosen(AFTER_FAILURE, facts) in AFTER_FAILURE
     for cancel in (Condition.CANCEL_REQUESTED, Condition.NOT_CANCEL_REQUESTED):
         assert chosen(AFTER_RELEASE, {Condition.HELD, Condition.UNSTARTED, cancel}) in AFTER_RELEASE
+    for budget in (Condition.SNOOZES_LEFT, Condition.SNOOZES_SPENT):
+        facts = {Condition.HELD, Condition.STARTED, Condition.SNOOZED, Condition.NOT_CANCEL_REQUESTED, budget}
+        assert chosen(AFTER_SNOOZE, facts) in AFTER_SNOOZE
+        # A snooze is no failure: no failed attempt's guard fits it.
+        with pytest.raises(LookupError, match="none of"):
+            chosen(AFTER_FAILURE, facts | {Condition.ATTEMPTS_LEFT})
+
+
+@pytest.mark.parametrize(
+    ("snoozes", "max_snoozes", "expected"),
+    [(0, 3, "snooze"), (2, 3, "snooze"), (3, 3, "snooze_spent"), (0, 0, "snooze_spent")],
+)
+def test_a_snooze_is_given_back_until_its_task_s_max_snoozes_then_failed(
+    snoozes: int, max_snoozes: int, expected: str
+) -> None:
+    transition = snooze_transition(snoozes=snoozes, max_snoozes=max_snoozes)
+    assert transition is TRANSITIONS[expected]
+    assert transition.target == (JobStatus.READY if expected == "snooze" else JobStatus.FAILED)
 
 
 def test_a_waiting_job_is_released_or_cancelled_by_exactly_one_guard() -> None:
@@ -110,14 +130,16 @@ def test_a_failed_attempt_is_stopped_if_cancelled_else_retried_while_attempts_ar
     assert transition is TRANSITIONS[expected]
 
 
-def test_each_ending_of_an_attempt_has_its_own_status_and_one_word_outcome() -> None:
-    assert {status: t.name for status, t in ATTEMPT_ENDINGS.items()} == {
-        JobStatus.SUCCESSFUL: "succeed",
-        JobStatus.READY: "retry",
-        JobStatus.FAILED: "fail",
-        JobStatus.CANCELLED: "stop",
+def test_each_ending_of_an_attempt_has_one_word_outcome_and_one_status() -> None:
+    assert OUTCOME_STATUS == {
+        "succeeded": JobStatus.SUCCESSFUL,
+        "retried": JobStatus.READY,
+        "failed": JobStatus.FAILED,
+        "cancelled": JobStatus.CANCELLED,
+        "snoozed": JobStatus.READY,
+        "expired": JobStatus.CANCELLED,
     }
-    assert OUTCOMES == ("succeeded", "retried", "failed", "cancelled")
+    assert OUTCOMES == ("succeeded", "retried", "failed", "cancelled", "snoozed", "expired")
     assert all(" " not in outcome for outcome in OUTCOMES)
     # run_jobs() counts its attempts by the same words.
     assert Ran._fields == OUTCOMES

@@ -72,7 +72,7 @@ def test_a_middleware_that_raises_fails_the_attempt_as_the_task_would(max_attemp
     assert isinstance(outcome.error, test_middleware.Refused)
     assert outcome.failure is not None
     assert (outcome.failure.transition, outcome.failure.error) == (transition, outcome.error)
-    Job.objects.finish(worker_id="worker-1", failed={job: outcome.failure})
+    Job.objects._finish_decided(worker_id="worker-1", succeeded={}, failed={job: outcome.failure})
     job.refresh_from_db()
     assert (job.status, job.last_error_class) == (transition.target, "tests.support.middleware.Refused")  # type: ignore[attr-defined]
 
@@ -97,6 +97,7 @@ def test_a_django_task_that_fails_through_middleware_is_decided_once(noted: list
     assert result.status == "READY"
     assert outcome.failure.transition is RETRY
     assert noted[-1] == f"recording raised {job.pk} ValueError"
+    assert outcome.failure.record is not None
     assert outcome.failure.record["message"] == "boom"
 
 

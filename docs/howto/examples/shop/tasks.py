@@ -7,6 +7,7 @@ from django.contrib.auth.models import User
 from django.core.mail import send_mail
 
 from django_sqlqueue import current_job, job
+from django_sqlqueue.exceptions import Snooze
 
 # [django-task-import]
 try:
@@ -19,6 +20,9 @@ except ImportError:  # Django 5.2: the django-tasks backport
 synced: list[int] = []
 exported: list[str] = []
 charged: list[int] = []
+shipped: list[int] = []
+#: The orders the warehouse has packed: what ``ship_when_packed`` waits for.
+packed: set[int] = set()
 
 
 @job(queue="mail")
@@ -45,6 +49,13 @@ def export(tenant_id: int, fmt: str = "csv") -> None:
 @job(rate_limit="payments")
 def charge(order_id: int) -> None:
     charged.append(order_id)
+
+
+@job(max_snoozes=120)  # two hours of checks, a minute apart
+def ship_when_packed(order_id: int) -> None:
+    if order_id not in packed:
+        raise Snooze(60)  # again in a minute; this attempt is not counted
+    shipped.append(order_id)
 
 
 @job

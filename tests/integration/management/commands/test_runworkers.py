@@ -42,8 +42,8 @@ def test_burst_drains_what_is_ready_and_exits(start_workers: StartWorkers) -> No
         f"database {vendor} "
     )
     assert re.search(
-        r"jobs succeeded 200, failed 0, cancelled 0 \(\d+/s\); failed attempts to retry 0; jobs rescued 0, ready 0; "
-        r"processes 0$",
+        r"jobs succeeded 200, failed 0, cancelled 0 \(\d+/s\); failed attempts to retry 0, snoozed 0; "
+        r"jobs rescued 0, ready 0; processes 0$",
         lines[-1],
     ), lines
     assert not Worker.objects.exists()
@@ -145,8 +145,8 @@ def test_long_runs_print_a_status_line(monkeypatch: pytest.MonkeyPatch) -> None:
     out = StringIO()
     call_command("runworkers", max_jobs=8, processes=1, stdout=out)
     statuses = re.findall(
-        r"^\d\d:\d\d:\d\d jobs succeeded (\d+), failed 0, cancelled 0 \(\d+/s\); failed attempts to retry 0; "
-        r"jobs rescued 0, ready (\d+)",
+        r"^\d\d:\d\d:\d\d jobs succeeded (\d+), failed 0, cancelled 0 \(\d+/s\); "
+        r"failed attempts to retry 0, snoozed 0; jobs rescued 0, ready (\d+)",
         out.getvalue(),
         re.M,
     )

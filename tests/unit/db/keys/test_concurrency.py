@@ -184,7 +184,9 @@ def test_a_claim_in_a_stale_repeatable_read_snapshot_still_counts_the_latest_row
 def first_claim_statement() -> str:
     with CaptureQueriesContext(connection) as queries:
         Job.objects.claim(worker_id="w", limit=10)
-    return next(query["sql"] for query in queries.captured_queries if "concurrency_limit" in query["sql"])
+    statement = next(query["sql"] for query in queries.captured_queries if "concurrency_limit" in query["sql"])
+    # The claim's guard on expiry holds one IS NULL of its own.
+    return statement.replace('"expires_at" IS NULL', "").replace("`expires_at` IS NULL", "")
 
 
 @pytest.mark.django_db

@@ -19,7 +19,7 @@ from tests.support.admin_helpers import make_job
 pytestmark = pytest.mark.django_db
 
 
-DONE_AND_FAILED = ["DONE/1M", "FAILED/1M", "DONE/1H", "FAILED/1H", "PAUSED"]
+DONE_AND_FAILED = ["DONE/1M", "FAILED/1M", "DONE/1H", "FAILED/1H", "EXPIRED/1H", "PAUSED"]
 
 
 def stats(*args: str) -> str:
@@ -43,9 +43,9 @@ def test_the_tables() -> None:
     assert first.endswith(" UTC (the database's clock)")
     assert blank == ""
     assert [line.split() for line in lines] == [
-        ["QUEUE", "READY", "RUNNING", "SUCCESSFUL", "FAILED", "CANCELLED", "LAG", *DONE_AND_FAILED],
-        ["default", "1", "0", "0", "0", "0", "0:10:30", "0", "0", "0", "0"],
-        ["mail", "0", "0", "0", "1", "0", "-", "1", "1", "1", "1"],
+        ["QUEUE", "WAITING", "READY", "RUNNING", "SUCCESSFUL", "FAILED", "CANCELLED", "LAG", *DONE_AND_FAILED],
+        ["default", "0", "1", "0", "0", "0", "0", "0:10:30", "0", "0", "0", "0", "0"],
+        ["mail", "0", "0", "0", "0", "1", "0", "-", "1", "1", "1", "1", "0"],
         [],
         ["1", "live", "worker(s);", "candidates", "lost", "to", "other", "workers:", "3"],
         ["NAME", "HOST", "PID", "QUEUES", "SUCCEEDED", "FAILED", "LOST", "HEARTBEAT"],
@@ -54,7 +54,8 @@ def test_the_tables() -> None:
     # Fixed columns: every row as wide as its header line, figures right-aligned.
     assert (
         lines[1]
-        == "default      1        0           0       0          0  0:10:30        0          0        0          0"
+        == "default        0      1        0           0       0          0  0:10:30        0          0        0"
+        + "          0           0"
     )
 
 
@@ -67,7 +68,7 @@ def test_json_is_one_object() -> None:
     figures = json.loads(stats("--json"))
     assert set(figures) == {"now", "queues", "workers", "candidates_lost"}
     default, mail = figures["queues"]
-    assert default["counts"] == {"READY": 1, "RUNNING": 0, "SUCCESSFUL": 0, "FAILED": 0, "CANCELLED": 0}
+    assert default["counts"] == {"WAITING": 0, "READY": 1, "RUNNING": 0, "SUCCESSFUL": 0, "FAILED": 0, "CANCELLED": 0}
     assert 630 <= default["lag_seconds"] < 700
     assert (mail["lag_seconds"], mail["failed_last_minute"], mail["finished_last_hour"]) == (None, 1, 1)
     [worker] = figures["workers"]

@@ -19,6 +19,16 @@ def test_a_task_reports_its_progress(sqlqueue):
     }
 
 
+def test_a_task_snoozes_until_its_order_is_packed(sqlqueue):
+    Job.objects.enqueue(tasks.ship_when_packed, [7])
+    assert sqlqueue.run_jobs() == sqlqueue.Ran(snoozed=1)
+    job = Job.objects.get()
+    assert (job.status, job.attempts, job.snoozes) == ("READY", 0, 1)
+    tasks.packed.add(7)
+    assert sqlqueue.run_jobs(scheduled=True) == sqlqueue.Ran(succeeded=1)
+    assert tasks.shipped == [7]
+
+
 def test_a_django_task_runs_on_the_jobs_table(sqlqueue):
     # [django-task]
     result = build_report.enqueue(
