@@ -18,10 +18,11 @@ is a span that continues it. Two lines of settings::
 The spans follow OpenTelemetry's messaging conventions (``messaging.system``,
 ``messaging.operation.*``, ``messaging.destination.name`` the queue,
 ``messaging.message.id`` the job's id), with the job's task, attempt and outcome (the
-state machine's: ``succeeded``, ``retried``, ``failed``, ``cancelled``) under
-``messaging.sqlqueue.*``; a failed attempt records its exception, ``error.type`` and
-the status ``ERROR``. The SDK (tracer provider, exporter) is the project's to set up,
-in each worker process as in the web's: without one the API's spans cost nothing."""
+state machine's: ``succeeded``, ``retried``, ``failed``, ``cancelled``,
+``snoozed``) under ``messaging.sqlqueue.*``; a failed attempt records its exception,
+``error.type`` and the status ``ERROR`` (a snooze is not an error). The SDK (tracer
+provider, exporter) is the project's to set up, in each worker process as in the web's:
+without one the API's spans cost little."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from typing import Any
 from django_sqlqueue.contrib import missing
 from django_sqlqueue.db.finishing import after_error
 from django_sqlqueue.models import Job
-from django_sqlqueue.rules.lifecycle import SUCCEED
+from django_sqlqueue.rules.lifecycle import SNOOZE, SUCCEED
 from django_sqlqueue.runner.middleware import Handler
 
 try:
@@ -106,11 +107,14 @@ def _process(tracer: trace.Tracer, get_result: Handler, job: Job, links: list[Li
     ) as span:
         try:
             value = get_result(job)
-        except Exception as error:
-            span.set_attribute("messaging.sqlqueue.outcome", after_error(job, error).outcome)
-            span.set_attribute("error.type", f"{type(error).__module__}.{type(error).__qualname__}")
-            span.record_exception(error)
-            span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+        except Exception as raised:
+            failure = after_error(job, raised)
+            span.set_attribute("messaging.sqlqueue.outcome", failure.transition.outcome)
+            if failure.transition is not SNOOZE:  # a snooze is no error: the job runs again later
+                error = failure.error
+                span.set_attribute("error.type", f"{type(error).__module__}.{type(error).__qualname__}")
+                span.record_exception(error)
+                span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
             raise
         span.set_attribute("messaging.sqlqueue.outcome", SUCCEED.outcome)
         return value

@@ -3,14 +3,15 @@ of settings, beside the project's own ``sentry_sdk.init(...)``::
 
     SQLQUEUE_MIDDLEWARE = ["django_sqlqueue.contrib.sentry.middleware"]
 
-A job that fails for good (its last attempt raised: the state machine's ``fail``) is
-reported once, with its exception and traceback, tagged ``sqlqueue.task``,
-``sqlqueue.job_id``, ``sqlqueue.attempt``, ``sqlqueue.queue`` and
-``sqlqueue.outcome``, and a context ``sqlqueue job`` that gives the arguments' shape:
-their types, never their values (they may hold personal data). An attempt that fails
-and will be retried is not reported, nor a job cancelled: a flaky call that succeeds on
-its second attempt raises no alert. :data:`every_attempt_middleware` reports every
-failed attempt, a retried one at the level ``warning``.
+A job that fails for good (the state machine's outcome ``failed``: its last attempt
+raised, or it snoozed once more than its ``max_snoozes``) is reported once, with its
+exception and traceback, tagged ``sqlqueue.task``, ``sqlqueue.job_id``,
+``sqlqueue.attempt``, ``sqlqueue.queue`` and ``sqlqueue.outcome``, and a context
+``sqlqueue job`` that gives the arguments' shape: their types, never their values
+(they may hold personal data). An attempt that fails and will be retried is not
+reported, nor a snooze, nor a job cancelled: a flaky call that succeeds on its second
+attempt raises no alert. :data:`every_attempt_middleware` reports every failed
+attempt, a retried one at the level ``warning``.
 
 Everything else sent while an attempt runs (a ``capture_message``, a log record of the
 task's) carries the same tags: each attempt has an isolation scope of its own. The
@@ -40,7 +41,7 @@ except ImportError as error:
 def reporting(*, every_attempt: bool) -> Callable[[Handler], Handler]:
     """A middleware factory that reports a job's final failure to Sentry, or with
     ``every_attempt`` each failed attempt that is retried too."""
-    reported = {FAIL, RETRY} if every_attempt else {FAIL}
+    reported = {FAIL.outcome, RETRY.outcome} if every_attempt else {FAIL.outcome}
 
     def factory(get_result: Handler) -> Handler:
         ignore_logger(attempts_logger.name)
@@ -68,12 +69,13 @@ def reporting(*, every_attempt: bool) -> Callable[[Handler], Handler]:
                 )
                 try:
                     return get_result(job)
-                except Exception as error:
-                    transition = after_error(job, error)
-                    if transition in reported:
-                        scope.set_tag("sqlqueue.outcome", transition.outcome)
-                        scope.set_level("error" if transition is FAIL else "warning")
-                        sentry_sdk.capture_exception(error)
+                except Exception as raised:
+                    failure = after_error(job, raised)
+                    outcome = failure.transition.outcome
+                    if outcome in reported:
+                        scope.set_tag("sqlqueue.outcome", outcome)
+                        scope.set_level("error" if outcome == FAIL.outcome else "warning")
+                        sentry_sdk.capture_exception(failure.error)
                     raise
 
         return wrapper

@@ -134,12 +134,13 @@ def decide(job: AbstractJob, error: BaseException, worker_id: str) -> Failure:
     return Failure(error, error_record(job, error, worker_id), transition, delay)
 
 
-def after_error(job: AbstractJob, error: BaseException) -> Transition:
-    """The transition :func:`decide` makes of ``job``'s attempt that raised ``error``
-    (``retry``, ``fail``, ``stop``, ``snooze``...), for a middleware that must know as
-    the attempt fails whether it was the job's last (tracing, error reporting). Decided
-    again, as the rules are the same: its record and its delay are the runner's."""
-    return decide(job, error, worker_id="").transition
+def after_error(job: AbstractJob, error: BaseException) -> Failure:
+    """What :func:`decide` makes of ``job``'s attempt that raised ``error``, for a
+    middleware that must know as the attempt fails its transition (``retry``, ``fail``,
+    ``stop``, ``snooze``...: was it the job's last?) and the error it is failed with
+    (``SnoozedTooOften`` for a snooze too many). Decided again by the same rules: the
+    record (which names no worker here) and the delay are the runner's to write."""
+    return decide(job, error, worker_id="")
 
 
 def snoozed(job: AbstractJob, snooze: Snooze, worker_id: str) -> Failure:

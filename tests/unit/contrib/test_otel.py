@@ -15,7 +15,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from django_sqlqueue.models import Job
 from django_sqlqueue.testing import run_jobs
 from tests.support.tracing import in_memory
-from tests.testapp.tasks import add, fail, fail_once
+from tests.testapp.tasks import add, fail, fail_once, snooze
 
 pytestmark = pytest.mark.django_db
 
@@ -116,3 +116,15 @@ def test_the_trace_context_is_added_to_the_callers_meta_without_changing_it() ->
     job.refresh_from_db()
     assert set(job.meta or {}) == {"request_id", "traceparent"}
     assert mine == {"request_id": "r-1"}
+
+
+@override_settings(SQLQUEUE_MIDDLEWARE=[MIDDLEWARE])
+def test_a_snooze_is_no_error_and_a_snooze_too_many_fails_the_job() -> None:
+    Job.objects.enqueue(snooze, [0])
+    run_jobs(scheduled=True)
+    spans = ended("process default")
+    assert [
+        ((span.attributes or {})["messaging.sqlqueue.outcome"], span.status.status_code, len(span.events))
+        for span in spans
+    ] == [("snoozed", StatusCode.UNSET, 0), ("snoozed", StatusCode.UNSET, 0), ("failed", StatusCode.ERROR, 1)]
+    assert (spans[-1].attributes or {})["error.type"] == "django_sqlqueue.exceptions.SnoozedTooOften"

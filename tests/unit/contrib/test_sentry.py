@@ -16,7 +16,7 @@ from sentry_sdk.transport import Transport
 from django_sqlqueue.contrib.sentry import arguments_shape
 from django_sqlqueue.models import Job
 from django_sqlqueue.testing import run_jobs
-from tests.testapp.tasks import fail, fail_once
+from tests.testapp.tasks import fail, fail_once, snooze
 
 pytestmark = pytest.mark.django_db
 
@@ -80,6 +80,15 @@ def test_a_retry_that_succeeds_is_not_reported(transport: Kept) -> None:
     Job.objects.enqueue(fail_once, ["flaky"])
     assert run_jobs(scheduled=True).succeeded == 1
     assert transport.events() == []
+
+
+@override_settings(SQLQUEUE_MIDDLEWARE=[EVERY_ATTEMPT])
+def test_snoozes_are_not_reported_and_a_snooze_too_many_is_the_failure(transport: Kept) -> None:
+    Job.objects.enqueue(snooze, [0])
+    run_jobs(scheduled=True)
+    (event,) = transport.events()
+    assert [value["type"] for value in event["exception"]["values"]] == ["Snooze", "SnoozedTooOften"]
+    assert (event["level"], event["tags"]["sqlqueue.attempt"]) == ("error", "1")
 
 
 @override_settings(SQLQUEUE_MIDDLEWARE=[EVERY_ATTEMPT])
