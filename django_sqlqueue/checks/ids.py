@@ -62,6 +62,7 @@ SETTING_CHECKS = {
         "SQLQUEUE_MIDDLEWARE": "E039",
         "SQLQUEUE_ENQUEUE_HOOKS": "E040",
         "SQLQUEUE_WAKEUP_DIR": "E041",
+        "SQLQUEUE_MAX_SNOOZES": "E042",
     }.items()
 }
 CLAIMS = CheckId(
