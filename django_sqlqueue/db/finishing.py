@@ -134,6 +134,15 @@ def decide(job: AbstractJob, error: BaseException, worker_id: str) -> Failure:
     return Failure(error, error_record(job, error, worker_id), transition, delay)
 
 
+def after_error(job: AbstractJob, error: BaseException) -> Failure:
+    """What :func:`decide` makes of ``job``'s attempt that raised ``error``, for a
+    middleware that must know as the attempt fails its transition (``retry``, ``fail``,
+    ``stop``, ``snooze``...: was it the job's last?) and the error it is failed with
+    (``SnoozedTooOften`` for a snooze too many). Decided again by the same rules: the
+    record (which names no worker here) and the delay are the runner's to write."""
+    return decide(job, error, worker_id="")
+
+
 def snoozed(job: AbstractJob, snooze: Snooze, worker_id: str) -> Failure:
     """What ``job``'s attempt that raised ``snooze`` becomes: back to ``READY`` after its
     delay (``snooze``) while its task's ``max_snoozes`` is not reached, else ``FAILED``
