@@ -158,8 +158,8 @@ def test_stats_count_the_expired() -> None:
         ({"expires_at": datetime.datetime(2030, 1, 1)}, "expires_at 2030-01-01T00:00:00 is naive but USE_TZ is on"),
         (
             {
-                "run_at": datetime.datetime(2030, 1, 2, tzinfo=datetime.UTC),
-                "expires_at": datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC),
+                "run_at": datetime.datetime(2030, 1, 2, tzinfo=datetime.timezone.utc),
+                "expires_at": datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc),
             },
             "the job would expire (2030-01-01T00:00:00+00:00) before it may first run (2030-01-02T00:00:00+00:00)",
         ),
@@ -179,7 +179,7 @@ def test_bad_expiry_is_refused(options: dict[str, Any], message: str) -> None:
 @override_settings(USE_TZ=False)
 def test_an_aware_expiry_without_use_tz_is_refused() -> None:
     with pytest.raises(InvalidJobError, match=r"expires_at .* has a time zone but USE_TZ is off"):
-        Job.objects.enqueue(record, ["x"], expires_at=datetime.datetime.now(datetime.UTC))
+        Job.objects.enqueue(record, ["x"], expires_at=datetime.datetime.now(datetime.timezone.utc))
 
 
 def test_enqueue_many_checks_an_expiry_changed_after_build() -> None:

@@ -113,7 +113,7 @@ def test_the_database_deletes_a_jobs_tags_with_it() -> None:
 def test_pruning_leaves_no_tags_behind() -> None:
     made = Job.objects.enqueue(noop, tags=["old"])
     Job.objects.filter(pk=made.pk).update(
-        status=JobStatus.CANCELLED, finished_at=datetime.datetime(2000, 1, 1, tzinfo=datetime.UTC)
+        status=JobStatus.CANCELLED, finished_at=datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
     )
     pruned = pruning.prune(Job.objects.on_queue_db(), {JobStatus.CANCELLED: datetime.timedelta(days=1)})
     assert pruned.deleted[JobStatus.CANCELLED] == 1
