@@ -412,8 +412,8 @@ def test_enqueue_many_uses_few_statements() -> None:
         Job.objects.enqueue_many(jobs, batch_size=1000)
     inserts = [query["sql"] for query in queries if query["sql"].lstrip().upper().startswith("INSERT")]
     # 1,000 + 1,000 + 500 rows, unless the database takes fewer parameters a statement
-    # (SQLite before Django 6.0: 999), a row binding its values and perhaps its run_at.
-    per_row = len(inserting._BOUND) + 1
+    # (SQLite before Django 6.0: 999), a row binding its values and perhaps its times.
+    per_row = len(inserting._BOUND) + len(inserting._TIMED)
     rows_per_insert = min(1000, (connection.features.max_query_params or 1000 * per_row) // per_row)
     assert len(inserts) == math.ceil(2500 / rows_per_insert)
     assert len(inserts) == 3 or connection.vendor == "sqlite"
