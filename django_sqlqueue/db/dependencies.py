@@ -34,7 +34,14 @@ from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.wakeup import wake_on_commit
 from django_sqlqueue.exceptions import DependencyFailed, InvalidJobError
 from django_sqlqueue.rules.dependencies import blocked_reason, parent_id_problem
-from django_sqlqueue.rules.lifecycle import ACTIVE, CANCEL_DEPENDENT, UNBLOCK, JobStatus
+from django_sqlqueue.rules.lifecycle import (
+    ACTIVE,
+    CANCEL_DEPENDENT,
+    ENQUEUE,
+    ENQUEUE_WAITING,
+    UNBLOCK,
+    JobStatus,
+)
 
 if TYPE_CHECKING:
     from django_sqlqueue.db.table import AbstractJob
@@ -107,14 +114,16 @@ def link(model: type[AbstractJob], using: str, children: Sequence[AbstractJob], 
     for child in children:
         unfinished = sum(statuses[parent] in ACTIVE for parent in child.after)
         groups[unfinished, child.runs_after_failure].append(child.pk)
-        child.status, child.waiting_for = JobStatus.WAITING, unfinished
+        child.status, child.waiting_for = ENQUEUE_WAITING.status, unfinished
         rows.extend(
             link_model(child_id=child.pk, parent_id=parent, settled=statuses[parent] not in ACTIVE)
             for parent in child.after
         )
     jobs = model._base_manager.using(using)
     for (unfinished, runs), pks in groups.items():
-        jobs.filter(pk__in=pks).update(status=JobStatus.WAITING, waiting_for=unfinished, runs_after_failure=runs)
+        # The rows were inserted as ``enqueue`` (READY) in this transaction: this makes them ``enqueue_waiting``.
+        inserted = jobs.filter(pk__in=pks, status=ENQUEUE.target)
+        inserted.update(**written(ENQUEUE_WAITING, over=ENQUEUE, waiting_for=unfinished, runs_after_failure=runs))
     _links(using).bulk_create(rows, batch_size=CHUNK)
     blocked = {
         child.pk: blocked_reason({parent: statuses[parent] for parent in child.after})
@@ -290,11 +299,13 @@ def sweep(model: type[AbstractJob], using: str, *, limit: int = CHUNK) -> int:
     return len(parents)
 
 
-def results(model: type[AbstractJob], using: str, child: int) -> dict[int, Any]:
-    """What each job ``child`` waits for returned, by its id (None for a job that
-    returned nothing, failed, or is no longer kept)."""
-    parents = list(_links(using).filter(child_id=child).values_list("parent_id", flat=True))
+def results(model: type[AbstractJob], using: str, child: int) -> dict[str, Any]:
+    """What each job ``child`` waits for returned, by its id as a string, in the order
+    ``after=`` named them (None for a job that returned nothing, failed, or is no longer
+    kept). String keys, as JSON has: the dict is a job's result as it is, and reads
+    back equal."""
+    parents = list(_links(using).filter(child_id=child).order_by("pk").values_list("parent_id", flat=True))
     found: dict[int, Any] = dict.fromkeys(parents)
     for chunk in _chunks(parents):
         found.update(model._base_manager.using(using).filter(pk__in=chunk).values_list("pk", "result"))
-    return found
+    return {str(parent): result for parent, result in found.items()}
