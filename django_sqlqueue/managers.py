@@ -509,14 +509,10 @@ class JobManager(models.Manager[JobT]):
         decided. What each job written became; each sends its outcome's signal
         (``signals.job_ended``) once this commits."""
         jobs = self.on_queue_db()
-        awaited = dependencies.awaited(jobs.db, [job.pk for job in itertools.chain(succeeded, failed)])
-        if not awaited:  # no link unsettled: a job nothing waits for is finished as ever
-            ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
-        else:
-            # What waits for these is settled in the finish's transaction (db/dependencies.py).
-            with transaction.atomic(using=jobs.db):
-                ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
-                dependencies.settle(self.model, jobs.db, awaited, gone_succeeded=[job.pk for job in succeeded])
+        ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
+        # What waits for the jobs written is settled next (db/dependencies.py).
+        gone = [job.pk for job in succeeded]
+        dependencies.settle_finished(self.model, jobs.db, [outcome.job.pk for outcome in ended], gone_succeeded=gone)
         signals.send_ended(ended, jobs.db)
         return ended
 

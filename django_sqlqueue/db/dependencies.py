@@ -2,13 +2,15 @@
 all finished, linked to each by a ``JobDependency`` row.
 
 Exactly once, without timing: each link is settled once, under its row lock
-(``settled`` moves from False to True), in the transaction that finishes its parent;
-that transaction takes the settled links off their children's ``waiting_for`` (an
-``UPDATE`` under the child's row lock, so two parents finishing at once on two
-connections count down one after the other), then releases the children left at 0
-(``unblock``) or cancels those a failed parent stops (``cancel_dependent``), both
-compare-and-set on ``status = WAITING``. A finish that lost its fence leaves its job
-unfinished, so it settles nothing; a crash rolls the settling back with the finish.
+(``settled`` moves from False to True), by its parent's finisher in a transaction
+right after the finish's UPDATE (:func:`settle_finished`), or in the transaction that
+cancels its parent; that transaction takes the settled links off their children's
+``waiting_for`` (an ``UPDATE`` under the child's row lock, so two parents finishing at
+once on two connections count down one after the other), then releases the children
+left at 0 (``unblock``) or cancels those a failed parent stops (``cancel_dependent``),
+both compare-and-set on ``status = WAITING``. A finish that lost its fence leaves its
+job unfinished, so it settles nothing; a crash rolls the settling back whole, and the
+maintenance sweep settles what a crash between the finish and its settling left.
 
 Enqueueing ``after=`` locks the parents' rows (in id order) and reads their statuses:
 a missing parent refuses the enqueue, an unfinished one is counted, a finished one's
@@ -18,12 +20,13 @@ whole, whichever commits first."""
 from __future__ import annotations
 
 import itertools
+import logging
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
-from django.db import connections, models, transaction
+from django.db import DatabaseError, connections, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F
 
@@ -45,6 +48,8 @@ from django_sqlqueue.rules.lifecycle import (
 
 if TYPE_CHECKING:
     from django_sqlqueue.db.table import AbstractJob
+
+logger = logging.getLogger(__name__)
 
 _DEPENDENCY_FAILED = f"{DependencyFailed.__module__}.{DependencyFailed.__qualname__}"
 #: Ids in one ``IN (...)``: well under SQLite's limit on a statement's parameters.
@@ -153,6 +158,25 @@ def settle(
         for chunk in _chunks(pending):
             cancelled += _settle_chunk(model, using, chunk, gone_succeeded)
         pending = cancelled
+
+
+def settle_finished(
+    model: type[AbstractJob], using: str, finished: Sequence[int], *, gone_succeeded: Collection[int]
+) -> None:
+    """After a finish wrote ``finished`` (the jobs its fence let through): :func:`settle`
+    those something waits for, in a transaction of its own. Looked for after the
+    finish's UPDATE, not before: a job enqueued after one of them while the finish waited
+    for its row lock is linked by then (its enqueue held that lock), and one enqueued
+    later finds its parent finished. A job nothing waits for costs one indexed read, as
+    before. A database error here is logged, not raised: the outcomes are written, and
+    the maintenance sweep settles what is left within seconds."""
+    if not (parents := awaited(using, finished)):
+        return
+    try:
+        with transaction.atomic(using=using):
+            settle(model, using, parents, gone_succeeded=gone_succeeded)
+    except DatabaseError as error:
+        logger.warning("Settling what waits for jobs %s failed (%s): the sweep settles it", parents[:10], error)
 
 
 def _settle_chunk(
