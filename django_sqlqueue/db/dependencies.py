@@ -32,10 +32,10 @@ from django.db.models import F
 
 from django_sqlqueue.db import notifying
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.lifecycle import allowed, written
+from django_sqlqueue.db.lifecycle import DEPENDENCY_FAILED, allowed, written
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.wakeup import wake_on_commit
-from django_sqlqueue.exceptions import DependencyFailed, InvalidJobError
+from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.rules.dependencies import blocked_reason, parent_id_problem
 from django_sqlqueue.rules.lifecycle import (
     ACTIVE,
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_DEPENDENCY_FAILED = f"{DependencyFailed.__module__}.{DependencyFailed.__qualname__}"
 #: Ids in one ``IN (...)``: well under SQLite's limit on a statement's parameters.
 CHUNK = 500
 
@@ -63,11 +62,13 @@ def _link_model() -> type[models.Model]:
     return apps.get_model("django_sqlqueue", "JobDependency")
 
 
-def _links(using: str) -> models.QuerySet[Any]:
+def link_rows(using: str) -> models.QuerySet[Any]:
+    """The links (``JobDependency`` rows) of the database ``using``."""
     return _link_model()._default_manager.using(using)
 
 
-def _chunks(ids: Iterable[int]) -> Iterator[list[int]]:
+def chunks(ids: Iterable[int]) -> Iterator[list[int]]:
+    """``ids``, each once and in order, in lists of up to :data:`CHUNK`."""
     iterator = iter(sorted(set(ids)))
     while chunk := list(itertools.islice(iterator, CHUNK)):
         yield chunk
@@ -99,7 +100,7 @@ def lock_parents(model: type[AbstractJob], using: str, ids: Collection[int]) -> 
     id order, as finishes lock theirs). Raises :class:`InvalidJobError` naming the ids
     no job has (never enqueued, or deleted): nothing waits for a job that cannot finish."""
     statuses: dict[int, str] = {}
-    for chunk in _chunks(ids):
+    for chunk in chunks(ids):
         rows = model._base_manager.using(using).filter(pk__in=chunk).select_for_update().order_by("pk")
         statuses.update(rows.values_list("pk", "status"))
     if missing := sorted(set(ids) - statuses.keys()):
@@ -129,7 +130,7 @@ def link(model: type[AbstractJob], using: str, children: Sequence[AbstractJob], 
         # The rows were inserted as ``enqueue`` (READY) in this transaction: this makes them ``enqueue_waiting``.
         inserted = jobs.filter(pk__in=pks, status=ENQUEUE.target)
         inserted.update(**written(ENQUEUE_WAITING, over=ENQUEUE, waiting_for=unfinished, runs_after_failure=runs))
-    _links(using).bulk_create(rows, batch_size=CHUNK)
+    link_rows(using).bulk_create(rows, batch_size=CHUNK)
     blocked = {
         child.pk: blocked_reason({parent: statuses[parent] for parent in child.after})
         for child in children
@@ -155,7 +156,7 @@ def settle(
     pending = sorted(set(finished))
     while pending:
         cancelled: list[int] = []
-        for chunk in _chunks(pending):
+        for chunk in chunks(pending):
             cancelled += _settle_chunk(model, using, chunk, gone_succeeded)
         pending = cancelled
 
@@ -184,7 +185,7 @@ def _settle_chunk(
 ) -> list[int]:
     """:func:`settle` for up to :data:`CHUNK` parents: the children it cancelled."""
     links = list(
-        _links(using)
+        link_rows(using)
         .filter(parent_id__in=parents, settled=False)
         .select_for_update()
         .order_by("pk")
@@ -199,7 +200,7 @@ def _settle_chunk(
     done = [(pk, child, parent) for pk, child, parent in links if statuses[parent] not in ACTIVE]
     if not done:
         return []
-    _links(using).filter(pk__in=[pk for pk, _, _ in done]).update(settled=True)
+    link_rows(using).filter(pk__in=[pk for pk, _, _ in done]).update(settled=True)
     counts: dict[int, int] = defaultdict(int)
     finished_parents: dict[int, dict[int, str]] = defaultdict(dict)
     for _, child, parent in done:
@@ -209,7 +210,7 @@ def _settle_chunk(
     for child, count in counts.items():
         by_count[count].append(child)
     for count, children in by_count.items():
-        for chunk in _chunks(children):
+        for chunk in chunks(children):
             jobs.filter(pk__in=chunk).update(waiting_for=F("waiting_for") - count)
     blocked = {child: why for child, parents in finished_parents.items() if (why := blocked_reason(parents))}
     return _decide(model, using, sorted(counts), blocked)
@@ -225,9 +226,9 @@ def _decide(model: type[AbstractJob], using: str, children: Sequence[int], block
     for child, why in blocked.items():
         reasons[why].append(child)
     for why, pks in reasons.items():
-        error = {"attempt": 1, "worker": "", "started_at": None, "exception_class_path": _DEPENDENCY_FAILED}
+        error = {"attempt": 1, "worker": "", "started_at": None, "exception_class_path": DEPENDENCY_FAILED}
         error.update(message=why, traceback="")
-        for chunk in _chunks(pks):
+        for chunk in chunks(pks):
             stoppable = jobs.filter(pk__in=chunk, runs_after_failure=False).filter(allowed(CANCEL_DEPENDENT))
             ids = list(stoppable.select_for_update().values_list("pk", flat=True))
             stoppable.filter(pk__in=ids).update(
@@ -240,7 +241,7 @@ def _decide(model: type[AbstractJob], using: str, children: Sequence[int], block
             )
             cancelled += ids
     released: set[str] = set()
-    for chunk in _chunks(set(children) - set(cancelled)):
+    for chunk in chunks(set(children) - set(cancelled)):
         if jobs.filter(pk__in=chunk).filter(allowed(UNBLOCK)).update(**written(UNBLOCK)):
             released.update(jobs.filter(pk__in=chunk, status=UNBLOCK.target).values_list("queue", flat=True))
     if released:  # idle workers wake when this commits, as for new jobs
@@ -256,10 +257,10 @@ def awaited(using: str, jobs: models.QuerySet[Any] | Collection[int]) -> list[in
     statement is written once per connection (:class:`_AwaitedRead`): a finish compiles
     nothing for it."""
     if isinstance(jobs, models.QuerySet):
-        links = _links(using).filter(settled=False, parent_id__in=jobs.values("pk"))
+        links = link_rows(using).filter(settled=False, parent_id__in=jobs.values("pk"))
         return list(links.order_by().values_list("parent_id", flat=True).distinct())
     read = _awaited_reads(_link_model(), connections[using])
-    return [pk for chunk in _chunks(jobs) for pk in read.run(chunk)]
+    return [pk for chunk in chunks(jobs) for pk in read.run(chunk)]
 
 
 class _AwaitedRead:
@@ -299,8 +300,8 @@ def waited_for() -> models.Exists:
 
 def forget(using: str, children: Collection[int]) -> None:
     """Delete the links of deleted jobs ``children`` (pruning, in its transaction)."""
-    for chunk in _chunks(children):
-        _links(using).filter(child_id__in=chunk).delete()
+    for chunk in chunks(children):
+        link_rows(using).filter(child_id__in=chunk).delete()
 
 
 def sweep(model: type[AbstractJob], using: str, *, limit: int = CHUNK) -> int:
@@ -310,7 +311,7 @@ def sweep(model: type[AbstractJob], using: str, *, limit: int = CHUNK) -> int:
     leader runs. How many parents it settled."""
     active = model._base_manager.using(using).filter(pk=models.OuterRef("parent_id"), status__in=list(ACTIVE))
     stale = (
-        _links(using)
+        link_rows(using)
         .filter(settled=False)
         .exclude(models.Exists(active))
         .order_by("parent_id")
@@ -328,8 +329,8 @@ def results(model: type[AbstractJob], using: str, child: int) -> dict[str, Any]:
     ``after=`` named them (None for a job that returned nothing, failed, or is no longer
     kept). String keys, as JSON has: the dict is a job's result as it is, and reads
     back equal."""
-    parents = list(_links(using).filter(child_id=child).order_by("pk").values_list("parent_id", flat=True))
+    parents = list(link_rows(using).filter(child_id=child).order_by("pk").values_list("parent_id", flat=True))
     found: dict[int, Any] = dict.fromkeys(parents)
-    for chunk in _chunks(parents):
+    for chunk in chunks(parents):
         found.update(model._base_manager.using(using).filter(pk__in=chunk).values_list("pk", "result"))
     return {str(parent): result for parent, result in found.items()}

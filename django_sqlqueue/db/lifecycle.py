@@ -13,7 +13,11 @@ from typing import Any
 from django.db.models import Case, F, Q, Value, When
 
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.exceptions import DependencyFailed
 from django_sqlqueue.rules.lifecycle import Condition, Transition
+
+#: The ``last_error_class`` of a job ``cancel_dependent`` ended.
+DEPENDENCY_FAILED = f"{DependencyFailed.__module__}.{DependencyFailed.__qualname__}"
 
 #: The conditions a statement checks, as SQL.
 SQL_CONDITIONS: dict[Condition, Callable[[], Q]] = {
@@ -25,6 +29,7 @@ SQL_CONDITIONS: dict[Condition, Callable[[], Q]] = {
     Condition.CANCEL_REQUESTED: lambda: Q(cancel_requested_at__isnull=False),
     Condition.NOT_CANCEL_REQUESTED: lambda: Q(cancel_requested_at__isnull=True),
     Condition.DEPENDENCIES_FINISHED: lambda: Q(waiting_for=0),
+    Condition.CANCELLED_BY_DEPENDENCY: lambda: Q(last_error_class=DEPENDENCY_FAILED),
 }
 #: The conditions no ``WHERE`` of :func:`allowed` holds, and what holds each instead.
 CHECKED_ELSEWHERE: dict[Condition, str] = {
