@@ -285,7 +285,8 @@ def test_a_finish_with_no_link_unsettled_reads_one_row_and_no_jobs_id(
     Job.objects.enqueue(noop, after=[parent])
     JobDependency.objects.update(settled=True)
     with django_assert_num_queries(1):
-        assert dependencies.awaited("default", [_NoIdAsked(), _NoIdAsked()]) == []
+        unread: list[Any] = [_NoIdAsked(), _NoIdAsked()]
+        assert dependencies.awaited("default", unread) == []
     with django_assert_num_queries(0):
         assert dependencies.awaited("default", []) == []
 
