@@ -512,7 +512,7 @@ class JobManager(models.Manager[JobT]):
         ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
         # What waits for the jobs written is settled next (db/dependencies.py).
         gone = [job.pk for job in succeeded]
-        dependencies.settle_finished(self.model, jobs.db, [outcome.job.pk for outcome in ended], gone_succeeded=gone)
+        dependencies.settle_finished(self.model, jobs.db, [outcome.job for outcome in ended], gone_succeeded=gone)
         signals.send_ended(ended, jobs.db)
         return ended
 

@@ -337,3 +337,30 @@ def test_a_child_linked_while_its_parents_finish_waits_for_the_row_is_released_b
     # No sweep ran: the finish itself released it.
     assert Job.objects.values_list("status", "waiting_for").get(pk=child.pk) == (JobStatus.READY, 0)
     assert JobDependency.objects.get(child=child).settled
+
+
+class _NoIdAsked:
+    """A finished job whose id must not be read: the finish's probe found nothing waiting."""
+
+    @property
+    def pk(self) -> int:
+        raise AssertionError("the id of a job nothing waits for was read")
+
+
+def test_a_finish_with_no_link_unsettled_reads_one_row_and_no_jobs_id(
+    django_assert_num_queries: Any,
+) -> None:
+    parent = Job.objects.enqueue(noop)
+    Job.objects.enqueue(noop, after=[parent])
+    JobDependency.objects.update(settled=True)
+    with django_assert_num_queries(1):
+        unread: list[Any] = [_NoIdAsked(), _NoIdAsked()]
+        assert dependencies.awaited("default", unread) == []
+    with django_assert_num_queries(0):
+        assert dependencies.awaited("default", []) == []
+
+
+def test_a_finish_finds_the_jobs_that_are_waited_for() -> None:
+    parent, alone = Job.objects.enqueue(noop), Job.objects.enqueue(noop)
+    Job.objects.enqueue(noop, after=[parent])
+    assert dependencies.awaited("default", [alone, parent]) == [parent.pk]
