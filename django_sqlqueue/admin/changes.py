@@ -9,6 +9,7 @@ overwritten) and a million jobs never sit in one transaction."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -62,9 +63,14 @@ class Change:
     retries_dependents: bool = False
 
 
-def _retried() -> dict[str, Any]:
+RETRY = Change(
+    name="retry",
+    label="Retry",
+    done="Retried",
+    permission="retry",
+    applies=lambda: allowed(lifecycle.ADMIN_RETRY),
     # A fresh budget of attempts and snoozes: the errors of the earlier ones stay in ``errors``.
-    return written(
+    writes=lambda: written(
         lifecycle.ADMIN_RETRY,
         run_at=DatabaseNow(),
         attempts=0,
@@ -76,29 +82,12 @@ def _retried() -> dict[str, Any]:
         # A person asked for it to run: a deadline it missed no longer holds.
         expires_at=None,
         end_reason="",
-    )
-
-
-RETRY = Change(
-    name="retry",
-    label="Retry",
-    done="Retried",
-    permission="retry",
-    applies=lambda: allowed(lifecycle.ADMIN_RETRY),
-    writes=_retried,
+    ),
     skipped="not failed or cancelled",
     activates=True,
 )
-RETRY_WITH_DEPENDENTS = Change(
-    name="retry_with_dependents",
-    label="Retry with cancelled dependents",
-    done="Retried",
-    permission="retry",
-    applies=lambda: allowed(lifecycle.ADMIN_RETRY),
-    writes=_retried,
-    skipped="not failed or cancelled",
-    activates=True,
-    retries_dependents=True,
+RETRY_WITH_DEPENDENTS = dataclasses.replace(
+    RETRY, name="retry_with_dependents", label="Retry with cancelled dependents", retries_dependents=True
 )
 CANCEL = Change(
     name="cancel",

@@ -210,17 +210,23 @@ def test_chain_and_chord() -> None:
     assert Job.objects.get(pk=final.pk).result == {str(job.pk): 2 * n for n, job in enumerate(group)}
 
 
-def test_a_settling_that_dies_midway_settles_nothing_and_a_retried_finish_settles_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _settling_that_raises(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> tuple[Job, Job, Job]:
+    """A claimed parent, its waiting child, and the release that settling makes raising ``error``."""
     parent = Job.objects.enqueue(noop)
     child = Job.objects.enqueue(noop, after=[parent])
     (claimed,) = Job.objects.claim(worker_id=WORKER)
 
-    def killed(*args: Any) -> list[int]:
-        raise SystemExit("killed between the links and the release")
+    def raising(*args: Any) -> list[int]:
+        raise error
 
-    monkeypatch.setattr(dependencies, "_decide", killed)
+    monkeypatch.setattr(dependencies, "_decide", raising)
+    return parent, child, claimed
+
+
+def test_a_settling_that_dies_midway_settles_nothing_and_a_retried_finish_settles_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parent, child, claimed = _settling_that_raises(monkeypatch, SystemExit("killed between the links and the release"))
     with pytest.raises(SystemExit):
         Job.objects.finish(worker_id=WORKER, succeeded={claimed: None})
     # The finish is written; its settling is rolled back whole.
@@ -238,14 +244,7 @@ def test_a_settling_that_dies_midway_settles_nothing_and_a_retried_finish_settle
 def test_a_database_error_while_settling_is_logged_and_left_to_the_sweep(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    parent = Job.objects.enqueue(noop)
-    child = Job.objects.enqueue(noop, after=[parent])
-    (claimed,) = Job.objects.claim(worker_id=WORKER)
-
-    def refused(*args: Any) -> list[int]:
-        raise OperationalError("deadlock detected")
-
-    monkeypatch.setattr(dependencies, "_decide", refused)
+    parent, child, claimed = _settling_that_raises(monkeypatch, OperationalError("deadlock detected"))
     assert Job.objects.finish(worker_id=WORKER, succeeded={claimed: None}) == 1
     assert f"Settling what waits for jobs [{parent.pk}] failed (deadlock detected)" in caplog.text
     assert (_status(parent), _status(child)) == (JobStatus.SUCCESSFUL, JobStatus.WAITING)
