@@ -20,6 +20,7 @@ from django.db.models import Case, F, Field, Value, When
 from django.db.models.expressions import Combinable
 
 from django_sqlqueue.conf import conf
+from django_sqlqueue.current import current_job
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import HeldBy, PrimaryKeyIn
 from django_sqlqueue.db.lifecycle import column_case, status_case, written
@@ -135,11 +136,15 @@ def decide(job: AbstractJob, error: BaseException, worker_id: str) -> Failure:
 
 
 def after_error(job: AbstractJob, error: BaseException) -> Failure:
-    """What :func:`decide` makes of ``job``'s attempt that raised ``error``, for a
-    middleware that must know as the attempt fails its transition (``retry``, ``fail``,
-    ``stop``, ``snooze``...: was it the job's last?) and the error it is failed with
-    (``SnoozedTooOften`` for a snooze too many). Decided again by the same rules: the
-    record (which names no worker here) and the delay are the runner's to write."""
+    """What ``job``'s attempt that raised ``error`` becomes, for a middleware that must
+    know as the attempt fails its transition (``retry``, ``fail``, ``stop``,
+    ``snooze``...: was it the job's last?) and the error it is failed with
+    (``SnoozedTooOften`` for a snooze too many). Inside the attempt this is the
+    decision the runner writes, made once for all who ask (``JobHandle.decision``);
+    elsewhere it is decided by the same rules, its record naming no worker."""
+    handle = current_job()
+    if handle is not None and handle.job is job:
+        return handle.decision(error)
     return decide(job, error, worker_id="")
 
 
