@@ -30,12 +30,14 @@ from django.db import DatabaseError, connections, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F
 
+from django_sqlqueue import signals
 from django_sqlqueue.db import notifying
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.finishing import Ended
 from django_sqlqueue.db.lifecycle import DEPENDENCY_FAILED, allowed, written
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.wakeup import wake_on_commit
-from django_sqlqueue.exceptions import InvalidJobError
+from django_sqlqueue.exceptions import DependencyFailed, InvalidJobError
 from django_sqlqueue.rules.dependencies import blocked_reason, parent_id_problem
 from django_sqlqueue.rules.lifecycle import (
     ACTIVE,
@@ -219,9 +221,11 @@ def _settle_chunk(
 def _decide(model: type[AbstractJob], using: str, children: Sequence[int], blocked: dict[int, str]) -> list[int]:
     """Cancel the waiting children of ``blocked`` that do not run after a failure, with
     its reason (``cancel_dependent``); release the others of ``children`` that wait for
-    nothing more (``unblock``). Both compare-and-set on ``WAITING``. The cancelled ids."""
+    nothing more (``unblock``). Both compare-and-set on ``WAITING``; each job moved sends
+    its signal once this commits (``job_cancelled``, ``job_unblocked``): with a receiver
+    connected, the rows are read (and locked) first and moved by id. The cancelled ids."""
     jobs = model._base_manager.using(using)
-    cancelled: list[int] = []
+    cancelled: dict[int, str] = {}
     reasons: dict[str, list[int]] = defaultdict(list)
     for child, why in blocked.items():
         reasons[why].append(child)
@@ -239,15 +243,28 @@ def _decide(model: type[AbstractJob], using: str, children: Sequence[int], block
                     finished_at=DatabaseNow(),
                 )
             )
-            cancelled += ids
+            cancelled.update(dict.fromkeys(ids, why))
+    if cancelled and signals.job_ended[CANCEL_DEPENDENT.outcome].receivers:
+        stopped = itertools.chain.from_iterable(jobs.filter(pk__in=chunk) for chunk in chunks(cancelled))
+        ended = [Ended(job, CANCEL_DEPENDENT, error=DependencyFailed(cancelled[job.pk])) for job in stopped]
+        signals.send_ended(ended, using)
     released: set[str] = set()
-    for chunk in chunks(set(children) - set(cancelled)):
-        if jobs.filter(pk__in=chunk).filter(allowed(UNBLOCK)).update(**written(UNBLOCK)):
+    unblocked: list[AbstractJob] = []
+    for chunk in chunks(set(children) - cancelled.keys()):
+        waiting = jobs.filter(pk__in=chunk).filter(allowed(UNBLOCK))
+        if signals.job_unblocked.receivers:
+            found = list(waiting.select_for_update())
+            waiting = waiting.filter(pk__in=[job.pk for job in found])
+            unblocked += found
+        if waiting.update(**written(UNBLOCK)):
             released.update(jobs.filter(pk__in=chunk, status=UNBLOCK.target).values_list("queue", flat=True))
+    for job in unblocked:
+        job.status = UNBLOCK.status
+    signals.send_each(signals.job_unblocked, unblocked, using)
     if released:  # idle workers wake when this commits, as for new jobs
         notifying.notify(using, "")
         wake_on_commit(using, released)
-    return cancelled
+    return list(cancelled)
 
 
 def awaited(using: str, jobs: models.QuerySet[Any] | Collection[AbstractJob]) -> list[int]:

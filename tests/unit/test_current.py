@@ -189,3 +189,15 @@ def test_dependency_results_is_a_result_as_it_is_keyed_by_id_strings_in_after_or
     # In after= order as returned (PostgreSQL's jsonb keeps no order of keys when stored).
     assert list(dependencies.results(Job, "default", final.pk)) == [str(two.pk), str(failing.pk), str(one.pk)]
     assert final.result[str(one.pk)] == 3
+
+
+def test_an_attempts_failure_is_decided_once_and_a_new_exception_anew() -> None:
+    Job.objects.enqueue(whoami)
+    (job,) = Job.objects.claim(worker_id="w")
+    handle = JobHandle(job, "w")
+    raised, other = RuntimeError("first"), RuntimeError("raised by a middleware instead")
+    decided = handle.decision(raised)
+    assert handle.decision(raised) is decided
+    assert decided.record is not None
+    assert decided.record["worker"] == "w"
+    assert handle.decision(other).error is other
