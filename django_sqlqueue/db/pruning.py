@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from django_sqlqueue.db import dependencies, rollup
+from django_sqlqueue.db import batching, dependencies, rollup
 from django_sqlqueue.db.clock import DatabaseNowPlus
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.keys import concurrency
@@ -73,8 +73,10 @@ def due(
     """The jobs of ``status`` that finished more than ``kept`` ago by the database's clock
     (served by the ``sqlqueue_job_finished`` index on ``finished_at, status``), and, for
     the statuses the chart counts, before ``counted_until`` (``rollup.Hours``). Never a
-    job another still waits for (``db/dependencies.py``): the sweep settles that first."""
-    candidates = jobs.filter(finished_at__lt=DatabaseNowPlus(-kept), status=status).exclude(dependencies.waited_for())
+    job another still waits for (``db/dependencies.py``): the sweep settles that first; never
+    a job of an unfinished batch (``db/batching.py``), which counts it when it finishes."""
+    candidates = jobs.filter(finished_at__lt=DatabaseNowPlus(-kept), status=status)
+    candidates = candidates.exclude(dependencies.waited_for()).filter(batching.kept())
     return candidates.filter(finished_at__lt=counted_until) if status in rollup.CHARTED else candidates
 
 
