@@ -5,10 +5,12 @@ added from inside the batch keep it open, and bad input writes nothing."""
 from __future__ import annotations
 
 import datetime
+import functools
 from typing import Any
 
 import pytest
 from django.db import connections
+from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.db import batching
@@ -16,6 +18,7 @@ from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
 from django_sqlqueue.maintenance.services import maintenance_services
 from django_sqlqueue.models import Job, JobBatch, JobStatus
 from django_sqlqueue.testing import run_jobs
+from tests.support.racing import at_once
 from tests.testapp.models import Receipt
 from tests.testapp.tasks import add, batch_done, fail, fan_out, noop, record
 
@@ -243,3 +246,27 @@ def test_a_plain_finish_reads_no_batch() -> None:
     statements = [query["sql"].split()[0] for query in captured]
     assert [verb for verb in statements if verb in ("SELECT", "UPDATE")] == ["SELECT", "UPDATE"]
     assert not [query for query in captured if "jobbatch" in query["sql"]]
+
+
+def _finish_one(jobs: tuple[Job, Job], fails: bool, index: int) -> int:
+    """Finish ``jobs[index]`` as worker ``racer-<index>`` held it: the second fails when ``fails``."""
+    if index == 1 and fails:
+        return Job.objects.finish(worker_id="racer-1", failed={jobs[1]: RuntimeError("boom")})
+    return Job.objects.finish(worker_id=f"racer-{index}", succeeded={jobs[index]: None})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_last_jobs_finishing_at_once_on_two_connections_enqueue_the_callbacks_once() -> None:
+    for round_ in range(20):
+        with _batch() as batch:
+            one, two = Job.objects.enqueue(noop), Job.objects.enqueue(noop, max_attempts=1)
+        (first,) = Job.objects.claim(worker_id="racer-0", filter=Q(pk=one.pk))
+        (second,) = Job.objects.claim(worker_id="racer-1", filter=Q(pk=two.pk))
+        fails = round_ % 4 == 3
+
+        finish = functools.partial(_finish_one, (first, second), fails)
+        assert at_once(2, finish) == [1, 1]
+        called = _callbacks(batch)
+        assert set(called) == ({"on_failure", "on_finish"} if fails else {"on_success", "on_finish"})
+        assert (batch.pending, batch.succeeded, batch.failed) == (0, 2 - fails, int(fails))
+        assert Job.objects.filter(task="tests.testapp.tasks.batch_done").count() == 2 * (round_ + 1)
