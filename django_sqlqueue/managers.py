@@ -57,6 +57,8 @@ from django_sqlqueue.rules.validation import (
 if TYPE_CHECKING:
     from typing import Unpack
 
+    from django_sqlqueue.models import JobBatch
+
 
 class PlainOptions(TypedDict, total=False):
     """The options a job's row holds beside its arguments, and all that
@@ -450,7 +452,7 @@ class JobManager(models.Manager[JobT]):
         on_failure: Any = None,
         on_finish: Any = None,
         description: str = "",
-    ) -> Iterator[Any]:
+    ) -> Iterator[JobBatch]:
         """Enqueue jobs together: every job built or enqueued inside the ``with`` block
         joins the batch it yields (a ``JobBatch``), and once they have all finished
         (and those added later with ``batch=``), each callback that applies is enqueued
@@ -475,7 +477,7 @@ class JobManager(models.Manager[JobT]):
             raise InvalidJobError(f"{problem}.")
         using = queue_db(self.model, self._db)
         with transaction.atomic(using=using):
-            made = batching.open_batch(using, description, callbacks)
+            made = cast("JobBatch", batching.open_batch(using, description, callbacks))
             token = batching.OPEN.set(made.pk)
             try:
                 yield made

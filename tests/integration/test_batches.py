@@ -7,8 +7,10 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable
+from typing import Any
 
 import pytest
+from django.db.models import Max
 
 from django_sqlqueue.models import Job, JobBatch, JobStatus, Worker
 from tests.support.workers import Workers, wait_until
@@ -21,7 +23,7 @@ JOBS = 250
 FANS, CHILDREN = 10, 10
 
 
-def _callbacks() -> dict[str, object]:
+def _callbacks() -> dict[str, Any]:
     return {
         "on_success": (batch_done, ("ok",)),
         "on_failure": (batch_done, ("ko",)),
@@ -47,7 +49,7 @@ def test_a_batch_with_fan_out_drained_by_two_processes_fires_its_callbacks_once(
     assert Receipt.objects.count() == total + 2
     assert set(Receipt.objects.values_list("runs", flat=True)) == {1}
     # Each callback was enqueued after the batch's last job finished.
-    last = max(Job.objects.filter(batch=batch).values_list("finished_at", flat=True))
+    last = Job.objects.filter(batch=batch).aggregate(last=Max("finished_at"))["last"]
     assert all(job.enqueued_at >= last for job in callbacks)
 
 
