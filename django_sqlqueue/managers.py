@@ -57,8 +57,6 @@ from django_sqlqueue.rules.validation import (
 if TYPE_CHECKING:
     from typing import Unpack
 
-    from django_sqlqueue.models import JobBatch
-
 
 class PlainOptions(TypedDict, total=False):
     """The options a job's row holds beside its arguments, and all that
@@ -452,9 +450,10 @@ class JobManager(models.Manager[JobT]):
         on_failure: Any = None,
         on_finish: Any = None,
         description: str = "",
-    ) -> Iterator[JobBatch]:
+    ) -> Iterator[Any]:
         """Enqueue jobs together: every job built or enqueued inside the ``with`` block
-        joins the batch it yields (a ``JobBatch``), and once they have all finished
+        joins the batch it yields (a ``JobBatch``, typed ``Any``: the models module
+        imports this one), and once they have all finished
         (and those added later with ``batch=``), each callback that applies is enqueued
         once with ``batch=`` its id, description and counts: ``on_finish`` always,
         ``on_success`` when none failed, ``on_failure`` when any failed for good (was
@@ -477,7 +476,7 @@ class JobManager(models.Manager[JobT]):
             raise InvalidJobError(f"{problem}.")
         using = queue_db(self.model, self._db)
         with transaction.atomic(using=using):
-            made = cast("JobBatch", batching.open_batch(using, description, callbacks))
+            made = batching.open_batch(using, description, callbacks)
             token = batching.OPEN.set(made.pk)
             try:
                 yield made

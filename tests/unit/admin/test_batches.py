@@ -23,7 +23,7 @@ def batch() -> JobBatch:
         on_success=(batch_done, ("ok",)), on_failure=(batch_done, ("ko",)), description="thumbnails"
     ) as made:
         Job.objects.enqueue_many([Job.objects.build(noop) for _ in range(3)])
-    return made
+    return JobBatch.objects.get(pk=made.pk)
 
 
 def test_the_list_shows_counts(admin_client: Client, batch: JobBatch) -> None:
