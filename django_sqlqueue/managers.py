@@ -16,7 +16,7 @@ from django.db import models, transaction
 from django_sqlqueue import signals
 from django_sqlqueue.conf import conf, remembered
 from django_sqlqueue.db import (
-    batching,
+    batches,
     charsets,
     claiming,
     dependencies,
@@ -223,7 +223,7 @@ class JobManager(models.Manager[JobT]):
         if problem := tags_problem(() if tags is None else tags):
             raise InvalidJobError(f"Cannot enqueue {registered.name}: {problem}.")
         job.new_tags = merged(registered.tags, tags)
-        job.batch_id = batching.batch_id(batch)
+        job.batch_id = batches.batch_id(batch)
         return job
 
     def _unkeyed(self, registered: RegisteredTask, args: Any, kwargs: Any, **options: Unpack[PlainOptions]) -> JobT:
@@ -320,7 +320,7 @@ class JobManager(models.Manager[JobT]):
         On PostgreSQL the rows go by ``COPY``."""
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, not {batch_size!r}.")
-        if batching.OPEN.get() is not None:
+        if batches.OPEN.get() is not None:
             raise InvalidJobError("enqueue_rows writes no batch: inside Job.objects.batch(), use enqueue_many.")
         using = queue_db(self.model, self._db)
         templates: dict[Any, tuple[JobT, RegisteredTask]] = {}
@@ -382,16 +382,16 @@ class JobManager(models.Manager[JobT]):
             raise InvalidJobError(f"Cannot enqueue {task}: {problem}.")
 
     def _write(self, jobs: list[JobT], *, batch_size: int, on_conflict: str) -> list[JobT]:
-        batches = {job.batch_id for job in jobs if job.batch_id is not None}
-        if not batches:
+        batch_ids = {job.batch_id for job in jobs if job.batch_id is not None}
+        if not batch_ids:
             return self._write_linked(jobs, batch_size=batch_size, on_conflict=on_conflict)
         # Jobs of batches: the batches locked (and refused once finished), the jobs
-        # written and counted in, in one transaction (db/batching.py).
+        # written and counted in, in one transaction (db/batches.py).
         using = queue_db(self.model, self._db)
         with transaction.atomic(using=using):
-            batching.lock_open(using, batches)
+            batches.lock_open(using, batch_ids)
             written_jobs = self._write_linked(jobs, batch_size=batch_size, on_conflict=on_conflict)
-            batching.join(using, Counter(job.batch_id for job in written_jobs if job.created and job.batch_id))
+            batches.join(using, Counter(job.batch_id for job in written_jobs if job.created and job.batch_id))
         return written_jobs
 
     def _write_linked(self, jobs: list[JobT], *, batch_size: int, on_conflict: str) -> list[JobT]:
@@ -476,13 +476,13 @@ class JobManager(models.Manager[JobT]):
             raise InvalidJobError(f"{problem}.")
         using = queue_db(self.model, self._db)
         with transaction.atomic(using=using):
-            made = batching.open_batch(using, description, callbacks)
-            token = batching.OPEN.set(made.pk)
+            made = batches.open_batch(using, description, callbacks)
+            token = batches.OPEN.set(made.pk)
             try:
                 yield made
             finally:
-                batching.OPEN.reset(token)
-            if batching.complete(self.model, using, made.pk):  # no job in it: it finishes now
+                batches.OPEN.reset(token)
+            if batches.complete(self.model, using, made.pk):  # no job in it: it finishes now
                 made.refresh_from_db()
 
     def claim(
@@ -593,13 +593,13 @@ class JobManager(models.Manager[JobT]):
             ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
         else:
             # What waits for these is settled (db/dependencies.py), and their batches counted
-            # down (db/batching.py), in the finish's transaction.
+            # down (db/batches.py), in the finish's transaction.
             with transaction.atomic(using=jobs.db):
                 ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
                 if awaited:
                     dependencies.settle(self.model, jobs.db, awaited, gone_succeeded=[job.pk for job in succeeded])
                 if batched:
-                    batching.count_down(self.model, jobs.db, ended)
+                    batches.count_down(self.model, jobs.db, ended)
         signals.send_ended(ended, jobs.db)
         return ended
 

@@ -110,7 +110,7 @@ class JobDependency(models.Model):
 
 class JobBatch(models.Model):
     """Jobs enqueued together (``Job.objects.batch()``) and the callbacks enqueued once
-    they have all finished (``db/batching.py``).
+    they have all finished (``db/batches.py``).
 
     ``pending`` counts down, under this row's lock, in the transaction of each fenced
     finish that ends one of its jobs; the finish that takes it to 0 checks that no job

@@ -7,7 +7,7 @@ from unittest import mock
 import pytest
 from django.db import OperationalError
 
-from django_sqlqueue.db import batching
+from django_sqlqueue.db import batches
 from django_sqlqueue.maintenance.batches import SWEEP_BACKLOG_SECONDS, SWEEP_SECONDS, BatchesService
 from django_sqlqueue.models import Job, JobBatch
 from tests.testapp.tasks import noop
@@ -25,8 +25,8 @@ def test_a_turn_completes_a_batch_whose_jobs_were_cancelled() -> None:
 
 
 def test_a_full_turn_comes_back_soon_and_a_failing_one_later(caplog: pytest.LogCaptureFixture) -> None:
-    with mock.patch.object(batching, "sweep", return_value=batching.SWEEP_LIMIT):
+    with mock.patch.object(batches, "sweep", return_value=batches.SWEEP_LIMIT):
         assert BatchesService().run(0.0) == SWEEP_BACKLOG_SECONDS
-    with mock.patch.object(batching, "sweep", side_effect=OperationalError("gone")):
+    with mock.patch.object(batches, "sweep", side_effect=OperationalError("gone")):
         assert BatchesService().run(0.0) == SWEEP_SECONDS
     assert "Sweeping batches failed (gone)" in caplog.text

@@ -1,4 +1,4 @@
-"""Batches (``db/batching.py``): the jobs of ``Job.objects.batch()`` count down their
+"""Batches (``db/batches.py``): the jobs of ``Job.objects.batch()`` count down their
 batch in their finish, the last one enqueues each callback once with the counts, jobs
 added from inside the batch keep it open, and bad input writes nothing."""
 
@@ -13,7 +13,7 @@ from django.db import connections
 from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 
-from django_sqlqueue.db import batching
+from django_sqlqueue.db import batches, pruning
 from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
 from django_sqlqueue.maintenance.services import maintenance_services
 from django_sqlqueue.models import Job, JobBatch, JobStatus
@@ -24,7 +24,7 @@ from tests.testapp.tasks import add, batch_done, fail, fan_out, noop, record
 
 pytestmark = pytest.mark.django_db
 
-WORKER = "w-batching"
+WORKER = "w-batches"
 
 
 def _callbacks(batch: JobBatch) -> dict[str, dict[str, Any]]:
@@ -99,8 +99,8 @@ def test_cancelled_and_expired_jobs_count_as_failed_once_the_sweep_runs() -> Non
     assert Job.objects.get(pk=expired.pk).end_reason == "expired"
     batch.refresh_from_db()
     assert batch.finished_at is None  # ended without a finish: left to the sweep
-    assert batching.sweep(Job, "default") == 1
-    assert batching.sweep(Job, "default") == 0
+    assert batches.sweep(Job, "default") == 1
+    assert batches.sweep(Job, "default") == 0
     assert _callbacks(batch)["on_failure"]["batch"]["failed"] == 2
 
 
@@ -187,7 +187,7 @@ def test_a_finish_that_fails_midway_rolls_its_count_back(monkeypatch: pytest.Mon
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise ConnectionError("killed mid-finish")
 
-    monkeypatch.setattr(batching, "_enqueue_callbacks", broken)
+    monkeypatch.setattr(batches, "_enqueue_callbacks", broken)
     with pytest.raises(ConnectionError):
         Job.objects.finish(worker_id=WORKER, succeeded={claimed: None})
     batch.refresh_from_db()
@@ -228,9 +228,9 @@ def test_pruning_keeps_the_jobs_of_an_unfinished_batch() -> None:
         done = Job.objects.enqueue(noop)
         Job.objects.enqueue(noop, run_at=datetime.datetime(2100, 1, 1, tzinfo=datetime.timezone.utc))
     Job.objects.filter(pk=done.pk).update(status=JobStatus.SUCCESSFUL)
-    assert list(Job.objects.filter(batching.kept()).values_list("pk", flat=True)) == []
+    assert list(Job.objects.filter(batches.kept()).values_list("pk", flat=True)) == []
     JobBatch.objects.filter(pk=batch.pk).update(finished_at=batch.created_at)
-    assert Job.objects.filter(batching.kept()).count() == 2
+    assert Job.objects.filter(batches.kept()).count() == 2
 
 
 def test_the_maintenance_services_sweep_batches() -> None:
@@ -270,3 +270,17 @@ def test_two_last_jobs_finishing_at_once_on_two_connections_enqueue_the_callback
         assert set(called) == ({"on_failure", "on_finish"} if fails else {"on_success", "on_finish"})
         assert (batch.pending, batch.succeeded, batch.failed) == (0, 2 - fails, int(fails))
         assert Job.objects.filter(task="tests.testapp.tasks.batch_done").count() == 2 * (round_ + 1)
+
+
+def test_pruning_deletes_a_finished_batch_with_its_last_job_never_before() -> None:
+    with _batch() as batch:
+        Job.objects.enqueue_many([Job.objects.build(noop) for _ in range(2)])
+    with Job.objects.batch() as open_one:
+        Job.objects.enqueue(noop, run_at=datetime.datetime(2100, 1, 1, tzinfo=datetime.timezone.utc))
+    run_jobs()
+    everything = {status: datetime.timedelta(0) for status in (JobStatus.SUCCESSFUL, JobStatus.FAILED)}
+    Job.objects.filter(batch=batch).update(finished_at=datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc))
+    assert batches.forget_finished(Job, "default", 100) == 0  # its jobs are still there
+    pruned = pruning.prune(Job.objects.filter(batch=batch), everything)
+    assert (pruned.deleted[JobStatus.SUCCESSFUL], pruned.batches) == (2, 1)
+    assert list(JobBatch.objects.values_list("pk", flat=True)) == [open_one.pk]  # open: kept

@@ -186,3 +186,16 @@ def batch_id(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidJobError(f"batch= must be a saved JobBatch or its id, not {value!r:.100}.")
     return value
+
+
+def forget_finished(model: type[AbstractJob], using: str, limit: int) -> int:
+    """Delete up to ``limit`` finished batches none of whose jobs is left (pruning, once
+    it has deleted the due jobs): a batch goes with its last job, never before it. A
+    finished batch takes no new job, so one found empty stays empty. How many."""
+    left = models.Exists(model._base_manager.filter(batch_id=models.OuterRef("pk")))
+    empty = _batches(using).exclude(finished_at=None).exclude(left)
+    pks = list(empty.order_by("pk").values_list("pk", flat=True)[:limit])
+    if not pks:
+        return 0
+    deleted, _ = empty.filter(pk__in=pks).delete()
+    return deleted
