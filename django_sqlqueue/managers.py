@@ -6,6 +6,7 @@ import contextlib
 import datetime
 import functools
 import itertools
+import operator
 from collections import Counter
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
@@ -587,8 +588,9 @@ class JobManager(models.Manager[JobT]):
         (``signals.job_ended``) once this commits."""
         jobs = self.on_queue_db()
         awaited = dependencies.awaited(jobs.db, [job.pk for job in itertools.chain(succeeded, failed)])
-        # The claimed rows carry their batch: a batch-less job costs no query here.
-        batched = any(job.batch_id is not None for job in itertools.chain(succeeded, failed))
+        # The claimed rows carry their batch (ids are never 0): a batch-less job costs no query,
+        # and no Python call, here.
+        batched = any(map(_BATCH_ID, itertools.chain(succeeded, failed)))
         if not awaited and not batched:  # a job nothing waits for and in no batch is finished as ever
             ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
         else:
@@ -651,6 +653,9 @@ class JobManager(models.Manager[JobT]):
         """Put claimed jobs that never started back to ``READY``, their attempt not counted
         (a worker stopping before it got to them). Fenced like :meth:`finish`."""
         return finishing.release(self.on_queue_db(), worker_id=worker_id, unstarted=unstarted)
+
+
+_BATCH_ID = operator.attrgetter("batch_id")
 
 
 class _TaskDefaults(NamedTuple):

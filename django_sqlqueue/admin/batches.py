@@ -36,7 +36,7 @@ FIELDS = (
 
 def batch_jobs_url(batch: int) -> str:
     """The changelist of a batch's jobs."""
-    return f"{reverse('admin:django_sqlqueue_job_changelist')}?{urlencode({'batch__id__exact': batch})}"
+    return f"{reverse('admin:django_sqlqueue_job_changelist')}?{urlencode({'batch_id': batch})}"
 
 
 class JobBatchAdmin(admin.ModelAdmin):  # type: ignore[type-arg]

@@ -1,9 +1,8 @@
-"""Batches (``Job.objects.batch()``): the ``JobBatch`` table and each job's ``batch``,
+"""Batches (``Job.objects.batch()``): the ``JobBatch`` table and each job's ``batch_id``,
 indexed with its status for the jobs of a batch (partial where the database allows)."""
 
 from __future__ import annotations
 
-import django.db.models.deletion
 from django.db import migrations, models
 
 import django_sqlqueue.db.clock
@@ -42,8 +41,7 @@ class Migration(migrations.Migration):
                 (
                     "succeeded_unkept",
                     models.PositiveIntegerField(
-                        default=0,
-                        help_text="Its jobs that succeeded and were not kept (SQLQUEUE_RETENTION).",
+                        default=0, help_text="Its jobs that succeeded and were not kept (SQLQUEUE_RETENTION)."
                     ),
                 ),
                 ("created_at", models.DateTimeField(db_default=django_sqlqueue.db.clock.DatabaseNow())),
@@ -70,25 +68,21 @@ class Migration(migrations.Migration):
             options={
                 "verbose_name_plural": "job batches",
                 "default_permissions": ("view",),
-                "indexes": [models.Index(fields=["finished_at"], name="sqlqueue_batch_finished")],
             },
         ),
         migrations.AddField(
             model_name="job",
-            name="batch",
-            field=models.ForeignKey(
-                blank=True,
-                db_constraint=False,
-                db_index=False,
-                help_text="The batch it belongs to (Job.objects.batch()).",
-                null=True,
-                on_delete=django.db.models.deletion.DO_NOTHING,
-                related_name="jobs",
-                to="django_sqlqueue.jobbatch",
+            name="batch_id",
+            field=models.BigIntegerField(
+                blank=True, help_text="The batch it belongs to (Job.objects.batch()), by id.", null=True
             ),
         ),
         migrations.AddIndex(
             model_name="job",
-            index=django_sqlqueue.db.indexes.KeyedIndex(fields=["batch", "status"], name="sqlqueue_job_batch"),
+            index=django_sqlqueue.db.indexes.KeyedIndex(fields=["batch_id", "status"], name="sqlqueue_job_batch"),
+        ),
+        migrations.AddIndex(
+            model_name="jobbatch",
+            index=models.Index(fields=["finished_at"], name="sqlqueue_batch_finished"),
         ),
     ]

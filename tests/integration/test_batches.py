@@ -49,7 +49,7 @@ def test_a_batch_with_fan_out_drained_by_two_processes_fires_its_callbacks_once(
     assert Receipt.objects.count() == total + 2
     assert set(Receipt.objects.values_list("runs", flat=True)) == {1}
     # Each callback was enqueued after the batch's last job finished.
-    last = Job.objects.filter(batch=batch).aggregate(last=Max("finished_at"))["last"]
+    last = Job.objects.filter(batch_id=batch.pk).aggregate(last=Max("finished_at"))["last"]
     assert all(job.enqueued_at >= last for job in callbacks)
 
 
@@ -59,9 +59,9 @@ def test_a_worker_killed_mid_batch_leaves_the_callbacks_to_fire_once_after_the_r
     with Job.objects.batch(**_callbacks()) as batch:
         Job.objects.enqueue_many([Job.objects.build(record, (f"job-{n}", 0.02)) for n in range(200)])
     workers = start_workers("--processes", "2")
-    some_done = Job.objects.filter(batch=batch, status=JobStatus.SUCCESSFUL)
+    some_done = Job.objects.filter(batch_id=batch.pk, status=JobStatus.SUCCESSFUL)
     wait_until(lambda: some_done.count() >= 40, timeout=120, why=workers.text)
-    victim = Job.objects.filter(batch=batch, status=JobStatus.RUNNING).values_list("worker", flat=True).first()
+    victim = Job.objects.filter(batch_id=batch.pk, status=JobStatus.RUNNING).values_list("worker", flat=True).first()
     assert victim, "no job of the batch was running"
     os.kill(Worker.objects.get(name=victim).pid, signal.SIGKILL)
     # The supervisor starts another process, the rescue gives the killed jobs back, and they run again.
@@ -73,7 +73,7 @@ def test_a_worker_killed_mid_batch_leaves_the_callbacks_to_fire_once_after_the_r
 
     batch = JobBatch.objects.get(pk=batch.pk)
     assert (batch.total, batch.succeeded, batch.failed) == (200, 200, 0)
-    assert Job.objects.filter(batch=batch, last_error_class="django_sqlqueue.exceptions.WorkerLost").exists()
+    assert Job.objects.filter(batch_id=batch.pk, last_error_class="django_sqlqueue.exceptions.WorkerLost").exists()
     assert Receipt.objects.filter(token__startswith="job-").count() == 200
     assert dict(Receipt.objects.filter(token__in=["ok", "end"]).values_list("token", "runs")) == {"ok": 1, "end": 1}
     assert callbacks.count() == 2

@@ -279,8 +279,10 @@ def test_pruning_deletes_a_finished_batch_with_its_last_job_never_before() -> No
         Job.objects.enqueue(noop, run_at=datetime.datetime(2100, 1, 1, tzinfo=datetime.timezone.utc))
     run_jobs()
     everything = {status: datetime.timedelta(0) for status in (JobStatus.SUCCESSFUL, JobStatus.FAILED)}
-    Job.objects.filter(batch=batch).update(finished_at=datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc))
+    Job.objects.filter(batch_id=batch.pk).update(
+        finished_at=datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
+    )
     assert batches.forget_finished(Job, "default", 100) == 0  # its jobs are still there
-    pruned = pruning.prune(Job.objects.filter(batch=batch), everything)
+    pruned = pruning.prune(Job.objects.filter(batch_id=batch.pk), everything)
     assert (pruned.deleted[JobStatus.SUCCESSFUL], pruned.batches) == (2, 1)
     assert list(JobBatch.objects.values_list("pk", flat=True)) == [open_one.pk]  # open: kept
