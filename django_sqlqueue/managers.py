@@ -386,12 +386,14 @@ class JobManager(models.Manager[JobT]):
         batch_ids = {job.batch_id for job in jobs if job.batch_id is not None}
         if not batch_ids:
             return self._write_linked(jobs, batch_size=batch_size, on_conflict=on_conflict)
-        # Jobs of batches: the batches locked (and refused once finished), the jobs
-        # written and counted in, in one transaction (db/batches.py).
+        # Jobs of batches: written, then their batches locked (refusing a finished one,
+        # which rolls the jobs back) and counted in, in one transaction (db/batches.py).
+        # Job rows before the batch's, as a finish locks them: never a deadlock, and a
+        # batch that a finish completed meanwhile did not see these jobs, so refuses them.
         using = queue_db(self.model, self._db)
         with transaction.atomic(using=using):
-            batches.lock_open(using, batch_ids)
             written_jobs = self._write_linked(jobs, batch_size=batch_size, on_conflict=on_conflict)
+            batches.lock_open(using, batch_ids)
             batches.join(using, Counter(job.batch_id for job in written_jobs if job.created and job.batch_id))
         return written_jobs
 

@@ -10,8 +10,9 @@ none is, it enqueues the callbacks and sets ``finished_at``, compare-and-set on
 ``finished_at IS NULL``, still in that transaction. ``pending`` is only a hint that
 spares every other finish that question: the unfinished jobs decide.
 
-Adding jobs locks the batch row too and refuses a finished batch; a job added from
-inside one of the batch's jobs finds it unfinished, as that job is."""
+Adding jobs writes them, then locks the batch row (after the jobs' rows, in the order
+a finish takes them) and refuses a finished batch, rolling the jobs back; a job added
+from inside one of the batch's jobs finds it unfinished, as that job is."""
 
 from __future__ import annotations
 
