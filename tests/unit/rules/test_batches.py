@@ -7,7 +7,6 @@ import pytest
 from django_sqlqueue.rules.batches import callback_spec, description_problem, fires
 from tests.testapp.tasks import batch_done
 
-
 TASK = "tests.testapp.tasks.batch_done"
 
 
