@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 #: The values each job brings, in column order, each with its PostgreSQL type (a bulk
 #: insert there binds a column as one array). A row is these, then ``run_at``, then
-#: the columns of :func:`_same_for_all`. The fields' names are their columns.
+#: the columns of :func:`_same_for_all`. The fields' attribute names are their columns.
 _BOUND = {
     "queue": "text",
     "task": "text",
@@ -49,6 +49,7 @@ _BOUND = {
     "unique_key": "text",
     "unique_until_pruned": "bool",
     "meta": "jsonb",
+    "batch_id": "int8",
 }
 #: The times each job brings after its bound values, each as SQL (a time it was given,
 #: or the database's now plus a delay; ``run_at`` also the database's now alone).
@@ -165,6 +166,7 @@ def plain_row(
         None,
         False,
         json.dumps(template.meta),
+        None,  # enqueue_rows writes no batch
     )
 
 
