@@ -222,8 +222,10 @@ class JobManager(models.Manager[JobT]):
         expires_at, expires_in = options.get("expires_at"), options.get("expires_in")
         if expires_at is None and expires_in is None:
             expires_in = registered.expires_in
-        if problem := expiry_problem(
-            expires_at=expires_at, expires_in=expires_in, run_at=run_at, delay=delay, use_tz=settings.USE_TZ
+        if (expires_at is not None or expires_in is not None) and (
+            problem := expiry_problem(
+                expires_at=expires_at, expires_in=expires_in, run_at=run_at, delay=delay, use_tz=settings.USE_TZ
+            )
         ):
             raise InvalidJobError(f"Cannot enqueue {registered.name}: {problem}.")
         if expires_in is not None:

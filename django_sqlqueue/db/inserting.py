@@ -11,6 +11,7 @@ job says otherwise, ``run_at``."""
 from __future__ import annotations
 
 import datetime
+import functools
 import itertools
 import json
 import operator
@@ -22,6 +23,7 @@ from django.db import connections
 from django.db.models import Field
 from django.db.models.expressions import DatabaseDefault
 
+from django_sqlqueue.db import packets
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus, database_now
 from django_sqlqueue.db.copying import copy_jobs
 from django_sqlqueue.db.per_connection import PerConnection
@@ -83,6 +85,12 @@ class JobInserts:
             for returned in (_RETURNED, (*_RETURNED, "unique_key"))
         }
 
+    @functools.cached_property
+    def most_bytes(self) -> int | None:
+        """The most bytes of values one statement carries (MySQL/MariaDB), or None:
+        read from the server when many rows are first written."""
+        return packets.most_statement_bytes(self.compiler.connection)
+
 
 #: Each connection's :class:`JobInserts`.
 job_inserts = PerConnection(JobInserts)
@@ -125,7 +133,10 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     else:
         rows = [(_bound(job), [_run_at(compiler, getattr(job, name), now) for name in _TIMED]) for job in jobs]
         statements = (
-            (jobs[start:end], sql, params) for start, end, sql, params in _values(rows, batch_size, compiler, constants)
+            (jobs[start:end], sql, params)
+            for start, end, sql, params in _values(
+                rows, batch_size, compiler, constants, parts.most_bytes if len(rows) > 1 else None
+            )
         )
     skipped: list[JobT] = []
     with connection.cursor() as cursor:
@@ -196,7 +207,9 @@ def insert_plain(
     rows = iter(rows)
     with connection.cursor() as cursor:
         while chunk := [(row, when) for row in itertools.islice(rows, batch_size)]:
-            for start, end, sql, params in _values(chunk, batch_size, parts.compiler, parts.constants):
+            for start, end, sql, params in _values(
+                chunk, batch_size, parts.compiler, parts.constants, parts.most_bytes
+            ):
                 cursor.execute(parts.head + sql, params)
                 written += end - start
             queues.update(row[0] for row, _ in chunk)
@@ -264,18 +277,27 @@ def _values(
     batch_size: int,
     compiler: SQLCompiler,
     constants: str,
+    most_bytes: int | None,
 ) -> Iterator[tuple[int, int, str, list[Any]]]:
     """``VALUES (…), (…)``: each row's bound values (see :data:`_BOUND`), then its
     times (:data:`_TIMED`) as SQL with their parameters; yields each statement with the
-    range of ``rows`` it writes."""
+    range of ``rows`` it writes. Where statements are cut is known before the first
+    goes: a row too large for any (``most_bytes``, :mod:`~django_sqlqueue.db.packets`)
+    is refused with nothing written."""
     connection = compiler.connection
     marks = ", ".join("%s" for _ in _BOUND)
     # A time binds one value at most: the time, or a delay.
     most_params = connection.features.max_query_params
     per_row = len(_BOUND) + len(_TIMED)
     rows_per_insert = batch_size if most_params is None else min(batch_size, most_params // per_row)
-    for start in range(0, len(rows), rows_per_insert):
-        chunk = rows[start : start + rows_per_insert]
+    if most_bytes is None:
+        starts = list(range(0, len(rows), rows_per_insert))
+    else:
+        task = list(_BOUND).index("task")
+        sizes = [packets.row_bytes(values) for values, _ in rows]
+        starts = packets.cut(sizes, rows_per_insert, most_bytes, [values[task] for values, _ in rows])
+    for start, end in itertools.pairwise([*starts, len(rows)]):
+        chunk = rows[start:end]
         sql: list[str] = []
         params: list[Any] = []
         for values, times in chunk:
@@ -283,7 +305,7 @@ def _values(
             params += values
             for _, time_params in times:
                 params += time_params
-        yield start, start + len(chunk), "VALUES " + ", ".join(sql), params
+        yield start, end, "VALUES " + ", ".join(sql), params
 
 
 def _unnest(jobs: Sequence[JobT], batch_size: int, compiler: SQLCompiler, now: str, constants: str) -> Statements[JobT]:
