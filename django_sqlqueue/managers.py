@@ -202,7 +202,7 @@ class JobManager(models.Manager[JobT]):
         if problem := after_failure_problem("cancel" if after_failure is None else after_failure):
             raise InvalidJobError(f"{problem}.")
         job.runs_after_failure = after_failure == "run"
-        if problem := tags_problem(() if tags is None else tags):
+        if tags is not None and (problem := tags_problem(tags)):
             raise InvalidJobError(f"Cannot enqueue {registered.name}: {problem}.")
         job.new_tags = merged(registered.tags, tags)
         return job
@@ -666,8 +666,9 @@ def _validate(job: AbstractJob, *, bind: bool = True) -> None:
             )
             or concurrency_problem(job.concurrency_key, job.concurrency_limit)
             or unique_key_problem(job.unique_key)
-            or meta_problem(job.meta)
-            or tags_problem(job.new_tags)
+            # No meta and no tags, as most jobs have, without a call each.
+            or (None if job.meta == {} else meta_problem(job.meta))
+            or (None if job.new_tags == () else tags_problem(job.new_tags))
             or _expires_at_problem(job.expires_at)
             # An expression is the database's now, or now plus a delay build() checked.
             or (
