@@ -268,6 +268,9 @@ class JobManager(models.Manager[JobT]):
         or none: every job is validated before anything is written (one bad job refuses
         them all), and the INSERTs share one transaction (the caller's, if it has one).
         Each goes through ``SQLQUEUE_ENQUEUE_HOOKS`` first, as in :meth:`enqueue`.
+        On PostgreSQL, jobs without a ``unique_key`` go by one ``COPY`` instead, with
+        ids taken from the table's sequence first; on MySQL/MariaDB no INSERT is
+        larger than the server's ``max_allowed_packet``.
 
         Returns a job for each, in order: the one written (``created`` True), or the
         active job that holds its ``unique_key``, as :meth:`enqueue` says; with

@@ -361,7 +361,9 @@ def _compile(compiler: SQLCompiler, expression: Any) -> tuple[str, list[Any]]:
 
 def _run_at(compiler: SQLCompiler, run_at: Any, now: str) -> tuple[str, list[Any]]:
     """The SQL for a job's ``run_at`` (or ``expires_at``): the database's now, a time it
-    was given (or None), or the database's now plus a delay."""
+    was given, none (most jobs' ``expires_at``), or the database's now plus a delay."""
+    if run_at is None:
+        return "NULL", []
     if isinstance(run_at, DatabaseDefault):
         return now, []
     if hasattr(run_at, "resolve_expression"):
