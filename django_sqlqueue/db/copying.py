@@ -32,7 +32,7 @@ _SAME_FOR_ALL = {"status": JobStatus.READY.value, "attempts": 0, "worker": "", "
 
 
 def copy_jobs(
-    jobs: Sequence[AbstractJob], connection: BaseDatabaseWrapper, parts: JobInserts, rows: Iterable[list[Any]]
+    jobs: Sequence[AbstractJob], connection: BaseDatabaseWrapper, parts: JobInserts, rows: Iterable[Sequence[Any]]
 ) -> None:
     """Write ``jobs`` (none with a ``unique_key``: ``COPY`` has no ``ON CONFLICT``),
     whose bound values are ``rows`` (in ``_BOUND``'s order), by one ``COPY``; set each

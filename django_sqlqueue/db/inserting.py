@@ -131,7 +131,9 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     if postgresql and len(jobs) > 1:
         statements = _unnest(jobs, batch_size, compiler, now, constants)
     else:
-        rows = [(_bound(job), [_run_at(compiler, getattr(job, name), now) for name in _TIMED]) for job in jobs]
+        # Tuples of strings and numbers, which the garbage collector stops tracking: the
+        # rows of a large enqueue_many live until their statement runs.
+        rows = [(_bound(job), tuple([_run_at(compiler, getattr(job, name), now) for name in _TIMED])) for job in jobs]
         statements = (
             (jobs[start:end], sql, params)
             for start, end, sql, params in _values(
@@ -273,7 +275,7 @@ Statements = Iterator[tuple[Sequence["JobT"], str, list[Any]]]
 
 
 def _values(
-    rows: Sequence[tuple[Sequence[Any], Sequence[tuple[str, list[Any]]]]],
+    rows: Sequence[tuple[Sequence[Any], Sequence[tuple[str, Sequence[Any]]]]],
     batch_size: int,
     compiler: SQLCompiler,
     constants: str,
@@ -336,12 +338,12 @@ _bound_attributes = operator.attrgetter(*_BOUND)
 _JSON_POSITIONS = [position for position, kind in enumerate(_BOUND.values()) if kind == "jsonb"]
 
 
-def _bound(job: AbstractJob) -> list[Any]:
+def _bound(job: AbstractJob) -> tuple[Any, ...]:
     """``job``'s bound values, in :data:`_BOUND`'s order, its JSON encoded."""
     values = list(_bound_attributes(job))
     for position in _JSON_POSITIONS:
         values[position] = _json(values[position])
-    return values
+    return tuple(values)
 
 
 def _json(value: Any) -> str:
@@ -359,16 +361,16 @@ def _compile(compiler: SQLCompiler, expression: Any) -> tuple[str, list[Any]]:
     return sql, list(params)
 
 
-def _run_at(compiler: SQLCompiler, run_at: Any, now: str) -> tuple[str, list[Any]]:
+def _run_at(compiler: SQLCompiler, run_at: Any, now: str) -> tuple[str, Sequence[Any]]:
     """The SQL for a job's ``run_at`` (or ``expires_at``): the database's now, a time it
     was given, none (most jobs' ``expires_at``), or the database's now plus a delay."""
     if run_at is None:
-        return "NULL", []
+        return "NULL", ()
     if isinstance(run_at, DatabaseDefault):
-        return now, []
+        return now, ()
     if hasattr(run_at, "resolve_expression"):
         return _compile(compiler, run_at)
-    return "%s", [compiler.connection.ops.adapt_datetimefield_value(run_at)]
+    return "%s", (compiler.connection.ops.adapt_datetimefield_value(run_at),)
 
 
 def _reader(
