@@ -295,9 +295,8 @@ def _values(
     if most_bytes is None:
         starts = list(range(0, len(rows), rows_per_insert))
     else:
-        task = list(_BOUND).index("task")
         sizes = [packets.row_bytes(values) for values, _ in rows]
-        starts = packets.cut(sizes, rows_per_insert, most_bytes, [values[task] for values, _ in rows])
+        starts = packets.cut(sizes, rows_per_insert, most_bytes, [values[_TASK_POSITION] for values, _ in rows])
     for start, end in itertools.pairwise([*starts, len(rows)]):
         chunk = rows[start:end]
         sql: list[str] = []
@@ -336,6 +335,7 @@ def _unnest(jobs: Sequence[JobT], batch_size: int, compiler: SQLCompiler, now: s
 
 _bound_attributes = operator.attrgetter(*_BOUND)
 _JSON_POSITIONS = [position for position, kind in enumerate(_BOUND.values()) if kind == "jsonb"]
+_TASK_POSITION = list(_BOUND).index("task")
 
 
 def _bound(job: AbstractJob) -> tuple[Any, ...]:
