@@ -24,7 +24,6 @@ from django_sqlqueue.rules.lifecycle import JobStatus
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
 
-    from django_sqlqueue.db.inserting import JobInserts
     from django_sqlqueue.db.table import AbstractJob
 
 #: The columns every new job starts with the same value in, and those values as ``COPY`` takes them.
@@ -32,26 +31,32 @@ _SAME_FOR_ALL = {"status": JobStatus.READY.value, "attempts": 0, "worker": "", "
 
 
 def copy_jobs(
-    jobs: Sequence[AbstractJob], connection: BaseDatabaseWrapper, parts: JobInserts, rows: Iterable[Sequence[Any]]
+    jobs: Sequence[AbstractJob],
+    connection: BaseDatabaseWrapper,
+    table: str,
+    now_sql: str,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
 ) -> None:
-    """Write ``jobs`` (none with a ``unique_key``: ``COPY`` has no ``ON CONFLICT``),
-    whose bound values are ``rows`` (in ``_BOUND``'s order), by one ``COPY``; set each
-    job's id, ``enqueued_at``, ``run_at`` and ``expires_at`` as the row holds them."""
+    """Write ``jobs`` (none with a ``unique_key``: ``COPY`` has no ``ON CONFLICT``) into
+    ``table`` (quoted), whose values of ``columns`` are ``rows``, by one ``COPY``, with
+    ``now_sql`` the database's clock; set each job's id, ``enqueued_at``, ``run_at`` and
+    ``expires_at`` as the row holds them."""
     qn = connection.ops.quote_name
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT ARRAY(SELECT nextval(pg_get_serial_sequence(%s::text, 'id')) "
-            f"FROM generate_series(1, %s::int)), {parts.now}",
-            [parts.table, len(jobs)],
+            f"FROM generate_series(1, %s::int)), {now_sql}",
+            [table, len(jobs)],
         )
         ids, now = cursor.fetchone()
-    names = ", ".join(map(qn, ["id", *parts.bound_names, "run_at", "expires_at", "enqueued_at", *_SAME_FOR_ALL]))
+    names = ", ".join(map(qn, ["id", *columns, "run_at", "expires_at", "enqueued_at", *_SAME_FOR_ALL]))
     same = tuple(_SAME_FOR_ALL.values())
     # Django wraps what execute() raises (IntegrityError, ...), not what the driver's copy() does.
     with (
         connection.wrap_database_errors,
         connection.cursor() as cursor,
-        cursor.copy(f"COPY {parts.table} ({names}) FROM STDIN") as copy,
+        cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy,
     ):
         write = copy.write_row
         for job, pk, row in zip(jobs, ids, rows, strict=True):

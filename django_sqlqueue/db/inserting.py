@@ -73,8 +73,6 @@ class JobInserts:
             raise AssertionError("the database's clock takes no parameters")
         qn = connection.ops.quote_name
         self.table = qn(model._meta.db_table)
-        #: The columns of each job's bound values, in order.
-        self.bound_names = tuple(_BOUND)
         same_for_all = _same_for_all(self.now, "")
         #: ``INSERT INTO table (columns) ``: the bound values, the times, then the constants.
         self.head = f"INSERT INTO {self.table} ({', '.join(qn(name) for name in (*_BOUND, *_TIMED, *same_for_all))}) "
@@ -123,7 +121,7 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     conflict = "" if not keyed else " ON DUPLICATE KEY UPDATE id = id" if mysql else " ON CONFLICT DO NOTHING"
     postgresql = connection.vendor == "postgresql"
     if postgresql and len(jobs) > 1 and not keyed:
-        copy_jobs(jobs, connection, parts, map(_bound, jobs))
+        copy_jobs(jobs, connection, parts.table, now, tuple(_BOUND), map(_bound, jobs))
         wake_on_commit(using, {job.queue for job in jobs})
         return []
     # One job (every enqueue) as a plain VALUES row: PostgreSQL plans UNNEST's arrays and
