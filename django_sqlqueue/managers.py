@@ -514,7 +514,7 @@ class JobManager(models.Manager[JobT]):
         decided. What each job written became; each sends its outcome's signal
         (``signals.job_ended``) once this commits."""
         jobs = self.on_queue_db()
-        awaited = dependencies.awaited(jobs.db, [job.pk for job in itertools.chain(succeeded, failed)])
+        awaited = dependencies.awaited(jobs.db, [*succeeded, *failed])
         if not awaited:  # no link unsettled: a job nothing waits for is finished as ever
             ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
         else:

@@ -73,7 +73,10 @@ job_expired = job_ended[EXPIRE.outcome]
 
 def send(signal: Signal, sender: type[Any], about: object, **named: Any) -> None:
     """Send ``signal``; a receiver's exception is logged, naming ``about`` (made a
-    string only then), and the other receivers still get it."""
+    string only then), and the other receivers still get it. With no receiver
+    connected, nothing is called: the runner sends two signals around every job."""
+    if not signal.receivers:
+        return
     for receiver, response in signal.send_robust(sender, **named):
         if isinstance(response, Exception):
             logger.error("Receiver %r of %s raised", receiver, about, exc_info=response)

@@ -216,24 +216,30 @@ def _decide(model: type[AbstractJob], using: str, children: Sequence[int], block
     return cancelled
 
 
-def awaited(using: str, jobs: models.QuerySet[Any] | Collection[int]) -> list[int]:
-    """The ids among ``jobs`` (a queryset, or ids) that some job still waits for
+def awaited(using: str, jobs: models.QuerySet[Any] | Collection[AbstractJob]) -> list[int]:
+    """The ids among ``jobs`` (a queryset, or saved jobs) that some job still waits for
     (unsettled links): few, however many ``jobs`` holds; read from the links' index on
-    their parent, and no query at all for no ids. For ids (a finished batch), the
-    statement is written once per connection (:class:`_AwaitedRead`): a finish compiles
-    nothing for it."""
+    their parent, and no query at all for no jobs. For jobs (a finished batch), the
+    statements are written once per connection (:class:`_AwaitedRead`), and their ids
+    are read only when some link is unsettled at all: a finish compiles nothing for it,
+    and with no workflow under way touches no job's id."""
     if isinstance(jobs, models.QuerySet):
         links = _links(using).filter(settled=False, parent_id__in=jobs.values("pk"))
         return list(links.order_by().values_list("parent_id", flat=True).distinct())
+    if not jobs:
+        return []
     read = _awaited_reads(_link_model(), connections[using])
-    return [pk for chunk in _chunks(jobs) for pk in read.run(chunk)]
+    if not read.any_unsettled():
+        return []
+    return [pk for chunk in _chunks(job.pk for job in jobs) for pk in read.run(chunk)]
 
 
 class _AwaitedRead:
     """``SELECT DISTINCT parent_id FROM links WHERE settled = false AND parent_id IN (…)``
     as plain SQL, its names quoted once for each connection; first, without parameters,
-    whether any link is unsettled at all: with no workflow under way (most finishes of
-    most projects) that is all a finish reads, in about a bare round trip."""
+    whether any link is unsettled at all (:meth:`any_unsettled`): with no workflow under
+    way (most finishes of most projects) that is all a finish reads, in about a bare
+    round trip."""
 
     def __init__(self, model: type[models.Model], connection: BaseDatabaseWrapper) -> None:
         qn = connection.ops.quote_name
@@ -245,11 +251,15 @@ class _AwaitedRead:
         self._any = f"SELECT 1 FROM {table} WHERE {settled} = %s LIMIT 1"
         self._head = f"SELECT DISTINCT {parent} FROM {table} WHERE {settled} = %s AND {parent} IN "
 
-    def run(self, ids: Sequence[int]) -> list[int]:
+    def any_unsettled(self) -> bool:
+        """Whether any link at all is unsettled."""
         with self._connection.cursor() as cursor:
             cursor.execute(self._any, [False])
-            if cursor.fetchone() is None:
-                return []
+            return cursor.fetchone() is not None
+
+    def run(self, ids: Sequence[int]) -> list[int]:
+        """The ids among ``ids`` that an unsettled link waits for."""
+        with self._connection.cursor() as cursor:
             cursor.execute(f"{self._head}({', '.join(['%s'] * len(ids))})", [False, *ids])
             return [int(row[0]) for row in cursor.fetchall()]
 

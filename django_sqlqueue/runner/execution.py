@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol, cast
 
-from asgiref.sync import async_to_sync, iscoroutinefunction
+from asgiref.sync import async_to_sync
 from django.db import DatabaseError, connections
 
 from django_sqlqueue import current, signals
@@ -126,7 +126,7 @@ def run(job: Job, worker_id: str) -> Any:
     registered = get_task(job.task)
     if registered.django_task is None:
         func = registered.func
-        if iscoroutinefunction(func):
+        if registered.is_coroutine:
             # As Django's Task.call runs one: in an event loop of its own, in this thread's
             # context (current_job()), its sync_to_async calls back on this thread and its
             # connections.

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from django.db import transaction
+from django.dispatch import Signal
 from django.test import override_settings
 
 from django_sqlqueue import signals, testing
@@ -165,3 +166,20 @@ def test_a_ready_job_cancelled_sends_cancelled_once_and_a_running_one_nothing_ye
     assert Job.objects.cancel([ready.pk, running.pk]) == (1, 1)
     assert Job.objects.cancel([ready.pk, running.pk]) == (0, 0)
     assert received == [("cancelled", ready.pk, JobStatus.CANCELLED, CANCEL.name, None)]
+
+
+def test_a_signal_no_receiver_listens_to_is_not_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    def sent(self: Signal, sender: Any, **named: Any) -> list[Any]:
+        raise AssertionError("sent with no receiver")
+
+    nobody = Signal()
+    monkeypatch.setattr(Signal, "send_robust", sent)
+    signals.send(nobody, Job, "a job", job=None)  # the runner's two signals around every job
+
+
+def test_a_signal_a_receiver_listens_to_is_sent() -> None:
+    heard: list[Any] = []
+    somebody = Signal()
+    somebody.connect(lambda sender, **named: heard.append(named["job"]), weak=False)
+    signals.send(somebody, Job, "a job", job="a job")
+    assert heard == ["a job"]
