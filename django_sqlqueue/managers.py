@@ -221,7 +221,7 @@ class JobManager(models.Manager[JobT]):
         if problem := after_failure_problem("cancel" if after_failure is None else after_failure):
             raise InvalidJobError(f"{problem}.")
         job.runs_after_failure = after_failure == "run"
-        if problem := tags_problem(() if tags is None else tags):
+        if tags is not None and (problem := tags_problem(tags)):
             raise InvalidJobError(f"Cannot enqueue {registered.name}: {problem}.")
         job.new_tags = merged(registered.tags, tags)
         job.batch_id = batches.batch_id(batch)
@@ -242,8 +242,10 @@ class JobManager(models.Manager[JobT]):
         expires_at, expires_in = options.get("expires_at"), options.get("expires_in")
         if expires_at is None and expires_in is None:
             expires_in = registered.expires_in
-        if problem := expiry_problem(
-            expires_at=expires_at, expires_in=expires_in, run_at=run_at, delay=delay, use_tz=settings.USE_TZ
+        if (expires_at is not None or expires_in is not None) and (
+            problem := expiry_problem(
+                expires_at=expires_at, expires_in=expires_in, run_at=run_at, delay=delay, use_tz=settings.USE_TZ
+            )
         ):
             raise InvalidJobError(f"Cannot enqueue {registered.name}: {problem}.")
         if expires_in is not None:
@@ -286,6 +288,9 @@ class JobManager(models.Manager[JobT]):
         or none: every job is validated before anything is written (one bad job refuses
         them all), and the INSERTs share one transaction (the caller's, if it has one).
         Each goes through ``SQLQUEUE_ENQUEUE_HOOKS`` first, as in :meth:`enqueue`.
+        On PostgreSQL, jobs without a ``unique_key`` go by one ``COPY`` instead, with
+        ids taken from the table's sequence first; on MySQL/MariaDB no INSERT is
+        larger than the server's ``max_allowed_packet``.
 
         Returns a job for each, in order: the one written (``created`` True), or the
         active job that holds its ``unique_key``, as :meth:`enqueue` says; with
@@ -769,8 +774,9 @@ def _validate(job: AbstractJob, *, bind: bool = True) -> None:
             )
             or concurrency_problem(job.concurrency_key, job.concurrency_limit)
             or unique_key_problem(job.unique_key)
-            or meta_problem(job.meta)
-            or tags_problem(job.new_tags)
+            # No meta and no tags, as most jobs have, without a call each.
+            or (None if job.meta == {} else meta_problem(job.meta))
+            or (None if job.new_tags == () else tags_problem(job.new_tags))
             or _expires_at_problem(job.expires_at)
             # An expression is the database's now, or now plus a delay build() checked.
             or (
