@@ -68,6 +68,13 @@ class JobHandle:
         return self.job.queue
 
     @property
+    def batch_id(self) -> int | None:
+        """The id of the batch this job belongs to (None for none): pass it as
+        ``batch=`` to add jobs to the batch (fan-out), which then finishes only once
+        they have finished too."""
+        return self.job.batch_id
+
+    @property
     def attempt(self) -> int:
         """This attempt's number, from 1 (an admin Retry starts again from 1)."""
         return self.job.attempts

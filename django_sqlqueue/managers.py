@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
 import itertools
+import operator
 from collections import Counter
-from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
 from django.conf import settings
@@ -14,7 +16,18 @@ from django.db import models, transaction
 
 from django_sqlqueue import signals
 from django_sqlqueue.conf import conf, remembered
-from django_sqlqueue.db import charsets, claiming, dependencies, expiry, finishing, inserting, instances, rates, tagging
+from django_sqlqueue.db import (
+    batches,
+    charsets,
+    claiming,
+    dependencies,
+    expiry,
+    finishing,
+    inserting,
+    instances,
+    rates,
+    tagging,
+)
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_sqlqueue.db.keys import unique
 from django_sqlqueue.db.keys.concurrency import with_free_slot
@@ -23,6 +36,7 @@ from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.table import AbstractJob, JobT
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.rules import keys
+from django_sqlqueue.rules.batches import callback_spec, description_problem
 from django_sqlqueue.rules.dependencies import after_failure_problem
 from django_sqlqueue.rules.lifecycle import CANCEL, CLAIM, EXPIRE, RELEASE_CANCELLED, REQUEST_CANCEL, Transition
 from django_sqlqueue.rules.registry import RegisteredTask, get_task
@@ -84,6 +98,8 @@ class JobOptions(PlainOptions, total=False):
     after_failure: str | None
     #: Added to the task's ``@job(tags=...)``; ``Job.objects.tagged(tag)`` finds the job by any.
     tags: Sequence[str] | None
+    #: The batch (a ``JobBatch`` or its id) it joins; inside ``with Job.objects.batch()``, the open one.
+    batch: Any | None
 
 
 class JobQuerySet(models.QuerySet[JobT]):
@@ -164,12 +180,15 @@ class JobManager(models.Manager[JobT]):
         after: Iterable[Any] | None = None,
         after_failure: str | None = None,
         tags: Sequence[str] | None = None,
+        batch: Any | None = None,
     ) -> JobT:
         """An unsaved job for ``task`` with its defaults filled in, for :meth:`enqueue_many`.
 
         Options left ``None`` come from the task's ``@job(...)``, then from settings.
         With ``after`` (jobs or ids), the job waits (``WAITING``) until those have all
-        finished; see the Workflows guide for ``after_failure``."""
+        finished; see the Workflows guide for ``after_failure``. With ``batch`` (a
+        ``JobBatch`` or its id), or inside ``with Job.objects.batch()``, it joins that
+        batch (see the Batches guide)."""
         registered = get_task(task)
         job = self._unkeyed(
             registered,
@@ -202,9 +221,10 @@ class JobManager(models.Manager[JobT]):
         if problem := after_failure_problem("cancel" if after_failure is None else after_failure):
             raise InvalidJobError(f"{problem}.")
         job.runs_after_failure = after_failure == "run"
-        if problem := tags_problem(() if tags is None else tags):
+        if tags is not None and (problem := tags_problem(tags)):
             raise InvalidJobError(f"Cannot enqueue {registered.name}: {problem}.")
         job.new_tags = merged(registered.tags, tags)
+        job.batch_id = batches.batch_id(batch)
         return job
 
     def _unkeyed(self, registered: RegisteredTask, args: Any, kwargs: Any, **options: Unpack[PlainOptions]) -> JobT:
@@ -222,8 +242,10 @@ class JobManager(models.Manager[JobT]):
         expires_at, expires_in = options.get("expires_at"), options.get("expires_in")
         if expires_at is None and expires_in is None:
             expires_in = registered.expires_in
-        if problem := expiry_problem(
-            expires_at=expires_at, expires_in=expires_in, run_at=run_at, delay=delay, use_tz=settings.USE_TZ
+        if (expires_at is not None or expires_in is not None) and (
+            problem := expiry_problem(
+                expires_at=expires_at, expires_in=expires_in, run_at=run_at, delay=delay, use_tz=settings.USE_TZ
+            )
         ):
             raise InvalidJobError(f"Cannot enqueue {registered.name}: {problem}.")
         if expires_in is not None:
@@ -266,6 +288,9 @@ class JobManager(models.Manager[JobT]):
         or none: every job is validated before anything is written (one bad job refuses
         them all), and the INSERTs share one transaction (the caller's, if it has one).
         Each goes through ``SQLQUEUE_ENQUEUE_HOOKS`` first, as in :meth:`enqueue`.
+        On PostgreSQL, jobs without a ``unique_key`` go by one ``COPY`` instead, with
+        ids taken from the table's sequence first; on MySQL/MariaDB no INSERT is
+        larger than the server's ``max_allowed_packet``.
 
         Returns a job for each, in order: the one written (``created`` True), or the
         active job that holds its ``unique_key``, as :meth:`enqueue` says; with
@@ -301,6 +326,8 @@ class JobManager(models.Manager[JobT]):
         On PostgreSQL the rows go by ``COPY``."""
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, not {batch_size!r}.")
+        if batches.OPEN.get() is not None:
+            raise InvalidJobError("enqueue_rows writes no batch: inside Job.objects.batch(), use enqueue_many.")
         using = queue_db(self.model, self._db)
         templates: dict[Any, tuple[JobT, RegisteredTask]] = {}
         first_template: Any = None
@@ -361,6 +388,21 @@ class JobManager(models.Manager[JobT]):
             raise InvalidJobError(f"Cannot enqueue {task}: {problem}.")
 
     def _write(self, jobs: list[JobT], *, batch_size: int, on_conflict: str) -> list[JobT]:
+        batch_ids = {job.batch_id for job in jobs if job.batch_id is not None}
+        if not batch_ids:
+            return self._write_linked(jobs, batch_size=batch_size, on_conflict=on_conflict)
+        # Jobs of batches: written, then their batches locked (refusing a finished one,
+        # which rolls the jobs back) and counted in, in one transaction (db/batches.py).
+        # Job rows before the batch's, as a finish locks them: never a deadlock, and a
+        # batch that a finish completed meanwhile did not see these jobs, so refuses them.
+        using = queue_db(self.model, self._db)
+        with transaction.atomic(using=using):
+            written_jobs = self._write_linked(jobs, batch_size=batch_size, on_conflict=on_conflict)
+            batches.lock_open(using, batch_ids)
+            batches.join(using, Counter(job.batch_id for job in written_jobs if job.created and job.batch_id))
+        return written_jobs
+
+    def _write_linked(self, jobs: list[JobT], *, batch_size: int, on_conflict: str) -> list[JobT]:
         if not any(job.after for job in jobs):
             return self._write_rows(jobs, batch_size=batch_size, on_conflict=on_conflict)
         # Jobs enqueued after= others: their parents locked, the rows and their links
@@ -407,6 +449,49 @@ class JobManager(models.Manager[JobT]):
             job.created = True
         signals.send_enqueued(jobs, using)
         return jobs
+
+    @contextlib.contextmanager
+    def batch(
+        self,
+        *,
+        on_success: Any = None,
+        on_failure: Any = None,
+        on_finish: Any = None,
+        description: str = "",
+    ) -> Iterator[Any]:
+        """Enqueue jobs together: every job built or enqueued inside the ``with`` block
+        joins the batch it yields (a ``JobBatch``, typed ``Any``: the models module
+        imports this one), and once they have all finished
+        (and those added later with ``batch=``), each callback that applies is enqueued
+        once with ``batch=`` its id, description and counts: ``on_finish`` always,
+        ``on_success`` when none failed, ``on_failure`` when any failed for good (was
+        cancelled or expired, or was deleted first). A callback is a registered task,
+        ``(task, args)`` or ``(task, args, kwargs)``.
+
+        The block is one transaction: an exception in it writes neither the batch nor
+        its jobs, and workers see them when it commits. A batch with no job finishes
+        as the block ends. Raises :class:`~django_sqlqueue.exceptions.InvalidJobError`,
+        writing nothing, for a callback that is not a registered task or whose
+        arguments could not be stored or bound."""
+        callbacks: dict[str, dict[str, Any]] = {}
+        for when, value in (("on_success", on_success), ("on_failure", on_failure), ("on_finish", on_finish)):
+            if value is not None:
+                try:
+                    callbacks[when] = callback_spec(when, value)
+                except ValueError as error:
+                    raise InvalidJobError(f"{error}.") from None
+        if problem := description_problem(description):
+            raise InvalidJobError(f"{problem}.")
+        using = queue_db(self.model, self._db)
+        with transaction.atomic(using=using):
+            made = batches.open_batch(using, description, callbacks)
+            token = batches.OPEN.set(made.pk)
+            try:
+                yield made
+            finally:
+                batches.OPEN.reset(token)
+            if batches.complete(self.model, using, made.pk):  # no job in it: it finishes now
+                made.refresh_from_db()
 
     def claim(
         self,
@@ -509,10 +594,20 @@ class JobManager(models.Manager[JobT]):
         decided. What each job written became; each sends its outcome's signal
         (``signals.job_ended``) once this commits."""
         jobs = self.on_queue_db()
-        ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
-        # Sent first: what the settling releases or cancels follows from these.
-        signals.send_ended(ended, jobs.db)
-        # What waits for the jobs written is settled next (db/dependencies.py).
+        # The claimed rows carry their batch (ids are never 0): a batch-less job costs no query,
+        # and no Python call, here.
+        if not any(map(_BATCH_ID, itertools.chain(succeeded, failed))):
+            ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
+            signals.send_ended(ended, jobs.db)
+        else:
+            # Their batches are counted down (db/batches.py) in the finish's transaction.
+            with transaction.atomic(using=jobs.db):
+                ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
+                # Sent first as it commits: what the count releases follows from these.
+                signals.send_ended(ended, jobs.db)
+                batches.count_down(self.model, jobs.db, ended)
+        # What waits for the jobs written is settled next, the outcomes' signals sent first
+        # (db/dependencies.py).
         gone = [job.pk for job in succeeded]
         dependencies.settle_finished(self.model, jobs.db, [outcome.job for outcome in ended], gone_succeeded=gone)
         return ended
@@ -578,6 +673,9 @@ def _sender(transition: Transition, using: str) -> Callable[[list[Any]], None]:
         signals.send_ended([finishing.Ended(job, transition) for job in jobs], using)
 
     return send
+
+
+_BATCH_ID = operator.attrgetter("batch_id")
 
 
 class _TaskDefaults(NamedTuple):
@@ -674,8 +772,9 @@ def _validate(job: AbstractJob, *, bind: bool = True) -> None:
             )
             or concurrency_problem(job.concurrency_key, job.concurrency_limit)
             or unique_key_problem(job.unique_key)
-            or meta_problem(job.meta)
-            or tags_problem(job.new_tags)
+            # No meta and no tags, as most jobs have, without a call each.
+            or (None if job.meta == {} else meta_problem(job.meta))
+            or (None if job.new_tags == () else tags_problem(job.new_tags))
             or _expires_at_problem(job.expires_at)
             # An expression is the database's now, or now plus a delay build() checked.
             or (

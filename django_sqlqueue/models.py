@@ -10,6 +10,7 @@ from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.names import NameField
 from django_sqlqueue.db.table import AbstractJob
 from django_sqlqueue.managers import JobManager
+from django_sqlqueue.rules.batches import DESCRIPTION_MAX_LENGTH
 from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.rules.limits import (
     CONCURRENCY_KEY_MAX_LENGTH,
@@ -25,6 +26,7 @@ __all__ = [
     "ConcurrencyKey",
     "FinishedHour",
     "Job",
+    "JobBatch",
     "JobDependency",
     "JobStatus",
     "JobTag",
@@ -106,6 +108,46 @@ class JobDependency(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.child_id} after #{self.parent_id}"
+
+
+class JobBatch(models.Model):
+    """Jobs enqueued together (``Job.objects.batch()``) and the callbacks enqueued once
+    they have all finished (``db/batches.py``).
+
+    ``pending`` counts down, under this row's lock, in the transaction of each fenced
+    finish that ends one of its jobs; the finish that takes it to 0 checks that no job
+    of the batch is still unfinished, and then, in the same transaction, enqueues the
+    callbacks and sets ``finished_at`` by compare-and-set on ``finished_at IS NULL``.
+    Jobs that end by another path (cancelled, expired, rescued out of attempts) leave
+    ``pending`` above 0; the maintenance leader's sweep completes those batches."""
+
+    description = models.CharField(max_length=DESCRIPTION_MAX_LENGTH, blank=True, default="")
+    callbacks = models.JSONField(
+        default=dict, blank=True, help_text="on_success, on_failure, on_finish: each a task with its arguments."
+    )
+    total = models.PositiveIntegerField(default=0, help_text="The jobs enqueued in it, those added later among them.")
+    pending = models.IntegerField(default=0, help_text="Its jobs whose finish has not counted down yet.")
+    succeeded_unkept = models.PositiveIntegerField(
+        default=0, help_text="Its jobs that succeeded and were not kept (SQLQUEUE_RETENTION)."
+    )
+    created_at = models.DateTimeField(db_default=DatabaseNow())
+    finished_at = models.DateTimeField(null=True, blank=True, help_text="When its last job finished.")
+    succeeded = models.PositiveIntegerField(null=True, blank=True, help_text="Counted when it finished.")
+    failed = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Failed, cancelled, expired or deleted jobs, counted when it finished."
+    )
+    callback_jobs = models.JSONField(
+        default=dict, blank=True, help_text="The id of each callback enqueued, or why it could not be."
+    )
+
+    class Meta:
+        default_permissions = ("view",)
+        verbose_name_plural = "job batches"
+        # The sweep's open batches, and pruning's finished ones.
+        indexes = [models.Index(fields=["finished_at"], name="sqlqueue_batch_finished")]
+
+    def __str__(self) -> str:
+        return f"batch {self.pk}" + (f": {self.description}" if self.description else "")
 
 
 class WorkerQuerySet(models.QuerySet["Worker"]):

@@ -127,7 +127,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 ]
             },
         ),
-        ("Workflow", {"fields": ["waits_for", "waited_on_by"]}),
+        ("Workflow", {"fields": ["waits_for", "waited_on_by", "batch_link"]}),
         ("Arguments and result", {"fields": ["args_pretty", "kwargs_pretty", "result_pretty"]}),
         ("Tags and meta", {"fields": ["tags_shown", "meta_pretty"]}),
         ("Errors", {"fields": ["errors_pretty"]}),
@@ -452,6 +452,13 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description="waited on by")
     def waited_on_by(self, job: Job) -> SafeString | str:
         return workflow.linked_jobs(job.dependents.order_by("child_id"), "child")
+
+    @admin.display(description="batch")
+    def batch_link(self, job: Job) -> SafeString | str:
+        if job.batch_id is None:
+            return "-"
+        url = reverse("admin:django_sqlqueue_jobbatch_change", args=[job.batch_id])
+        return format_html('<a href="{}">batch {}</a>', url, job.batch_id)
 
     @admin.display(description="args")
     def args_pretty(self, job: Job) -> SafeString:

@@ -11,8 +11,10 @@ job says otherwise, ``run_at``."""
 from __future__ import annotations
 
 import datetime
+import functools
 import itertools
 import json
+import operator
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -21,7 +23,9 @@ from django.db import connections
 from django.db.models import Field
 from django.db.models.expressions import DatabaseDefault
 
+from django_sqlqueue.db import packets
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus, database_now
+from django_sqlqueue.db.copying import copy_jobs
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.wakeup import wake_on_commit
 from django_sqlqueue.rules.lifecycle import JobStatus
@@ -35,7 +39,7 @@ if TYPE_CHECKING:
 
 #: The values each job brings, in column order, each with its PostgreSQL type (a bulk
 #: insert there binds a column as one array). A row is these, then ``run_at``, then
-#: the columns of :func:`_same_for_all`. The fields' names are their columns.
+#: the columns of :func:`_same_for_all`. The fields' attribute names are their columns.
 _BOUND = {
     "queue": "text",
     "task": "text",
@@ -49,6 +53,7 @@ _BOUND = {
     "unique_key": "text",
     "unique_until_pruned": "bool",
     "meta": "jsonb",
+    "batch_id": "int8",
 }
 #: The times each job brings after its bound values, each as SQL (a time it was given,
 #: or the database's now plus a delay; ``run_at`` also the database's now alone).
@@ -78,6 +83,12 @@ class JobInserts:
             returned: (", ".join(map(qn, returned)), _reader(connection, model, returned))
             for returned in (_RETURNED, (*_RETURNED, "unique_key"))
         }
+
+    @functools.cached_property
+    def most_bytes(self) -> int | None:
+        """The most bytes of values one statement carries (MySQL/MariaDB), or None:
+        read from the server when many rows are first written."""
+        return packets.most_statement_bytes(self.compiler.connection)
 
 
 #: Each connection's :class:`JobInserts`.
@@ -109,17 +120,24 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     names, read = parts.returned[returned]
     tail = f" RETURNING {names}" if connection.features.can_return_rows_from_bulk_insert and not marker else ""
     conflict = "" if not keyed else " ON DUPLICATE KEY UPDATE id = id" if mysql else " ON CONFLICT DO NOTHING"
+    postgresql = connection.vendor == "postgresql"
+    if postgresql and len(jobs) > 1 and not keyed:
+        copy_jobs(jobs, connection, parts.table, now, tuple(_BOUND), map(_bound, jobs))
+        wake_on_commit(using, {job.queue for job in jobs})
+        return []
     # One job (every enqueue) as a plain VALUES row: PostgreSQL plans UNNEST's arrays and
     # casts for each statement, which made a single enqueue a third slower.
-    if connection.vendor == "postgresql" and len(jobs) > 1:
+    if postgresql and len(jobs) > 1:
         statements = _unnest(jobs, batch_size, compiler, now, constants)
     else:
-        rows = [
-            ([_value(job, name) for name in _BOUND], [_run_at(compiler, getattr(job, name), now) for name in _TIMED])
-            for job in jobs
-        ]
+        # Tuples of strings and numbers, which the garbage collector stops tracking: the
+        # rows of a large enqueue_many live until their statement runs.
+        rows = [(_bound(job), tuple([_run_at(compiler, getattr(job, name), now) for name in _TIMED])) for job in jobs]
         statements = (
-            (jobs[start:end], sql, params) for start, end, sql, params in _values(rows, batch_size, compiler, constants)
+            (jobs[start:end], sql, params)
+            for start, end, sql, params in _values(
+                rows, batch_size, compiler, constants, parts.most_bytes if len(rows) > 1 else None
+            )
         )
     skipped: list[JobT] = []
     with connection.cursor() as cursor:
@@ -165,6 +183,7 @@ def plain_row(
         None,
         False,
         json.dumps(template.meta),
+        None,  # enqueue_rows writes no batch
     )
 
 
@@ -190,7 +209,9 @@ def insert_plain(
     rows = iter(rows)
     with connection.cursor() as cursor:
         while chunk := [(row, when) for row in itertools.islice(rows, batch_size)]:
-            for start, end, sql, params in _values(chunk, batch_size, parts.compiler, parts.constants):
+            for start, end, sql, params in _values(
+                chunk, batch_size, parts.compiler, parts.constants, parts.most_bytes
+            ):
                 cursor.execute(parts.head + sql, params)
                 written += end - start
             queues.update(row[0] for row, _ in chunk)
@@ -254,22 +275,30 @@ Statements = Iterator[tuple[Sequence["JobT"], str, list[Any]]]
 
 
 def _values(
-    rows: Sequence[tuple[Sequence[Any], Sequence[tuple[str, list[Any]]]]],
+    rows: Sequence[tuple[Sequence[Any], Sequence[tuple[str, Sequence[Any]]]]],
     batch_size: int,
     compiler: SQLCompiler,
     constants: str,
+    most_bytes: int | None,
 ) -> Iterator[tuple[int, int, str, list[Any]]]:
     """``VALUES (…), (…)``: each row's bound values (see :data:`_BOUND`), then its
     times (:data:`_TIMED`) as SQL with their parameters; yields each statement with the
-    range of ``rows`` it writes."""
+    range of ``rows`` it writes. Where statements are cut is known before the first
+    goes: a row too large for any (``most_bytes``, :mod:`~django_sqlqueue.db.packets`)
+    is refused with nothing written."""
     connection = compiler.connection
     marks = ", ".join("%s" for _ in _BOUND)
     # A time binds one value at most: the time, or a delay.
     most_params = connection.features.max_query_params
     per_row = len(_BOUND) + len(_TIMED)
     rows_per_insert = batch_size if most_params is None else min(batch_size, most_params // per_row)
-    for start in range(0, len(rows), rows_per_insert):
-        chunk = rows[start : start + rows_per_insert]
+    if most_bytes is None:
+        starts = list(range(0, len(rows), rows_per_insert))
+    else:
+        sizes = [packets.row_bytes(values) for values, _ in rows]
+        starts = packets.cut(sizes, rows_per_insert, most_bytes, [values[_TASK_POSITION] for values, _ in rows])
+    for start, end in itertools.pairwise([*starts, len(rows)]):
+        chunk = rows[start:end]
         sql: list[str] = []
         params: list[Any] = []
         for values, times in chunk:
@@ -277,7 +306,7 @@ def _values(
             params += values
             for _, time_params in times:
                 params += time_params
-        yield start, start + len(chunk), "VALUES " + ", ".join(sql), params
+        yield start, end, "VALUES " + ", ".join(sql), params
 
 
 def _unnest(jobs: Sequence[JobT], batch_size: int, compiler: SQLCompiler, now: str, constants: str) -> Statements[JobT]:
@@ -296,7 +325,7 @@ def _unnest(jobs: Sequence[JobT], batch_size: int, compiler: SQLCompiler, now: s
     adapt = compiler.connection.ops.adapt_datetimefield_value
     for start in range(0, len(jobs), batch_size):
         chunk = jobs[start : start + batch_size]
-        columns: list[list[Any]] = [[_value(job, name) for job in chunk] for name in _BOUND]
+        columns: list[list[Any]] = [list(column) for column in zip(*map(_bound, chunk), strict=True)]
         for name in _TIMED:
             times = [getattr(job, name) for job in chunk]
             columns.append([adapt(time) if isinstance(time, datetime.datetime) else None for time in times])
@@ -304,9 +333,27 @@ def _unnest(jobs: Sequence[JobT], batch_size: int, compiler: SQLCompiler, now: s
         yield chunk, select, columns
 
 
-def _value(job: AbstractJob, name: str) -> Any:
-    value = getattr(job, name)
-    return json.dumps(value) if _BOUND[name] == "jsonb" else value
+_bound_attributes = operator.attrgetter(*_BOUND)
+_JSON_POSITIONS = [position for position, kind in enumerate(_BOUND.values()) if kind == "jsonb"]
+_TASK_POSITION = list(_BOUND).index("task")
+
+
+def _bound(job: AbstractJob) -> tuple[Any, ...]:
+    """``job``'s bound values, in :data:`_BOUND`'s order, its JSON encoded."""
+    values = list(_bound_attributes(job))
+    for position in _JSON_POSITIONS:
+        values[position] = _json(values[position])
+    return tuple(values)
+
+
+def _json(value: Any) -> str:
+    # No arguments and no meta, as most jobs have, without the encoder's machinery.
+    if not value and type(value) in _EMPTY_JSON:
+        return _EMPTY_JSON[type(value)]
+    return json.dumps(value)
+
+
+_EMPTY_JSON: dict[type, str] = {list: "[]", tuple: "[]", dict: "{}"}
 
 
 def _compile(compiler: SQLCompiler, expression: Any) -> tuple[str, list[Any]]:
@@ -314,14 +361,16 @@ def _compile(compiler: SQLCompiler, expression: Any) -> tuple[str, list[Any]]:
     return sql, list(params)
 
 
-def _run_at(compiler: SQLCompiler, run_at: Any, now: str) -> tuple[str, list[Any]]:
+def _run_at(compiler: SQLCompiler, run_at: Any, now: str) -> tuple[str, Sequence[Any]]:
     """The SQL for a job's ``run_at`` (or ``expires_at``): the database's now, a time it
-    was given (or None), or the database's now plus a delay."""
+    was given, none (most jobs' ``expires_at``), or the database's now plus a delay."""
+    if run_at is None:
+        return "NULL", ()
     if isinstance(run_at, DatabaseDefault):
-        return now, []
+        return now, ()
     if hasattr(run_at, "resolve_expression"):
         return _compile(compiler, run_at)
-    return "%s", [compiler.connection.ops.adapt_datetimefield_value(run_at)]
+    return "%s", (compiler.connection.ops.adapt_datetimefield_value(run_at),)
 
 
 def _reader(

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from django_sqlqueue.db import dependencies, rollup
+from django_sqlqueue.db import batches, dependencies, rollup
 from django_sqlqueue.db.clock import DatabaseNowPlus
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.keys import concurrency
@@ -61,6 +61,8 @@ class Pruned:
     complete: bool = True
     #: Concurrency keys' rows that no active job had, deleted (one chunk a call).
     keys: int = 0
+    #: Finished batches whose jobs were all deleted, deleted (one chunk a call).
+    batches: int = 0
 
     @property
     def total(self) -> int:
@@ -73,8 +75,10 @@ def due(
     """The jobs of ``status`` that finished more than ``kept`` ago by the database's clock
     (served by the ``sqlqueue_job_finished`` index on ``finished_at, status``), and, for
     the statuses the chart counts, before ``counted_until`` (``rollup.Hours``). Never a
-    job another still waits for (``db/dependencies.py``): the sweep settles that first."""
-    candidates = jobs.filter(finished_at__lt=DatabaseNowPlus(-kept), status=status).exclude(dependencies.waited_for())
+    job another still waits for (``db/dependencies.py``): the sweep settles that first; never
+    a job of an unfinished batch (``db/batches.py``), which counts it when it finishes."""
+    candidates = jobs.filter(finished_at__lt=DatabaseNowPlus(-kept), status=status)
+    candidates = candidates.exclude(dependencies.waited_for()).filter(batches.kept())
     return candidates.filter(finished_at__lt=counted_until) if status in rollup.CHARTED else candidates
 
 
@@ -110,7 +114,8 @@ def prune(
     It counts the settled hours first (one batch of them with ``max_chunks``) and deletes
     the counted hours past ``rollup.KEEP``: ``complete`` is False too while hours are
     left to count. Once it got through the due jobs, it also deletes up to
-    ``batch_size`` rows of concurrency keys that no active job has (``keys``)."""
+    ``batch_size`` rows of concurrency keys that no active job has (``keys``), and as many
+    finished batches none of whose jobs is left (``batches``)."""
     hours = rollup.catch_up(jobs.db, batches=None if max_chunks is None else 1)
     rollup.forget(jobs.db)
     pruned = Pruned(complete=not hours.missing)
@@ -133,6 +138,7 @@ def prune(
                 time.sleep(rest)
     # Once the due jobs are gone: not again on every turn of a backlog (an anti-join over the keys).
     pruned.keys = concurrency.forget_idle_keys(jobs.model, jobs.db, batch_size)
+    pruned.batches = retry_transient(jobs.db, lambda: batches.forget_finished(jobs.model, jobs.db, batch_size))
     return pruned
 
 

@@ -106,6 +106,11 @@ class AbstractJob(models.Model):
         db_default="",
         help_text="Why it ended so, where its status does not say: expired (not started by its expires_at).",
     )
+    # An id, not a foreign key: reading it from a claimed row is a plain attribute (the
+    # finish asks it of every job), and deleting jobs stays one DELETE.
+    batch_id = models.BigIntegerField(
+        null=True, blank=True, help_text="The batch it belongs to (Job.objects.batch()), by id."
+    )
     # NULL allowed: rows written by hand (and the benchmark's raw ones) name no meta.
     meta = models.JSONField(
         default=dict,
@@ -141,6 +146,8 @@ class AbstractJob(models.Model):
             StatusIndex(status=JobStatus.RUNNING, fields=["worker"], name="sqlqueue_job_running"),
             # The claim's count of the RUNNING jobs that hold a concurrency key.
             KeyedIndex(fields=["concurrency_key", "status"], name="sqlqueue_job_concurrency"),
+            # Whether a batch still has unfinished jobs: batch-less jobs never touch it.
+            KeyedIndex(fields=["batch_id", "status"], name="sqlqueue_job_batch"),
             # The admin: the overview's counts by queue and status (read from the index
             # alone) and the queue filter; the date range filters and the overview's last
             # hour (with the status, so "failed in this range" is counted from the index).

@@ -4,7 +4,12 @@ quiet table later) while the supervisor only ticks them."""
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
+
+from django.db import Error, close_old_connections
+
+logger = logging.getLogger(__name__)
 
 
 class Service(ABC):
@@ -39,3 +44,35 @@ class Service(ABC):
 
     def due_now(self, now: float) -> None:
         self.next_at = now
+
+
+class SweepService(Service):
+    """A service whose turn is one sweep of up to ``limit`` rows (:meth:`sweep`): the
+    next turn comes ``backlog_interval`` later while a full sweep says a backlog lasts,
+    ``interval`` later otherwise; a database error is logged and tried again at the next
+    ``interval``. Its connections are closed after each turn, as the runner's are."""
+
+    #: The most rows one sweep handles.
+    limit: int
+    #: Seconds to the next turn after a full sweep.
+    backlog_interval: float
+    #: The log's words for a failed sweep ("Sweeping waiting jobs") and a done one
+    #: (with ``%d``, how many: "Settled %d ...").
+    failing: str
+    done: str
+
+    @abstractmethod
+    def sweep(self) -> int:
+        """One sweep: how many rows it handled."""
+
+    def run(self, now: float) -> float:
+        try:
+            handled = self.sweep()
+        except Error as error:
+            logger.warning("%s failed (%s); trying again in %g s", self.failing, error, self.interval)
+            return self.interval
+        finally:
+            close_old_connections()
+        if handled:
+            logger.info(self.done, handled)
+        return self.backlog_interval if handled == self.limit else self.interval

@@ -31,9 +31,14 @@ def tags_problem(tags: Any) -> str | None:
         return f"tags must be a list of strings, not {type(tags).__name__}"
     if len(tags) > MAX_TAGS:
         return f"a job may have at most {MAX_TAGS} tags, not {len(tags)}"
-    return next((problem for tag in tags if (problem := tag_problem(tag))), None)
+    for tag in tags:
+        if problem := tag_problem(tag):
+            return problem
+    return None
 
 
 def merged(*groups: Iterable[str] | None) -> tuple[str, ...]:
     """The tags of ``groups`` (the task's, then the enqueue's), each once, in order."""
+    if not any(groups):  # most jobs have none: every job built asks
+        return ()
     return tuple(dict.fromkeys(tag for group in groups if group for tag in group))

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.processes
 
 PROJECT = Path(__file__).resolve().parents[2] / "docs" / "howto" / "examples"
 #: The tests in ``shop/tests/``: a run that collects fewer has lost some.
-EXAMPLE_TESTS = 22
+EXAMPLE_TESTS = 23
 
 
 def test_the_guides_code_runs_on_the_test_database() -> None:

@@ -366,3 +366,21 @@ def fail_once(token: str) -> str:
         return token
     Receipt.objects.create(token=token)
     raise RuntimeError(f"{token}: first run")
+
+
+@job
+def batch_done(token: str, *, batch: dict[str, Any]) -> dict[str, Any]:
+    """A batch's callback: ``record``, returning the batch's id and counts it was given."""
+    _count_run(token)
+    return batch
+
+
+@job
+def fan_out(token: str, children: int) -> None:
+    """``record``, after adding ``children`` ``record`` jobs to its own batch."""
+    handle = current_job()
+    assert handle is not None
+    Job.objects.enqueue_many(
+        Job.objects.build(record, (f"{token}-{number}",), batch=handle.batch_id) for number in range(children)
+    )
+    _count_run(token)

@@ -177,7 +177,7 @@ def test_batch_size_must_be_a_positive_integer(batch_size: Any) -> None:
 def test_a_plain_row_holds_a_built_jobs_values_in_the_inserts_order() -> None:
     job = Job.objects.build(per_tenant, [], {"tenant": "acme"}, timeout=4)
     row = inserting.plain_row(job, job.args, job.kwargs, job.concurrency_key, job.concurrency_limit)
-    assert row == tuple(inserting._value(job, name) for name in inserting._BOUND)
+    assert row == tuple(inserting._bound(job))
 
 
 def test_rows_are_read_as_they_are_written_not_all_first() -> None:

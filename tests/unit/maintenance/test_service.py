@@ -3,6 +3,7 @@ services the lease's holder runs, in their order (``maintenance/services.py``)."
 
 from __future__ import annotations
 
+from django_sqlqueue.maintenance.batches import BatchesService
 from django_sqlqueue.maintenance.dependencies import DependenciesService
 from django_sqlqueue.maintenance.expiry import ExpiryService
 from django_sqlqueue.maintenance.pruning import PruningService
@@ -46,12 +47,15 @@ def test_due_now_brings_the_next_turn_forward() -> None:
     assert service.turns == [100.0, 101.0]
 
 
-def test_the_holder_runs_rescue_expiry_the_sweep_schedules_rollups_then_pruning() -> None:
+def test_the_holder_runs_rescue_expiry_the_sweeps_schedules_rollups_then_pruning() -> None:
     heard: list[Rescued] = []
     services = maintenance_services(heard.append)
-    kinds = [RescueService, ExpiryService, DependenciesService, SchedulesService, RollupsService, PruningService]
+    kinds = [
+        *(RescueService, ExpiryService, DependenciesService, BatchesService),
+        *(SchedulesService, RollupsService, PruningService),
+    ]
     assert [type(service) for service in services] == kinds
-    names = ["rescue", "expiry", "dependencies", "schedules", "rollups", "pruning"]
+    names = ["rescue", "expiry", "dependencies", "batches", "schedules", "rollups", "pruning"]
     assert [service.name for service in services] == names
     assert isinstance(services[0], RescueService)
     assert services[0].counted == heard.append

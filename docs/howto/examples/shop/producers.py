@@ -7,12 +7,14 @@ from collections.abc import Iterable
 
 from django_sqlqueue import pause_queue, resume_queue, workflows
 from django_sqlqueue.managers import CancelCount
-from django_sqlqueue.models import Job
+from django_sqlqueue.models import Job, JobBatch
 from shop.tasks import (
     export,
+    import_supplier,
     make_thumbnail,
     publish_album,
     remove_uploads,
+    report_import,
     send_receipt,
     sync_order,
 )
@@ -101,3 +103,15 @@ def thumbnails_one_by_one(image_ids: list[int]) -> list[Job]:
     # A chain: each step after the one before.
     steps = [Job.objects.build(make_thumbnail, (pk,)) for pk in image_ids]
     return workflows.chain(steps)
+
+
+def import_catalogue(suppliers: dict[str, int]) -> JobBatch:
+    with Job.objects.batch(
+        on_success=(report_import, ("buyers@example.com",)),
+        on_failure=(report_import, ("oncall@example.com",)),
+        description="nightly catalogue import",
+    ) as batch:
+        # Every job enqueued in the block joins the batch.
+        for supplier, pages in suppliers.items():
+            Job.objects.enqueue(import_supplier, (supplier, pages))
+    return batch

@@ -3,11 +3,14 @@ imports. Each guide includes the tasks it explains."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import User
 from django.core.mail import send_mail
 
 from django_sqlqueue import current_job, job
 from django_sqlqueue.exceptions import Snooze
+from django_sqlqueue.models import Job
 
 # [django-task-import]
 try:
@@ -123,3 +126,27 @@ def fetch_rates(timeouts: int = 0) -> dict[str, float]:
     if runs <= timeouts:
         raise TimeoutError("the rates service did not answer")
     return {"EUR": 1.0}
+
+
+@job
+def import_supplier(supplier: str, pages: int) -> None:
+    handle = current_job()
+    assert handle is not None
+    # Fan-out: one job per page, added to this job's own batch, which now
+    # finishes only once they have finished too.
+    Job.objects.enqueue_many(
+        Job.objects.build(import_page, (supplier, page), batch=handle.batch_id)
+        for page in range(pages)
+    )
+
+
+@job
+def import_page(supplier: str, page: int) -> None:
+    exported.append(f"{supplier} page {page}")
+
+
+@job
+def report_import(to: str, *, batch: dict[str, Any]) -> None:
+    # batch: {"id", "description", "total", "succeeded", "failed"}
+    done = f"{batch['succeeded']} of {batch['total']} done"
+    exported.append(f"{to}: {batch['description']}, {done}")

@@ -108,3 +108,13 @@ def test_a_chord_and_a_chain(sqlqueue):
     sqlqueue.run_jobs()
     page.refresh_from_db()
     assert page.result == ["thumbs/3.jpg", "thumbs/4.jpg"]
+
+
+def test_a_batch_reports_once_its_jobs_and_their_pages_are_done(sqlqueue):
+    batch = producers.import_catalogue({"acme": 2, "globex": 1})
+    sqlqueue.run_jobs()
+    batch.refresh_from_db()
+    assert (batch.total, batch.succeeded, batch.failed) == (5, 5, 0)
+    assert tasks.exported[-1] == (
+        "buyers@example.com: nightly catalogue import, 5 of 5 done"
+    )

@@ -1,0 +1,288 @@
+"""Batches (``db/batches.py``): the jobs of ``Job.objects.batch()`` count down their
+batch in their finish, the last one enqueues each callback once with the counts, jobs
+added from inside the batch keep it open, and bad input writes nothing."""
+
+from __future__ import annotations
+
+import datetime
+import functools
+from typing import Any
+
+import pytest
+from django.db import connections
+from django.db.models import Q
+from django.test.utils import CaptureQueriesContext
+
+from django_sqlqueue.db import batches, pruning
+from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
+from django_sqlqueue.maintenance.services import maintenance_services
+from django_sqlqueue.models import Job, JobBatch, JobStatus
+from django_sqlqueue.testing import run_jobs
+from tests.support.racing import at_once
+from tests.testapp.models import Receipt
+from tests.testapp.tasks import add, batch_done, fail, fan_out, noop, record
+
+pytestmark = pytest.mark.django_db
+
+WORKER = "w-batches"
+
+
+def _callbacks(batch: JobBatch) -> dict[str, dict[str, Any]]:
+    """Each callback job enqueued by ``batch``: its arguments, the ``batch`` it got among them."""
+    batch.refresh_from_db()
+    jobs = Job.objects.in_bulk([pk for pk in batch.callback_jobs.values() if isinstance(pk, int)])
+    return {
+        when: {"args": jobs[pk].args, **jobs[pk].kwargs}
+        for when, pk in batch.callback_jobs.items()
+        if isinstance(pk, int)
+    }
+
+
+def _batch(**callbacks: Any) -> Any:
+    return Job.objects.batch(
+        on_success=(batch_done, ("ok",)),
+        on_failure=(batch_done, ("ko",)),
+        on_finish=(batch_done, ("end",)),
+        **callbacks,
+    )
+
+
+def test_the_last_finish_enqueues_on_success_and_on_finish_once_with_the_counts() -> None:
+    with _batch(description="thumbnails") as batch:
+        jobs = [Job.objects.enqueue(add, (n, n)) for n in range(3)]
+    assert {job.batch_id for job in jobs} == {batch.pk}
+    batch.refresh_from_db()
+    assert (batch.total, batch.pending, batch.finished_at) == (3, 3, None)
+    claimed = Job.objects.claim(worker_id=WORKER, limit=10)
+    Job.objects.finish(worker_id=WORKER, succeeded=dict.fromkeys(claimed[:2], 0))
+    batch.refresh_from_db()
+    assert (batch.pending, batch.finished_at, batch.callback_jobs) == (1, None, {})
+    Job.objects.finish(worker_id=WORKER, succeeded={claimed[2]: 0})
+    counts = {"id": batch.pk, "description": "thumbnails", "total": 3, "succeeded": 3, "failed": 0}
+    assert _callbacks(batch) == {
+        "on_success": {"args": ["ok"], "batch": counts},
+        "on_finish": {"args": ["end"], "batch": counts},
+    }
+    assert (batch.succeeded, batch.failed, batch.pending) == (3, 0, 0)
+    assert batch.finished_at is not None
+    run_jobs()
+    assert Job.objects.get(pk=batch.callback_jobs["on_finish"]).result == counts
+    assert sorted(Receipt.objects.values_list("token", "runs")) == [("end", 1), ("ok", 1)]
+
+
+def test_a_job_failed_for_good_fires_on_failure_and_a_retry_does_not_count() -> None:
+    with _batch() as batch:
+        Job.objects.enqueue(fail, ("boom",), max_attempts=2)
+        Job.objects.enqueue(noop)
+    run_jobs()
+    batch.refresh_from_db()
+    assert batch.finished_at is None  # the failed one retries after its backoff
+    run_jobs(scheduled=True)
+    called = _callbacks(batch)
+    assert set(called) == {"on_failure", "on_finish"}
+    assert called["on_failure"]["batch"] | {"id": 0} == {
+        "id": 0,
+        "description": "",
+        "total": 2,
+        "succeeded": 1,
+        "failed": 1,
+    }
+
+
+def test_cancelled_and_expired_jobs_count_as_failed_once_the_sweep_runs() -> None:
+    with _batch() as batch:
+        cancelled = Job.objects.enqueue(noop)
+        expired = Job.objects.enqueue(noop, expires_at=datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc))
+        Job.objects.enqueue(noop)
+    Job.objects.cancel([cancelled.pk])
+    run_jobs()
+    assert Job.objects.get(pk=expired.pk).end_reason == "expired"
+    batch.refresh_from_db()
+    assert batch.finished_at is None  # ended without a finish: left to the sweep
+    assert batches.sweep(Job, "default") == 1
+    assert batches.sweep(Job, "default") == 0
+    assert _callbacks(batch)["on_failure"]["batch"]["failed"] == 2
+
+
+def test_jobs_added_from_inside_a_batch_job_keep_it_open_until_they_finish() -> None:
+    with _batch() as batch:
+        Job.objects.enqueue(fan_out, ("parent", 3))
+    run_jobs()
+    batch.refresh_from_db()
+    assert (batch.total, batch.succeeded, batch.failed) == (4, 4, 0)
+    assert Receipt.objects.filter(token__startswith="parent").count() == 4
+    assert Receipt.objects.get(token="ok").runs == 1
+
+
+def test_an_empty_batch_finishes_as_its_block_ends() -> None:
+    with _batch() as batch:
+        pass
+    assert batch.finished_at is not None
+    assert set(_callbacks(batch)) == {"on_success", "on_finish"}
+
+
+def test_an_exception_in_the_block_writes_neither_batch_nor_jobs() -> None:
+    def enqueue_then_raise() -> None:
+        with _batch():
+            Job.objects.enqueue(noop)
+            raise ZeroDivisionError
+
+    with pytest.raises(ZeroDivisionError):
+        enqueue_then_raise()
+    assert not JobBatch.objects.exists()
+    assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("callbacks", "message"),
+    [
+        ({"on_success": "no.such.task"}, "on_success: "),
+        ({"on_failure": (batch_done, ("a", "b"))}, "on_failure (tests.testapp.tasks.batch_done): "),
+        ({"on_finish": (record, ["x"])}, "called with its arguments and batch="),
+        ({"on_finish": (batch_done, (), {"batch": 1})}, "which the batch passes itself"),
+        ({"on_finish": (batch_done, (object(),))}, "args[0]"),
+        ({"on_finish": 42}, "on_finish must be a registered task"),
+        ({"description": "x" * 300}, "more than 255"),
+    ],
+)
+def test_bad_callbacks_are_refused_before_anything_is_written(callbacks: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidJobError, match=None) as raised, Job.objects.batch(**callbacks):
+        pytest.fail("the block must not run")
+    assert message in str(raised.value)
+    assert not JobBatch.objects.exists()
+
+
+def test_a_finished_or_missing_batch_refuses_new_jobs() -> None:
+    with Job.objects.batch() as batch:
+        pass
+    with pytest.raises(InvalidJobError, match=f"Batch {batch.pk} has finished"):
+        Job.objects.enqueue(noop, batch=batch)
+    with pytest.raises(InvalidJobError, match="do not exist: 999999"):
+        Job.objects.enqueue(noop, batch=999999)
+    with pytest.raises(InvalidJobError, match="must be a saved JobBatch or its id"):
+        Job.objects.enqueue(noop, batch="1")
+    assert not Job.objects.exists()
+
+
+def test_enqueue_rows_refuses_to_run_inside_a_batch() -> None:
+    with pytest.raises(InvalidJobError, match="use enqueue_many"), Job.objects.batch():
+        Job.objects.enqueue_rows([(noop, (), {})])
+
+
+def test_a_finish_that_lost_its_fence_counts_nothing() -> None:
+    with _batch() as batch:
+        Job.objects.enqueue(noop)
+    (claimed,) = Job.objects.claim(worker_id=WORKER, limit=1)
+    Job.objects.filter(pk=claimed.pk).update(status=JobStatus.READY, worker="")  # as the rescue does
+    assert Job.objects.finish(worker_id=WORKER, succeeded={claimed: None}) == 0
+    batch.refresh_from_db()
+    assert (batch.pending, batch.finished_at) == (1, None)
+
+
+def test_a_finish_that_fails_midway_rolls_its_count_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    with _batch() as batch:
+        Job.objects.enqueue(noop)
+    (claimed,) = Job.objects.claim(worker_id=WORKER, limit=1)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("killed mid-finish")
+
+    monkeypatch.setattr(batches, "_enqueue_callbacks", broken)
+    with pytest.raises(ConnectionError):
+        Job.objects.finish(worker_id=WORKER, succeeded={claimed: None})
+    batch.refresh_from_db()
+    assert (batch.pending, batch.finished_at) == (1, None)
+    assert Job.objects.get(pk=claimed.pk).status == JobStatus.RUNNING
+    monkeypatch.undo()
+    Job.objects.finish(worker_id=WORKER, succeeded={claimed: None})
+    assert set(_callbacks(batch)) == {"on_success", "on_finish"}
+
+
+def test_a_callback_unregistered_since_is_logged_and_the_batch_still_finishes(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    with _batch() as batch:
+        Job.objects.enqueue(noop)
+    JobBatch.objects.filter(pk=batch.pk).update(
+        callbacks={"on_finish": {"task": "gone.task", "args": [], "kwargs": {}}}
+    )
+    run_jobs()
+    batch.refresh_from_db()
+    assert batch.finished_at is not None
+    assert batch.callback_jobs["on_finish"].startswith("not enqueued: ")
+    assert "its on_finish callback could not be enqueued" in caplog.text
+    assert UnknownTaskError.__name__  # the error it logged
+
+
+def test_retention_zero_counts_successes_deleted_at_once(settings: Any) -> None:
+    settings.SQLQUEUE_RETENTION = {"SUCCESSFUL": 0}
+    with _batch() as batch:
+        Job.objects.enqueue_many([Job.objects.build(noop) for _ in range(3)])
+    run_jobs()
+    batch.refresh_from_db()
+    assert (batch.succeeded_unkept, batch.succeeded, batch.failed) == (3, 3, 0)
+
+
+def test_pruning_keeps_the_jobs_of_an_unfinished_batch() -> None:
+    with _batch() as batch:
+        done = Job.objects.enqueue(noop)
+        Job.objects.enqueue(noop, run_at=datetime.datetime(2100, 1, 1, tzinfo=datetime.timezone.utc))
+    Job.objects.filter(pk=done.pk).update(status=JobStatus.SUCCESSFUL)
+    assert list(Job.objects.filter(batches.kept()).values_list("pk", flat=True)) == []
+    JobBatch.objects.filter(pk=batch.pk).update(finished_at=batch.created_at)
+    assert Job.objects.filter(batches.kept()).count() == 2
+
+
+def test_the_maintenance_services_sweep_batches() -> None:
+    assert "batches" in [service.name for service in maintenance_services(lambda rescued: None)]
+
+
+def test_a_plain_finish_reads_no_batch() -> None:
+    Job.objects.enqueue(noop)
+    (claimed,) = Job.objects.claim(worker_id=WORKER, limit=1)
+    with CaptureQueriesContext(connections["default"]) as captured:
+        Job.objects.finish(worker_id=WORKER, succeeded={claimed: None})
+    # The fenced UPDATE and the links' "any unsettled?" read after it, as before batches.
+    statements = [query["sql"].split()[0] for query in captured]
+    assert [verb for verb in statements if verb in ("SELECT", "UPDATE")] == ["UPDATE", "SELECT"]
+    assert not [query for query in captured if "jobbatch" in query["sql"]]
+
+
+def _finish_one(jobs: tuple[Job, Job], fails: bool, index: int) -> int:
+    """Finish ``jobs[index]`` as worker ``racer-<index>`` held it: the second fails when ``fails``."""
+    if index == 1 and fails:
+        return Job.objects.finish(worker_id="racer-1", failed={jobs[1]: RuntimeError("boom")})
+    return Job.objects.finish(worker_id=f"racer-{index}", succeeded={jobs[index]: None})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_last_jobs_finishing_at_once_on_two_connections_enqueue_the_callbacks_once() -> None:
+    for round_ in range(20):
+        with _batch() as batch:
+            one, two = Job.objects.enqueue(noop), Job.objects.enqueue(noop, max_attempts=1)
+        (first,) = Job.objects.claim(worker_id="racer-0", filter=Q(pk=one.pk))
+        (second,) = Job.objects.claim(worker_id="racer-1", filter=Q(pk=two.pk))
+        fails = round_ % 4 == 3
+
+        finish = functools.partial(_finish_one, (first, second), fails)
+        assert at_once(2, finish) == [1, 1]
+        called = _callbacks(batch)
+        assert set(called) == ({"on_failure", "on_finish"} if fails else {"on_success", "on_finish"})
+        assert (batch.pending, batch.succeeded, batch.failed) == (0, 2 - fails, int(fails))
+        assert Job.objects.filter(task="tests.testapp.tasks.batch_done").count() == 2 * (round_ + 1)
+
+
+def test_pruning_deletes_a_finished_batch_with_its_last_job_never_before() -> None:
+    with _batch() as batch:
+        Job.objects.enqueue_many([Job.objects.build(noop) for _ in range(2)])
+    with Job.objects.batch() as open_one:
+        Job.objects.enqueue(noop, run_at=datetime.datetime(2100, 1, 1, tzinfo=datetime.timezone.utc))
+    run_jobs()
+    everything = {status: datetime.timedelta(0) for status in (JobStatus.SUCCESSFUL, JobStatus.FAILED)}
+    Job.objects.filter(batch_id=batch.pk).update(
+        finished_at=datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
+    )
+    assert batches.forget_finished(Job, "default", 100) == 0  # its jobs are still there
+    pruned = pruning.prune(Job.objects.filter(batch_id=batch.pk), everything)
+    assert (pruned.deleted[JobStatus.SUCCESSFUL], pruned.batches) == (2, 1)
+    assert list(JobBatch.objects.values_list("pk", flat=True)) == [open_one.pk]  # open: kept

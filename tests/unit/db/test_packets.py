@@ -1,0 +1,59 @@
+"""``db/packets.py``: multi-row INSERTs cut to MySQL/MariaDB's ``max_allowed_packet``."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection, transaction
+
+from django_sqlqueue.db import packets
+from django_sqlqueue.exceptions import InvalidJobError
+from django_sqlqueue.models import Job
+from tests.testapp.tasks import noop
+
+mysql_only = pytest.mark.skipif(connection.vendor != "mysql", reason="max_allowed_packet is MySQL/MariaDB's")
+
+
+def test_a_row_counts_each_byte_of_its_strings_twice() -> None:
+    assert packets.row_bytes(["ab", 5, None, "é"]) == packets.row_bytes([]) + 4 + 4
+
+
+def test_statements_are_cut_by_rows_and_by_bytes() -> None:
+    assert packets.cut([10] * 5, 2, 1000, ["t"] * 5) == [0, 2, 4]
+    assert packets.cut([400, 400, 400, 100], 10, 1000, ["t"] * 4) == [0, 2]
+    assert packets.cut([1000, 1, 1000], 10, 1000, ["t"] * 3) == [0, 1, 2]
+
+
+def test_a_row_no_statement_holds_is_refused_naming_its_task() -> None:
+    with pytest.raises(InvalidJobError, match="Cannot enqueue big: its arguments and options take up to 1,001 bytes"):
+        packets.cut([1, 1001], 10, 1000, ["small", "big"])
+
+
+@pytest.mark.django_db
+def test_no_limit_but_mysqls() -> None:
+    assert (packets.most_statement_bytes(connection) is None) == (connection.vendor != "mysql")
+
+
+@mysql_only
+@pytest.mark.django_db
+def test_jobs_larger_together_than_a_packet_are_written() -> None:
+    """1,000 jobs a little larger than a thousandth of the packet each: past it together."""
+    packet = packets.most_statement_bytes(connection)
+    assert packet is not None
+    size = packet // 1000 + 1000
+    jobs = Job.objects.enqueue_many(Job.objects.build(noop, ["x" * size]) for _ in range(1000))
+    assert len({job.pk for job in jobs}) == 1000
+    assert Job.objects.count() == 1000
+    assert Job.objects.enqueue_rows([(noop, ["x" * size], None)] * 1000) == 1000
+
+
+@mysql_only
+@pytest.mark.django_db(transaction=True)
+def test_a_job_larger_than_a_packet_is_refused_and_nothing_is_written() -> None:
+    packet = packets.most_statement_bytes(connection)
+    assert packet is not None
+    jobs = [Job.objects.build(noop, [1]), Job.objects.build(noop, ["x" * (packet // 2 + 1)])]
+    with pytest.raises(InvalidJobError, match=r"more than the [0-9,]+ of the server's max_allowed_packet"):
+        Job.objects.enqueue_many(jobs)
+    assert Job.objects.count() == 0
+    with transaction.atomic():  # the connection goes on
+        assert len(Job.objects.enqueue_many([Job.objects.build(noop, [n]) for n in range(2)])) == 2
