@@ -28,7 +28,6 @@ from django_sqlqueue.admin import changes, display, failures, overview, throughp
 from django_sqlqueue.admin.changes import CHANGES, Change
 from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, TagFilter, TaskFilter
 from django_sqlqueue.db import pausing
-from django_sqlqueue.db.planner_hints import newest_first_within
 from django_sqlqueue.models import Job, JobStatus, Worker
 
 #: The largest id a job can have (the id is a signed 64-bit integer on every database).
@@ -46,8 +45,8 @@ MOMENTS: dict[str, tuple[str, str]] = {
     JobStatus.RUNNING: ("started_at", "started"),
 }
 
-#: The date range filters' parameters on a time with an index of its own.
-INDEXED_RANGES = ("enqueued_at__range__", "finished_at__range__")
+#: The times with a date range filter and an index led by them.
+INDEXED_TIMES = ("enqueued_at", "finished_at")
 
 #: The action names of the changelist, each the name of a change; ``delete_selected``
 #: replaces Django's own so that running jobs are skipped.
@@ -70,14 +69,20 @@ def _action(name: str, description: str) -> Any:
 
 
 class JobChangeList(ChangeList):
-    """Leaves out the columns the list never shows, which can be large; filtered on a
-    range of a time with an index of its own, and in the default order, has the
-    database read that range (``planner_hints.newest_first_within``)."""
+    """Leaves out the columns the list never shows, which can be large.
+
+    Filtered on a range of the enqueued or finished time, and not sorted by a column,
+    it lists the jobs by that time, newest first (then by id), which reads the time's
+    index backwards from the range's end: by id alone, PostgreSQL and MariaDB walk the
+    primary key back from the newest job until they reach the range (1.4 to 3.4 s for a day
+    six days back at 10,000,000 jobs on PostgreSQL; 1.1 s at 1,000,000 on MariaDB)."""
 
     def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet[Job]:
         rows = super().get_queryset(request, exclude_parameters).defer("args", "kwargs", "result")
-        if ORDER_VAR not in self.params and any(key.startswith(INDEXED_RANGES) for key in self.params):
-            return newest_first_within(rows)
+        if ORDER_VAR not in self.params:
+            for field in INDEXED_TIMES:
+                if any(key.startswith(f"{field}__range__") for key in self.params):
+                    return rows.order_by(f"-{field}", "-pk")
         return rows
 
 

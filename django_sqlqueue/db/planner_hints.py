@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from django.db import connections
-from django.db.models import BigIntegerField, ExpressionWrapper, F, Model, Q, QuerySet
+from django.db.models import Model, Q, QuerySet
 
 _M = TypeVar("_M", bound=Model)
 
@@ -32,16 +32,4 @@ def finished_first(rows: QuerySet[_M], finished: Q) -> QuerySet[_M]:
     against 0.10 s for the whole index, at 1,000,000 jobs)."""
     if connections[rows.db].vendor == "postgresql":
         return rows.filter(finished)
-    return rows
-
-
-def newest_first_within(rows: QuerySet[_M]) -> QuerySet[_M]:
-    """``rows``, filtered on a range of an indexed time and listed newest first (by id),
-    ordered so that MariaDB reads that range: given ``ORDER BY id DESC LIMIT n`` it walks
-    the primary key back from the newest job until it has found n in the range (0.9 s
-    for a day six days back, at 1,000,000 jobs); ordered by ``id + 0`` it reads the
-    range's ids from their index and keeps the n highest (0.04 s). The same order;
-    elsewhere ``rows`` unchanged."""
-    if connections[rows.db].vendor == "mysql":
-        return rows.order_by(ExpressionWrapper(F("pk") + 0, output_field=BigIntegerField()).desc())
     return rows

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 
 from django_sqlqueue.db.indexes import FINISHED_JOBS
-from django_sqlqueue.db.planner_hints import finished_first, newest_first_within
+from django_sqlqueue.db.planner_hints import finished_first
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.admin_helpers import make_job
 
@@ -19,10 +19,3 @@ def test_finished_first_narrows_to_the_finished_jobs_where_the_index_holds_only_
     rows = finished_first(Job.objects.get_queryset(), FINISHED_JOBS)
     expected = [failed.pk] if connection.vendor == "postgresql" else [ready.pk, failed.pk]
     assert sorted(rows.values_list("pk", flat=True)) == expected
-
-
-def test_newest_first_within_keeps_the_rows_and_their_order() -> None:
-    jobs = [make_job() for _ in range(3)]
-    rows = newest_first_within(Job.objects.filter(enqueued_at__isnull=False).order_by("-pk"))
-    assert list(rows.values_list("pk", flat=True)) == [job.pk for job in reversed(jobs)]
-    assert ("+ 0" in str(rows.query)) == (connection.vendor == "mysql")
