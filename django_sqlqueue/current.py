@@ -45,10 +45,8 @@ class JobHandle:
         self.job = job
         self.worker_id = worker_id
         self.reported_at: float | None = None
-        #: The failure a Django task's backend decided for this attempt as it told Django's
-        #: ``task_finished`` (for the runner, which writes that decision instead of making
-        #: another); None otherwise.
-        self.decided: Failure | None = None
+        #: The exception this attempt raised and what it was decided to become (:meth:`decision`).
+        self._decided: tuple[BaseException, Failure] | None = None
 
     def __enter__(self) -> JobHandle:
         self._token = _current.set(self)
@@ -179,6 +177,19 @@ class JobHandle:
         if written:
             self.job.meta = meta
         return written
+
+    def decision(self, error: BaseException) -> Failure:
+        """What this attempt, which raised ``error``, becomes (``db.finishing.decide``),
+        decided once however many ask: the Django task's backend as it tells
+        ``task_finished``, each middleware as the exception passes it, and the runner,
+        which writes it. The traceback is formatted and the backoff drawn once. A new
+        exception (a middleware raised another) is decided anew."""
+        if self._decided is None or self._decided[0] is not error:
+            # Imported here: this module is imported with the package, before the models can be.
+            from django_sqlqueue.db.finishing import decide
+
+            self._decided = (error, decide(self.job, error, self.worker_id))
+        return self._decided[1]
 
     def __repr__(self) -> str:
         return f"<JobHandle #{self.id} {self.task} attempt {self.attempt}>"

@@ -24,7 +24,7 @@ from django_sqlqueue.db.table import AbstractJob, JobT
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.rules import keys
 from django_sqlqueue.rules.dependencies import after_failure_problem
-from django_sqlqueue.rules.lifecycle import CANCEL, CLAIM, EXPIRE, REQUEST_CANCEL
+from django_sqlqueue.rules.lifecycle import CANCEL, CLAIM, EXPIRE, RELEASE_CANCELLED, REQUEST_CANCEL, Transition
 from django_sqlqueue.rules.registry import RegisteredTask, get_task
 from django_sqlqueue.rules.tags import merged, tags_problem
 from django_sqlqueue.rules.validation import (
@@ -509,15 +509,17 @@ class JobManager(models.Manager[JobT]):
         decided. What each job written became; each sends its outcome's signal
         (``signals.job_ended``) once this commits."""
         jobs = self.on_queue_db()
-        awaited = dependencies.awaited(jobs.db, [job.pk for job in itertools.chain(succeeded, failed)])
+        awaited = dependencies.awaited(jobs.db, [*succeeded, *failed])
         if not awaited:  # no link unsettled: a job nothing waits for is finished as ever
             ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
-        else:
-            # What waits for these is settled in the finish's transaction (db/dependencies.py).
-            with transaction.atomic(using=jobs.db):
-                ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
-                dependencies.settle(self.model, jobs.db, awaited, gone_succeeded=[job.pk for job in succeeded])
-        signals.send_ended(ended, jobs.db)
+            signals.send_ended(ended, jobs.db)
+            return ended
+        # What waits for these is settled in the finish's transaction (db/dependencies.py).
+        with transaction.atomic(using=jobs.db):
+            ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
+            # Sent first as it commits: what the settling releases or cancels follows from these.
+            signals.send_ended(ended, jobs.db)
+            dependencies.settle(self.model, jobs.db, awaited, gone_succeeded=[job.pk for job in succeeded])
         return ended
 
     def cancel(self, jobs: models.QuerySet[JobT] | Iterable[int]) -> CancelCount:
@@ -540,7 +542,7 @@ class JobManager(models.Manager[JobT]):
                 # Its receivers get the jobs: read (and locked) first, then cancelled by id.
                 found = list(ready.select_for_update())
                 ready = ready.filter(pk__in=[job.pk for job in found])
-                signals.send_ended([finishing.Ended(job, CANCEL) for job in found], targets.db)
+                _sender(CANCEL, targets.db)(found)
             cancelled = ready.update(**written(CANCEL, finished_at=DatabaseNow()))
             # What waits for them is cancelled too (or released, with after_failure="run").
             dependencies.settle(self.model, targets.db, dependencies.awaited(targets.db, targets))
@@ -559,15 +561,28 @@ class JobManager(models.Manager[JobT]):
         if not signals.job_ended[EXPIRE.outcome].receivers:
             return expiry.expire(jobs, max_chunks=max_chunks)
 
-        def send(rows: list[Any]) -> None:
-            signals.send_ended([finishing.Ended(row, EXPIRE) for row in rows], jobs.db)
-
-        return expiry.expire(jobs, max_chunks=max_chunks, ended=send)
+        return expiry.expire(jobs, max_chunks=max_chunks, ended=_sender(EXPIRE, jobs.db))
 
     def release(self, *, worker_id: str, unstarted: Iterable[JobT]) -> int:
         """Put claimed jobs that never started back to ``READY``, their attempt not counted
-        (a worker stopping before it got to them). Fenced like :meth:`finish`."""
-        return finishing.release(self.on_queue_db(), worker_id=worker_id, unstarted=unstarted)
+        (a worker stopping before it got to them); one someone asked to cancel meanwhile is
+        ``CANCELLED`` and sends ``job_cancelled`` once that commits. Fenced like :meth:`finish`."""
+        jobs = self.on_queue_db()
+        if not signals.job_ended[RELEASE_CANCELLED.outcome].receivers:
+            return finishing.release(jobs, worker_id=worker_id, unstarted=unstarted)
+
+        sent = _sender(RELEASE_CANCELLED, jobs.db)
+        return finishing.release(jobs, worker_id=worker_id, unstarted=unstarted, cancelled=sent)
+
+
+def _sender(transition: Transition, using: str) -> Callable[[list[Any]], None]:
+    """What sends the signal of ``transition`` (:data:`signals.job_ended`'s of its outcome)
+    for each job given, once ``using``'s transaction commits."""
+
+    def send(jobs: list[Any]) -> None:
+        signals.send_ended([finishing.Ended(job, transition) for job in jobs], using)
+
+    return send
 
 
 class _TaskDefaults(NamedTuple):

@@ -3,7 +3,8 @@ Each is sent with ``sender`` the job's model and ``job``; a receiver's exception
 logged and changes nothing about the job, or about the other receivers.
 
 - :data:`job_enqueued`: once the transaction that wrote the job commits, in the process
-  and thread that enqueued it.
+  and thread that enqueued it; :data:`job_unblocked` once a job that waited for others
+  is released (``READY``).
 - :data:`job_started` and :data:`job_finished`: around each attempt, in the worker
   thread that runs it, outside any transaction (the attempt's claim committed before).
 - One signal per way an attempt ends, :data:`job_ended`, by the outcomes of the
@@ -12,7 +13,10 @@ logged and changes nothing about the job, or about the other receivers.
   :data:`job_cancelled` and :data:`job_snoozed`. Sent once the statement that wrote the outcome committed,
   in the process and thread that wrote it (a worker's main thread, the caller of
   ``Job.objects.finish`` or of ``Job.objects.cancel``), once per job: an outcome that the fence kept out (the job was
-  rescued from its worker meanwhile) sends nothing."""
+  rescued from its worker meanwhile) sends nothing.
+
+Every transition of ``rules.lifecycle.TRANSITIONS`` sends its signal (:func:`signal_of`)
+or is in :data:`SILENT`, which says why it sends none."""
 
 from __future__ import annotations
 
@@ -23,7 +27,26 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 from django.dispatch import Signal
 
-from django_sqlqueue.rules.lifecycle import EXPIRE, FAIL, OUTCOMES, RETRY, SNOOZE, STOP, SUCCEED
+from django_sqlqueue.rules.lifecycle import (
+    ADMIN_RETRY,
+    CLAIM,
+    DELETE,
+    ENQUEUE,
+    ENQUEUE_WAITING,
+    EXPIRE,
+    FAIL,
+    OUTCOMES,
+    PRUNE,
+    RELEASE,
+    REQUEST_CANCEL,
+    RETRY,
+    RUN_NOW,
+    SNOOZE,
+    STOP,
+    SUCCEED,
+    UNBLOCK,
+    Transition,
+)
 
 if TYPE_CHECKING:
     from django_sqlqueue.db.finishing import Ended
@@ -34,6 +57,15 @@ logger = logging.getLogger(__name__)
 #: Sent with ``job`` once the job is written and committed; not by ``enqueue_rows``,
 #: which makes no job objects, nor for a job a unique key kept out.
 job_enqueued = Signal()
+
+#: Sent with ``job`` (its ``status`` ``READY``) once the transaction that released it
+#: commits: it waited (``WAITING``) for the jobs it was enqueued ``after``, and the last
+#: of them finished (``unblock``). Sent from the process that finished that job (a
+#: worker's main thread, a canceller), or the maintenance leader's sweep; and from the
+#: enqueuing process for a job whose jobs to wait for had all finished by its enqueue
+#: (after its :data:`job_enqueued`). Not :data:`job_enqueued` again: the job was
+#: enqueued once, and a receiver counting enqueues counts it once.
+job_unblocked = Signal()
 
 #: Sent before a job runs, with ``job``.
 job_started = Signal()
@@ -60,8 +92,12 @@ job_succeeded = job_ended[SUCCEED.outcome]
 job_retried = job_ended[RETRY.outcome]
 #: ``job_ended["failed"]``: the job failed for good and is ``FAILED``.
 job_failed = job_ended[FAIL.outcome]
-#: ``job_ended["cancelled"]``: the job stopped on a cancel request, or was cancelled while
-#: ``READY`` (``Job.objects.cancel``, the admin: sent from there), and is ``CANCELLED``.
+#: ``job_ended["cancelled"]``: the job is ``CANCELLED``: it stopped on a cancel request
+#: (``stop``); or was cancelled while ``READY`` or ``WAITING`` (``cancel``:
+#: ``Job.objects.cancel``, the admin; sent from there); or it waited for a job that
+#: failed (``cancel_dependent``, ``error`` the ``DependencyFailed`` saying which; sent
+#: from where that job ended, or the sweep); or its worker gave it back unstarted after
+#: a cancel request (``release_cancelled``: a stopping worker, the rescue).
 job_cancelled = job_ended[STOP.outcome]
 #: ``job_ended["snoozed"]``: its task raised ``Snooze``; the job is ``READY`` for later, its attempt not counted.
 job_snoozed = job_ended[SNOOZE.outcome]
@@ -73,7 +109,10 @@ job_expired = job_ended[EXPIRE.outcome]
 
 def send(signal: Signal, sender: type[Any], about: object, **named: Any) -> None:
     """Send ``signal``; a receiver's exception is logged, naming ``about`` (made a
-    string only then), and the other receivers still get it."""
+    string only then), and the other receivers still get it. With no receiver
+    connected, nothing is called: the runner sends two signals around every job."""
+    if not signal.receivers:
+        return
     for receiver, response in signal.send_robust(sender, **named):
         if isinstance(response, Exception):
             logger.error("Receiver %r of %s raised", receiver, about, exc_info=response)
@@ -82,12 +121,18 @@ def send(signal: Signal, sender: type[Any], about: object, **named: Any) -> None
 def send_enqueued(jobs: Sequence[AbstractJob], using: str) -> None:
     """Send :data:`job_enqueued` for each of ``jobs`` once ``using``'s transaction
     commits (at once outside one); nothing is held when nobody listens."""
-    if not job_enqueued.receivers:
+    send_each(job_enqueued, jobs, using)
+
+
+def send_each(signal: Signal, jobs: Sequence[AbstractJob], using: str) -> None:
+    """Send ``signal`` with each of ``jobs`` once ``using``'s transaction commits (at
+    once outside one); nothing is held when nobody listens."""
+    if not signal.receivers:
         return
 
     def sent() -> None:
         for job in jobs:
-            send(job_enqueued, type(job), job, job=job)
+            send(signal, type(job), job, job=job)
 
     transaction.on_commit(sent, using=using)
 
@@ -107,3 +152,29 @@ def send_ended(ended: Sequence[Ended], using: str) -> None:
             send(signal, type(job), job, job=job, transition=transition, result=outcome.result, error=outcome.error)
 
     transaction.on_commit(sent, using=using)
+
+
+#: The signal of each transition that sends one and has no outcome (those with an
+#: outcome send its :data:`job_ended`).
+SENT: dict[Transition, Signal] = {ENQUEUE: job_enqueued, ENQUEUE_WAITING: job_enqueued, UNBLOCK: job_unblocked}
+
+#: Why each transition that sends no signal sends none: the decision made for every
+#: transition that :func:`signal_of` gives none (a test walks the table).
+SILENT: dict[Transition, str] = {
+    CLAIM: "the attempt it starts sends job_started in the worker thread that runs it; "
+    "a job claimed and given back unstarted never started",
+    RELEASE: "the job is READY as before its claim, its attempt not counted: nothing happened to it",
+    REQUEST_CANCEL: "the job still runs: its end sends job_cancelled (stop, or release_cancelled)",
+    ADMIN_RETRY: "an admin's action, kept in the admin's history (LogEntry): the retried job "
+    "sends job_started and its outcome's signal as it runs again",
+    RUN_NOW: "an admin's action, kept in the admin's history: the job only becomes due sooner",
+    DELETE: "an admin's action, kept in the admin's history (a queryset's delete: Django's "
+    "post_delete reaches receivers of the model's)",
+    PRUNE: "housekeeping of jobs that sent their signal as they ended; counted by sqlqueue_prune and the leader's log",
+}
+
+
+def signal_of(transition: Transition) -> Signal | None:
+    """The signal ``transition`` sends once written: its outcome's (:data:`job_ended`),
+    or its own (:data:`SENT`); None for one of :data:`SILENT`."""
+    return job_ended[transition.outcome] if transition.outcome else SENT.get(transition)

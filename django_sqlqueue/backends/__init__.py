@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
+from django.db import transaction
 
 from django_sqlqueue.backends.compat import (
     BaseTaskBackend,
@@ -26,7 +27,9 @@ from django_sqlqueue.backends.compat import (
 from django_sqlqueue.backends.results import job_result
 from django_sqlqueue.exceptions import UnknownTaskError
 from django_sqlqueue.rules.registry import get_task, register
+from django_sqlqueue.rules.tags import merged, tags_problem
 from django_sqlqueue.rules.validation import job_options_problem
+from django_sqlqueue.signals import send
 
 if TYPE_CHECKING:
     # The methods import it when they run: Django imports this module to create the
@@ -63,6 +66,11 @@ class SQLQueueTask(Task):  # type: ignore[type-arg]  # generic in the stubs, not
     #: ``@job``'s ``max_snoozes``: a job that raises ``Snooze`` more often is ``FAILED``
     #: (``None``: ``SQLQUEUE_MAX_SNOOZES``).
     max_snoozes: int | None = None
+    #: ``@job``'s ``tags``: every job of the task has them (the admin's tag filter offers
+    #: them); :meth:`tagged` adds more for one enqueue.
+    tags: tuple[str, ...] = ()
+    #: The job's ``meta``, set for one enqueue with :meth:`with_meta` (a dict: not hashed).
+    meta: dict[str, Any] | None = dataclasses.field(default=None, hash=False)
 
     def waiting_for(self, *results: Any, after_failure: str | None = None) -> SQLQueueTask:
         """A copy of this task whose enqueue waits until the jobs of ``results`` (task
@@ -70,14 +78,28 @@ class SQLQueueTask(Task):  # type: ignore[type-arg]  # generic in the stubs, not
         Until then its result's status is ``READY``."""
         return dataclasses.replace(self, after=(*self.after, *results), after_failure=after_failure)
 
+    def tagged(self, *tags: str) -> SQLQueueTask:
+        """A copy of this task whose enqueue adds ``tags`` to the task's own:
+        ``task.tagged("tenant:42").enqueue(...)`` (see the Tags guide)."""
+        return dataclasses.replace(self, tags=merged(self.tags, tags))
+
+    def with_meta(self, meta: dict[str, Any]) -> SQLQueueTask:
+        """A copy of this task whose enqueue writes ``meta`` (JSON, shown on the job's
+        admin page) into the job, over the keys of an earlier ``with_meta``."""
+        return dataclasses.replace(self, meta={**(self.meta or {}), **meta})
+
     def __post_init__(self) -> None:
         """Validated by the backend (what Django's ``Task`` does), then registered, so
         that a worker finds the task by name and imports nothing a row names."""
         Task.__post_init__(self)  # not super(): a slots dataclass is a new class
+        # @task(tags=[...]) gives a list: kept as a tuple, each tag once, as @job keeps them.
+        object.__setattr__(self, "tags", merged(self.tags))
         if _unregistered(self):
             own = {name: getattr(self, name) for name in ("unique", "unique_queue", "unique_until", "max_snoozes")}
             # Left out when unset; max_snoozes=0 is set (a job fails at its first snooze).
             options = {name: value for name, value in own.items() if value is not None and value is not False}
+            if self.tags:
+                options["tags"] = self.tags
             register(self.func, name=self.module_path, django_task=self, **options)
 
 
@@ -107,14 +129,19 @@ class SQLQueueBackend(BaseTaskBackend):
         """Django's rules, then ours (queue names, ``SQLQUEUE_QUEUES``, option ranges).
         Only checks: a task of ours registers itself once valid (``SQLQueueTask``)."""
         super().validate_task(task)
-        if problem := job_options_problem(queue=task.queue_name, **_own_options(task)):
+        if problem := job_options_problem(queue=task.queue_name, **_own_options(task)) or tags_problem(
+            getattr(task, "tags", ())
+        ):
             raise InvalidTask(f"{task.module_path}: {problem}.")
 
     def enqueue(self, task: Task[_P, _R], args: list[Any], kwargs: dict[str, Any]) -> TaskResult[_P, _R]:
-        """Write the job on the caller's connection, inside the caller's transaction.
+        """Write the job on the caller's connection, inside the caller's transaction;
+        ``task_enqueued`` is sent once that commits (at once outside one), as our
+        ``job_enqueued`` is: never for a job a rollback undid, nor for a unique task's
+        enqueue that returned the result of the job holding its key.
 
-        Raises ``InvalidTask``, or ``InvalidJobError`` for arguments that are not plain JSON
-        or that the task's function cannot take."""
+        Raises ``InvalidTask``, or ``InvalidJobError`` for arguments, tags or meta that
+        are not plain JSON, or arguments that the task's function cannot take."""
         from django_sqlqueue.models import Job
 
         self.validate_task(task)
@@ -128,9 +155,15 @@ class SQLQueueBackend(BaseTaskBackend):
             run_at=task.run_after,
             **{**self.options, **options},
             **_dependencies(task),
+            tags=getattr(task, "tags", ()),
+            meta=getattr(task, "meta", None),
         )
         result = job_result(job, task, backend=self.alias)
-        task_enqueued.send(type(self), task_result=result)
+        if job.created:
+            sender = type(self)
+            transaction.on_commit(
+                lambda: send(task_enqueued, sender, task.module_path, task_result=result), using=job._state.db
+            )
         return result
 
     def get_result(self, result_id: str) -> TaskResult[..., Any]:

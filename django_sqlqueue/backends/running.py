@@ -22,8 +22,8 @@ from django_sqlqueue.signals import send
 def run_task(task: Task[..., Any], job: Job, worker_id: str, *, backend: str, sender: type[Any]) -> Any:
     """Run ``job`` of ``task`` (registered by ``backend``, which ``sender`` names in the
     signals): its return value as Django's backends store it. A failure is decided
-    here (:func:`~django_sqlqueue.db.finishing.decide`), once, and kept on the attempt's
-    ``current_job()`` handle for the runner to write what ``task_finished`` said."""
+    once, on the attempt's ``current_job()`` handle (``JobHandle.decision``), so that the
+    runner writes what ``task_finished`` said."""
 
     def result_after(**outcome: Any) -> TaskResult[..., Any]:
         """The task's result once ``outcome`` is written: a little later, in a batch
@@ -43,9 +43,8 @@ def run_task(task: Task[..., Any], job: Job, worker_id: str, *, backend: str, se
         # What Django's own backends store: tuples become lists, for one.
         value = normalize_json(value)
     except Exception as error:
-        failure = decide(job, error, worker_id)
-        if (handle := current_job()) is not None:
-            handle.decided = failure
+        handle = current_job()
+        failure = decide(job, error, worker_id) if handle is None else handle.decision(error)
         # Sent while the exception is handled, so that Django's task logger logs its traceback.
         send(task_finished, sender, task.module_path, task_result=result_after(**after_failure(job, failure, now())))
         raise

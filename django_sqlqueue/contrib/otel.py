@@ -30,10 +30,9 @@ from collections.abc import Callable
 from typing import Any
 
 from django_sqlqueue.contrib import missing
-from django_sqlqueue.db.finishing import after_error
 from django_sqlqueue.models import Job
 from django_sqlqueue.rules.lifecycle import SNOOZE, SUCCEED
-from django_sqlqueue.runner.middleware import Handler
+from django_sqlqueue.runner.middleware import Handler, after_error
 
 try:
     from opentelemetry import context, trace

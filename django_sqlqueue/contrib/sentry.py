@@ -25,11 +25,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from django_sqlqueue.contrib import missing
-from django_sqlqueue.db.finishing import after_error
 from django_sqlqueue.models import Job
 from django_sqlqueue.rules.lifecycle import FAIL, RETRY
 from django_sqlqueue.runner.execution import logger as attempts_logger
-from django_sqlqueue.runner.middleware import Handler
+from django_sqlqueue.runner.middleware import Handler, after_error
 
 try:
     import sentry_sdk

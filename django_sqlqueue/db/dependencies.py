@@ -27,8 +27,10 @@ from django.db import connections, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F
 
+from django_sqlqueue import signals
 from django_sqlqueue.db import notifying
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.finishing import Ended
 from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.wakeup import wake_on_commit
@@ -185,9 +187,11 @@ def _settle_chunk(
 def _decide(model: type[AbstractJob], using: str, children: Sequence[int], blocked: dict[int, str]) -> list[int]:
     """Cancel the waiting children of ``blocked`` that do not run after a failure, with
     its reason (``cancel_dependent``); release the others of ``children`` that wait for
-    nothing more (``unblock``). Both compare-and-set on ``WAITING``. The cancelled ids."""
+    nothing more (``unblock``). Both compare-and-set on ``WAITING``; each job moved sends
+    its signal once this commits (``job_cancelled``, ``job_unblocked``): with a receiver
+    connected, the rows are read (and locked) first and moved by id. The cancelled ids."""
     jobs = model._base_manager.using(using)
-    cancelled: list[int] = []
+    cancelled: dict[int, str] = {}
     reasons: dict[str, list[int]] = defaultdict(list)
     for child, why in blocked.items():
         reasons[why].append(child)
@@ -205,35 +209,54 @@ def _decide(model: type[AbstractJob], using: str, children: Sequence[int], block
                     finished_at=DatabaseNow(),
                 )
             )
-            cancelled += ids
+            cancelled.update(dict.fromkeys(ids, why))
+    if cancelled and signals.job_ended[CANCEL_DEPENDENT.outcome].receivers:
+        stopped = itertools.chain.from_iterable(jobs.filter(pk__in=chunk) for chunk in _chunks(cancelled))
+        ended = [Ended(job, CANCEL_DEPENDENT, error=DependencyFailed(cancelled[job.pk])) for job in stopped]
+        signals.send_ended(ended, using)
     released: set[str] = set()
-    for chunk in _chunks(set(children) - set(cancelled)):
-        if jobs.filter(pk__in=chunk).filter(allowed(UNBLOCK)).update(**written(UNBLOCK)):
+    unblocked: list[AbstractJob] = []
+    for chunk in _chunks(set(children) - cancelled.keys()):
+        waiting = jobs.filter(pk__in=chunk).filter(allowed(UNBLOCK))
+        if signals.job_unblocked.receivers:
+            found = list(waiting.select_for_update())
+            waiting = waiting.filter(pk__in=[job.pk for job in found])
+            unblocked += found
+        if waiting.update(**written(UNBLOCK)):
             released.update(jobs.filter(pk__in=chunk, status=UNBLOCK.target).values_list("queue", flat=True))
+    for job in unblocked:
+        job.status = UNBLOCK.status
+    signals.send_each(signals.job_unblocked, unblocked, using)
     if released:  # idle workers wake when this commits, as for new jobs
         notifying.notify(using, "")
         wake_on_commit(using, released)
-    return cancelled
+    return list(cancelled)
 
 
-def awaited(using: str, jobs: models.QuerySet[Any] | Collection[int]) -> list[int]:
-    """The ids among ``jobs`` (a queryset, or ids) that some job still waits for
+def awaited(using: str, jobs: models.QuerySet[Any] | Collection[AbstractJob]) -> list[int]:
+    """The ids among ``jobs`` (a queryset, or saved jobs) that some job still waits for
     (unsettled links): few, however many ``jobs`` holds; read from the links' index on
-    their parent, and no query at all for no ids. For ids (a finished batch), the
-    statement is written once per connection (:class:`_AwaitedRead`): a finish compiles
-    nothing for it."""
+    their parent, and no query at all for no jobs. For jobs (a finished batch), the
+    statements are written once per connection (:class:`_AwaitedRead`), and their ids
+    are read only when some link is unsettled at all: a finish compiles nothing for it,
+    and with no workflow under way touches no job's id."""
     if isinstance(jobs, models.QuerySet):
         links = _links(using).filter(settled=False, parent_id__in=jobs.values("pk"))
         return list(links.order_by().values_list("parent_id", flat=True).distinct())
+    if not jobs:
+        return []
     read = _awaited_reads(_link_model(), connections[using])
-    return [pk for chunk in _chunks(jobs) for pk in read.run(chunk)]
+    if not read.any_unsettled():
+        return []
+    return [pk for chunk in _chunks(job.pk for job in jobs) for pk in read.run(chunk)]
 
 
 class _AwaitedRead:
     """``SELECT DISTINCT parent_id FROM links WHERE settled = false AND parent_id IN (…)``
     as plain SQL, its names quoted once for each connection; first, without parameters,
-    whether any link is unsettled at all: with no workflow under way (most finishes of
-    most projects) that is all a finish reads, in about a bare round trip."""
+    whether any link is unsettled at all (:meth:`any_unsettled`): with no workflow under
+    way (most finishes of most projects) that is all a finish reads, in about a bare
+    round trip."""
 
     def __init__(self, model: type[models.Model], connection: BaseDatabaseWrapper) -> None:
         qn = connection.ops.quote_name
@@ -245,11 +268,15 @@ class _AwaitedRead:
         self._any = f"SELECT 1 FROM {table} WHERE {settled} = %s LIMIT 1"
         self._head = f"SELECT DISTINCT {parent} FROM {table} WHERE {settled} = %s AND {parent} IN "
 
-    def run(self, ids: Sequence[int]) -> list[int]:
+    def any_unsettled(self) -> bool:
+        """Whether any link at all is unsettled."""
         with self._connection.cursor() as cursor:
             cursor.execute(self._any, [False])
-            if cursor.fetchone() is None:
-                return []
+            return cursor.fetchone() is not None
+
+    def run(self, ids: Sequence[int]) -> list[int]:
+        """The ids among ``ids`` that an unsettled link waits for."""
+        with self._connection.cursor() as cursor:
             cursor.execute(f"{self._head}({', '.join(['%s'] * len(ids))})", [False, *ids])
             return [int(row[0]) for row in cursor.fetchall()]
 

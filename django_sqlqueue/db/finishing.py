@@ -11,7 +11,7 @@ import math
 import random
 import traceback
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from django.db import DatabaseError, connections
@@ -132,15 +132,6 @@ def decide(job: AbstractJob, error: BaseException, worker_id: str) -> Failure:
     transition = failure_transition(attempts=job.attempts, max_attempts=job.max_attempts, cancelled=cancelled)
     delay = retry_delay(job.attempts) if transition is RETRY else None
     return Failure(error, error_record(job, error, worker_id), transition, delay)
-
-
-def after_error(job: AbstractJob, error: BaseException) -> Failure:
-    """What :func:`decide` makes of ``job``'s attempt that raised ``error``, for a
-    middleware that must know as the attempt fails its transition (``retry``, ``fail``,
-    ``stop``, ``snooze``...: was it the job's last?) and the error it is failed with
-    (``SnoozedTooOften`` for a snooze too many). Decided again by the same rules: the
-    record (which names no worker here) and the delay are the runner's to write."""
-    return decide(job, error, worker_id="")
 
 
 def snoozed(job: AbstractJob, snooze: Snooze, worker_id: str) -> Failure:
@@ -454,24 +445,42 @@ def _refused(using: str, error: DatabaseError) -> bool:
     return is_unwritable(error) or (lost and is_away(error))
 
 
-def release(jobs: QuerySet[AbstractJob], *, worker_id: str, unstarted: Iterable[AbstractJob]) -> int:
+def release(
+    jobs: QuerySet[AbstractJob],
+    *,
+    worker_id: str,
+    unstarted: Iterable[AbstractJob],
+    cancelled: Callable[[list[AbstractJob]], object] | None = None,
+) -> int:
     """Give back claimed jobs that never started, without counting their attempt
     (``release``); one someone asked to cancel meanwhile is ``CANCELLED`` instead
-    (``release_cancelled``)."""
+    (``release_cancelled``). With ``cancelled``, the held rows are locked first (a
+    cancel request waits for the give-back), and ``cancelled`` is called with those that
+    became ``CANCELLED``, read back inside the transaction: each once, for its signal."""
     unstarted = list(unstarted)
     if not unstarted:
         return 0
     targets = still_held(jobs, worker_id, unstarted)
-    return retry_transient(
-        jobs.db,
-        lambda: targets.update(
+
+    def give_back() -> int:
+        return targets.update(
             status=status_case(AFTER_RELEASE),
             finished_at=column_case(AFTER_RELEASE, "finished_at", DatabaseNow()),
             attempts=F("attempts") - 1,
             started_at=None,
-        ),
-        atomic=False,
-    )
+        )
+
+    if cancelled is None:
+        return retry_transient(jobs.db, give_back, atomic=False)
+
+    def give_back_and_tell() -> int:
+        held = dict(targets.select_for_update().values_list("pk", "cancel_requested_at"))
+        count = give_back()
+        if stopped := [pk for pk, requested in held.items() if requested is not None]:
+            cancelled(list(jobs.filter(PrimaryKeyIn(stopped))))
+        return count
+
+    return retry_transient(jobs.db, give_back_and_tell)
 
 
 def still_held(jobs: QuerySet[AbstractJob], worker_id: str, held: Iterable[AbstractJob]) -> QuerySet[AbstractJob]:

@@ -11,6 +11,9 @@ Both folders are this user's alone (0700, checked, never followed through a link
 the sockets 0600: only processes of the same user wake the workers, and only they learn
 the queue names a datagram carries.
 
+This module is the enqueue's side: the folder, and the datagram sent when an enqueue
+commits; ``db/wakeup_bell.py`` is the worker's: the socket it binds there and waits on.
+
 The datagram is sent by ``transaction.on_commit``, once per transaction however many jobs
 it wrote: never before the jobs are visible. Sending is best effort: no folder, no
 listener, a full buffer, a permission error: nothing is sent, nothing is raised, and the
@@ -25,7 +28,6 @@ import errno
 import hashlib
 import logging
 import os
-import secrets
 import socket
 import stat
 import tempfile
@@ -45,7 +47,7 @@ logger = logging.getLogger(__name__)
 #: A datagram names the queues of the jobs committed, one a line; past this many bytes
 #: (a transaction that wrote to very many queues) it names none, which wakes every worker.
 MOST_PAYLOAD = 1024
-_SUFFIX = ".sock"
+SUFFIX = ".sock"
 #: The attribute of a connection object that holds its transaction's pending wake-up.
 _ATTRIBUTE = "_sqlqueue_wakeup"
 #: Each database's folder, by what it is made from; each folder's sockets, by its time.
@@ -148,12 +150,12 @@ def _sockets(folder: Path) -> list[str]:
     :class:`UnsafeFolder`): listed again only when the folder changed (a worker came or
     went), or changed less than a second ago (its time may not have ticked since)."""
     held = os.lstat(folder)
-    _check_private(folder, held, 0o077)
+    check_private(folder, held, 0o077)
     cached = _listings.get(folder)
     if cached is not None and cached[0] == held.st_mtime_ns and time.time_ns() - held.st_mtime_ns > 1_000_000_000:
         return cached[1]
     with os.scandir(folder) as entries:
-        paths = [entry.path for entry in entries if entry.name.endswith(_SUFFIX)]
+        paths = [entry.path for entry in entries if entry.name.endswith(SUFFIX)]
     _listings[folder] = (held.st_mtime_ns, paths)
     return paths
 
@@ -171,59 +173,7 @@ def _sender() -> socket.socket:
     return _sending
 
 
-def wakes(payload: bytes, queues: Iterable[str] | None) -> bool:
-    """Whether a datagram is news to a worker of ``queues`` (None: every queue)."""
-    return not queues or not payload or not set(payload.decode(errors="replace").split("\n")).isdisjoint(queues)
-
-
-def bind(alias: str) -> socket.socket | None:
-    """A new non-blocking socket bound in ``alias``'s wake-up folder (made if need be),
-    for a worker to wait on; None where there is no folder (:func:`wakeup_folder`).
-    The sockets that no process listens on any more (workers killed) are removed first.
-
-    Raises ``OSError`` when the folder cannot be made or used (it is someone else's, or
-    open to others; the socket's path is too long): the worker then polls."""
-    folder = wakeup_folder(alias)
-    if folder is None:
-        return None
-    for made in (folder.parent, folder):
-        with contextlib.suppress(FileExistsError):
-            made.mkdir(mode=0o700)
-    # The folder nobody else may enter, in one nobody else may write to (and so swap it).
-    for path, closed in ((folder.parent, 0o022), (folder, 0o077)):
-        _check_private(path, os.lstat(path), closed)
-    _remove_stale(folder)
-    path = folder / f"{os.getpid()}-{secrets.token_hex(4)}{_SUFFIX}"
-    bell = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    try:
-        bell.bind(str(path))
-        os.chmod(path, 0o600)
-        bell.setblocking(False)
-    except OSError:
-        bell.close()
-        raise
-    return bell
-
-
-def touch(bell: socket.socket) -> bool:
-    """Set the times of the file of a socket made by :func:`bind` to now; whether it is
-    still there."""
-    try:
-        os.utime(bell.getsockname())
-    except OSError:
-        return False
-    return True
-
-
-def unbind(bell: socket.socket) -> None:
-    """Close a socket made by :func:`bind` and remove its file."""
-    path = bell.getsockname()
-    bell.close()
-    with contextlib.suppress(OSError):
-        os.unlink(path)
-
-
-def _check_private(path: Path, held: os.stat_result, closed: int) -> None:
+def check_private(path: Path, held: os.stat_result, closed: int) -> None:
     """Raise :class:`UnsafeFolder` unless ``path`` (``held`` its ``lstat``) is a real folder
     of this user's that nobody else may do what the ``closed`` bits allow."""
     if not stat.S_ISDIR(held.st_mode) or held.st_uid != os.geteuid() or held.st_mode & closed:
@@ -232,26 +182,3 @@ def _check_private(path: Path, held: os.stat_result, closed: int) -> None:
             f"not a folder of this user's closed to others (mode {stat.filemode(held.st_mode)}, owner {held.st_uid})",
             str(path),
         )
-
-
-def _remove_stale(folder: Path) -> None:
-    """Remove the sockets of ``folder`` that nobody listens on: a worker killed by SIGKILL
-    (or a power cut) leaves its file behind."""
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            if entry.name.endswith(_SUFFIX) and not _listened(entry.path):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(entry.path)
-                    logger.debug("Removed the stale wake-up socket %s", entry.path)
-
-
-def _listened(path: str) -> bool:
-    """Whether a process listens on the socket file ``path`` (when in doubt, yes)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.connect(path)
-        except ConnectionRefusedError:
-            return False
-        except OSError:
-            pass  # gone meanwhile, say: not ours to remove
-    return True

@@ -111,8 +111,10 @@ class Transition:
     #: For a transition that ends an attempt: its one-word outcome, as the runner logs
     #: it, ``job_finished`` sends it, the metrics label it and ``run_jobs`` counts it.
     #: Each outcome has its signal (``signals.job_ended``), which every transition
-    #: with that outcome sends once written: a ready job cancelled is ``cancelled`` too,
-    #: and ``expire`` (no attempt) sends ``expired`` from the expiry sweep.
+    #: with that outcome sends once written: a job cancelled before it started (a ready
+    #: one, a dependent of a failed job, one given back unstarted after a cancel request)
+    #: is ``cancelled`` too, and ``expire`` (no attempt) sends ``expired`` from the expiry
+    #: sweep. ``signals.SILENT`` says why each transition without a signal sends none.
     outcome: str = ""
 
     @property
@@ -177,6 +179,7 @@ CANCEL_DEPENDENT = _transition(
     (_C.DEPENDENCY_FAILED,),
     ("status", *_ERROR, "finished_at"),
     "the finish or cancel of a job it waits for, in the same transaction; the maintenance leader's sweep",
+    outcome="cancelled",
 )
 CLAIM = _transition(
     "claim",
@@ -273,6 +276,7 @@ RELEASE_CANCELLED = _transition(
     (_C.HELD, _C.UNSTARTED, _C.CANCEL_REQUESTED),
     (*_RELEASED, "finished_at"),
     "a stopping worker; the rescue, for a dead worker's unstarted job",
+    outcome="cancelled",
 )
 REQUEST_CANCEL = _transition(
     "request_cancel",
@@ -376,7 +380,14 @@ AFTER_RELEASE = (RELEASE_CANCELLED, RELEASE)
 RESCUE = (*AFTER_FAILURE, *AFTER_RELEASE)
 #: The one-word outcomes, in ``run_jobs``' order: of an attempt, and ``expired`` (a job
 #: ended before any attempt).
-OUTCOMES = tuple(dict.fromkeys(transition.outcome for transition in TRANSITIONS.values() if transition.outcome))
+OUTCOMES = tuple(
+    dict.fromkeys(
+        # An attempt's endings first (from RUNNING), each in the table's order: sorted() is stable.
+        transition.outcome
+        for transition in sorted(TRANSITIONS.values(), key=lambda transition: _RUNNING not in transition.sources)
+        if transition.outcome
+    )
+)
 #: The status each outcome writes (``retried`` and ``snoozed`` both ``READY``).
 OUTCOME_STATUS: dict[str, JobStatus] = {
     transition.outcome: transition.target

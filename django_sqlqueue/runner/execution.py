@@ -11,11 +11,11 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol, cast
 
-from asgiref.sync import async_to_sync, iscoroutinefunction
+from asgiref.sync import async_to_sync
 from django.db import DatabaseError, connections
 
 from django_sqlqueue import current, signals
-from django_sqlqueue.db.finishing import Failure, decide, error_message
+from django_sqlqueue.db.finishing import Failure, error_message
 from django_sqlqueue.exceptions import TransactionLeftOpen
 from django_sqlqueue.models import Job
 from django_sqlqueue.rules.lifecycle import FAIL, RETRY, SNOOZE, STOP, SUCCEED
@@ -44,7 +44,7 @@ def attempt(job: Job, worker_id: str, through: Through | None = None) -> JobOutc
     of :data:`LOG_LEVELS`, with the fields of :func:`job_fields` as the record's extras).
     ``through`` is the worker's middleware chain (``runner.middleware``), if any.
     Whatever the task raises is its outcome, never the worker's: its failure is decided
-    here, once (:func:`~django_sqlqueue.db.finishing.decide`), for the finisher to write."""
+    once an attempt, on its handle (``current.JobHandle.decision``), for the finisher to write."""
     with current.JobHandle(job, worker_id) as handle:
         signals.send(signals.job_started, Job, job, job=job)
         began = time.perf_counter()
@@ -52,9 +52,8 @@ def attempt(job: Job, worker_id: str, through: Through | None = None) -> JobOutc
             value = run(job, worker_id) if through is None else through(job)
             outcome = JobOutcome(job, result=value)
         except Exception as error:
-            # A Django task's failure was decided as its signal was sent: not twice.
-            decided = handle.decided
-            failure = decided if decided is not None and decided.error is error else decide(job, error, worker_id)
+            # Decided once an attempt: a Django task's backend or a middleware may have.
+            failure = handle.decision(error)
             outcome = JobOutcome(job, error=error, failure=failure)
         duration = time.perf_counter() - began
         result = SUCCEED.outcome if outcome.failure is None else outcome.failure.transition.outcome
@@ -120,13 +119,13 @@ def run(job: Job, worker_id: str) -> Any:
     """Run a claimed job's task in ``worker_id``: its return value, or the exception it
     raised. Raises ``UnknownTaskError`` for a job naming no registered task.
 
-    A Django task that raises has its failure decided (:func:`decide`) to tell Django's
-    ``task_finished`` what will be written: that decision is kept on the attempt's
-    ``current_job()`` handle (``decided``)."""
+    A Django task that raises has its failure decided to tell Django's ``task_finished``
+    what will be written: on the attempt's ``current_job()`` handle
+    (``JobHandle.decision``), which keeps it for the runner."""
     registered = get_task(job.task)
     if registered.django_task is None:
         func = registered.func
-        if iscoroutinefunction(func):
+        if registered.is_coroutine:
             # As Django's Task.call runs one: in an event loop of its own, in this thread's
             # context (current_job()), its sync_to_async calls back on this thread and its
             # connections.

@@ -25,6 +25,8 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 
 from django_sqlqueue.conf import conf
+from django_sqlqueue.current import current_job
+from django_sqlqueue.db.finishing import Failure, decide
 from django_sqlqueue.models import Job
 from django_sqlqueue.runner.execution import run
 
@@ -61,3 +63,17 @@ def chain(worker_id: str) -> Chain | None:
     factory that returns no handler (and whatever a factory raises)."""
     factories = conf.SQLQUEUE_MIDDLEWARE
     return Chain(worker_id, factories) if factories else None
+
+
+def after_error(job: Job, error: BaseException) -> Failure:
+    """What ``job``'s attempt that raised ``error`` becomes, for a middleware that must
+    know as the attempt fails its transition (``retry``, ``fail``, ``stop``,
+    ``snooze``...: was it the job's last?) and the error it is failed with
+    (``SnoozedTooOften`` for a snooze too many). Inside the attempt this is the
+    decision the runner writes, made once for all who ask (``JobHandle.decision``): the
+    traceback is formatted once. Elsewhere it is decided by the same rules, its record
+    naming no worker."""
+    handle = current_job()
+    if handle is not None and handle.job is job:
+        return handle.decision(error)
+    return decide(job, error, worker_id="")

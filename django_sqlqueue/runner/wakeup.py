@@ -1,5 +1,5 @@
 """How an idle worker waits for work: a PostgreSQL notification, a datagram from an
-enqueue on this host (``db/wakeup.py``), or an adaptive poll."""
+enqueue on this host (``db/wakeup.py``, ``db/wakeup_bell.py``), or an adaptive poll."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from django.db import DatabaseError, connections
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.notifying import QUEUES_CHANGED, listening_connection, notifies, notify
 from django_sqlqueue.db.routing import queue_db
-from django_sqlqueue.db.wakeup import bind, touch, unbind, wakes
+from django_sqlqueue.db.wakeup_bell import bind, touch, unbind, wakes
 from django_sqlqueue.models import Job
 
 logger = logging.getLogger(__name__)

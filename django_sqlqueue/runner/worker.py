@@ -332,9 +332,10 @@ class WorkerProcess:
             )
         self.succeeded += len(succeeded)
         self.failed += len(failed)
-        self.started.recorded([job.pk for job in (*succeeded, *failed)])
+        ran = [job.pk for job in (*succeeded, *failed)]
+        self.started.recorded(ran)
         # What was written, not what was meant: the supervisor's counts follow the rows.
-        self._tell("done", [job.pk for job in (*succeeded, *failed, *unstarted)], dict(ended))
+        self._tell("done", [*ran, *(job.pk for job in unstarted)], dict(ended))
 
     def _persist(self, write: Callable[[], Written]) -> Written:
         """``write()``, tried until the database takes it: outcomes are all the proof

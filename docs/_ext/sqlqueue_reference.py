@@ -3,7 +3,8 @@
 - ``sqlqueue-settings``: every setting of ``conf.Settings`` (name, type, default, docstring);
 - ``sqlqueue-commands``: every management command's options, from its own argparse parser;
 - ``sqlqueue-checks``: every system check id of ``checks.ids.CHECK_IDS``;
-- ``sqlqueue-lifecycle``: the job's state diagram, drawn from ``rules.lifecycle.TRANSITIONS``.
+- ``sqlqueue-lifecycle``: the job's state diagram, drawn from ``rules.lifecycle.TRANSITIONS``;
+- ``sqlqueue-transitions``: the same table in words: states, guard, who makes each, its signal.
 
 Docstrings are written in reStructuredText's inline markup (double backquotes), which
 these directives parse as such."""
@@ -179,9 +180,66 @@ class LifecycleDirective(Mermaid):
         return mermaid_diagram()
 
 
+def _cell(*children: nodes.Node) -> nodes.entry:
+    return nodes.entry("", nodes.paragraph("", "", *children))
+
+
+def _row(cells: Iterable[nodes.entry]) -> nodes.row:
+    return nodes.row("", *cells)
+
+
+class TransitionsDirective(SphinxDirective):
+    """Every transition of ``rules.lifecycle.TRANSITIONS`` as a row: where it starts and
+    ends, its guard in words, who makes it, and the signal it sends (``signals.signal_of``)
+    or why it sends none (``signals.SILENT``)."""
+
+    HEADINGS = ("Transition", "From", "To", "Guard", "Made by", "Signal")
+
+    def run(self) -> list[nodes.Node]:
+        from django.dispatch import Signal
+
+        from django_sqlqueue import signals
+        from django_sqlqueue.rules.lifecycle import TRANSITIONS, Condition
+
+        # The first public name of each signal in signals.py: job_succeeded before job_ended[...].
+        names: dict[int, str] = {}
+        for name, value in vars(signals).items():
+            if isinstance(value, Signal) and not name.startswith("_"):
+                names.setdefault(id(value), name)
+        body = []
+        for transition in TRANSITIONS.values():
+            sources = ", ".join(source.value for source in transition.sources) or "(new row)"
+            target = "(deleted)" if transition.target is None else transition.target.value
+            guard = "; ".join(condition.value for condition in Condition if condition in transition.guard)
+            signal = signals.signal_of(transition)
+            sent: list[nodes.Node] = (
+                [_literal(names[id(signal)])]
+                if signal is not None
+                else [nodes.Text(f"none: {signals.SILENT[transition]}")]
+            )
+            body.append(
+                _row(
+                    [
+                        _cell(_literal(transition.name)),
+                        _cell(nodes.Text(sources)),
+                        _cell(nodes.Text(target)),
+                        _cell(nodes.Text(guard)),
+                        _cell(nodes.Text(transition.by)),
+                        _cell(*sent),
+                    ]
+                )
+            )
+        group = nodes.tgroup("", cols=len(self.HEADINGS))
+        group += [nodes.colspec(colwidth=1) for _ in self.HEADINGS]
+        group += nodes.thead("", _row(_cell(nodes.Text(heading)) for heading in self.HEADINGS))
+        group += nodes.tbody("", *body)
+        return [nodes.table("", group)]
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("sqlqueue-settings", SettingsDirective)
     app.add_directive("sqlqueue-commands", CommandsDirective)
     app.add_directive("sqlqueue-checks", ChecksDirective)
     app.add_directive("sqlqueue-lifecycle", LifecycleDirective)
+    app.add_directive("sqlqueue-transitions", TransitionsDirective)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

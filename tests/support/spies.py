@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
+
+import pytest
+
+from django_sqlqueue.db import finishing
 
 
 def counting(method: Callable[..., Any], made: list[Any]) -> Callable[..., Any]:
@@ -15,3 +21,16 @@ def counting(method: Callable[..., Any], made: list[Any]) -> Callable[..., Any]:
         return method(self, *args)
 
     return counted
+
+
+def tracebacks_formatted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The message of each exception whose traceback ``db/finishing.py`` formats (a
+    failed attempt's record) from now on, until the test ends."""
+    formatted: list[str] = []
+
+    def format_exception(error: BaseException) -> list[str]:
+        formatted.append(str(error))
+        return traceback.format_exception(error)
+
+    monkeypatch.setattr(finishing, "traceback", SimpleNamespace(format_exception=format_exception))
+    return formatted

@@ -158,8 +158,11 @@ def test_our_queue_rules_apply_too() -> None:
 # Enqueue
 
 
-def test_enqueue_writes_a_job_and_returns_its_result(enqueued: list[tuple[type, Any]]) -> None:
-    result = add.enqueue(2, b=3)
+def test_enqueue_writes_a_job_and_returns_its_result(
+    enqueued: list[tuple[type, Any]], django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        result = add.enqueue(2, b=3)
 
     job = Job.objects.get()
     assert (job.task, job.args, job.kwargs, job.queue, job.priority, job.status) == (
@@ -200,6 +203,23 @@ def test_enqueue_is_part_of_the_callers_transaction() -> None:
     with pytest.raises(Rollback):
         enqueue_then_roll_back()
     assert Job.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_task_enqueued_is_sent_once_the_enqueue_commits_and_never_for_a_rollback(
+    enqueued: list[tuple[type, Any]],
+) -> None:
+    with pytest.raises(Rollback):
+        enqueue_then_roll_back()
+    assert enqueued == []
+    with transaction.atomic():
+        result = add.enqueue(3, 4)
+        assert enqueued == []
+    assert enqueued == [(SQLQueueBackend, result)]
+    # Outside a transaction the enqueue commits at once: sent at once.
+    assert [sent.id for _, sent in enqueued] == [result.id]
+    alone = add.enqueue(5, 6)
+    assert [sent.id for _, sent in enqueued] == [result.id, alone.id]
 
 
 def test_queue_priority_and_run_after_become_the_jobs() -> None:
@@ -278,6 +298,51 @@ def test_a_unique_task_returns_the_result_of_the_job_holding_its_key() -> None:
     assert unique.enqueue("monthly", "b").id == first.id
     assert unique.enqueue("weekly").id != first.id
     assert Job.objects.get(pk=first.id).unique_key == 'tests.unit.test_backends.unique_report:{"kind":"monthly"}'
+
+
+@pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task passes no options to the backend")
+@pytest.mark.django_db(transaction=True)
+def test_a_unique_tasks_enqueue_that_returns_the_holder_sends_no_task_enqueued(
+    enqueued: list[tuple[type, Any]],
+) -> None:
+    unique = task(unique=("kind",))(unique_report)  # type: ignore[call-overload]
+    first = unique.enqueue("yearly")
+    assert unique.enqueue("yearly").id == first.id
+    assert [sent.id for _, sent in enqueued] == [first.id]
+
+
+def tagged_report(kind: str) -> str:
+    return kind
+
+
+@pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task passes no options to the backend")
+def test_a_tasks_tags_and_an_enqueues_tags_and_meta_are_the_jobs() -> None:
+    reporting = task(tags=["reports", "reports"])(tagged_report)  # type: ignore[call-overload]
+    assert reporting.tags == ("reports",)
+    assert get_task(reporting.func).tags == ("reports",)
+    plain = reporting.enqueue("monthly")
+    extra = reporting.tagged("tenant:42").with_meta({"by": "alice"}).with_meta({"why": "audit"}).enqueue("weekly")
+    assert list(Job.objects.tagged("reports").order_by("pk").values_list("pk", flat=True)) == [
+        int(plain.id),
+        int(extra.id),
+    ]
+    assert list(Job.objects.tagged("tenant:42").values_list("pk", "meta")) == [
+        (int(extra.id), {"by": "alice", "why": "audit"})
+    ]
+    # A copy's tags and meta are that enqueue's: the task's own are left as they were.
+    assert (reporting.tags, reporting.meta, Job.objects.get(pk=plain.id).meta) == (("reports",), None, {})
+
+
+@pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task passes no options to the backend")
+def test_bad_tags_and_meta_are_refused_and_nothing_is_written() -> None:
+    with pytest.raises(InvalidTask, match=r"tests\.unit\.test_backends\.tagged_report: tags must be a list of strings"):
+        task(tags="reports")(tagged_report)  # type: ignore[call-overload]
+    reporting = task(tags=["reports"])(tagged_report)  # type: ignore[call-overload]
+    with pytest.raises(InvalidTask, match="tag 'no spaces' holds characters other than"):
+        reporting.tagged("no spaces")
+    with pytest.raises(InvalidJobError, match="meta"):
+        reporting.with_meta({"when": datetime.date(2030, 1, 1)}).enqueue("monthly")
+    assert Job.objects.count() == 0
 
 
 def unique_once(kind: str) -> str:

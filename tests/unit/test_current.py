@@ -174,3 +174,15 @@ def test_add_meta_merges_into_the_jobs_meta_while_its_worker_holds_it() -> None:
     with JobHandle(job, "w") as handle:
         assert handle.add_meta({"late": True}) is False
     assert Job.objects.get(pk=job.pk).meta == {"source": "s3", "rows": 120, "file": "a.csv"}
+
+
+def test_an_attempts_failure_is_decided_once_and_a_new_exception_anew() -> None:
+    Job.objects.enqueue(whoami)
+    (job,) = Job.objects.claim(worker_id="w")
+    handle = JobHandle(job, "w")
+    raised, other = RuntimeError("first"), RuntimeError("raised by a middleware instead")
+    decided = handle.decision(raised)
+    assert handle.decision(raised) is decided
+    assert decided.record is not None
+    assert decided.record["worker"] == "w"
+    assert handle.decision(other).error is other

@@ -10,14 +10,27 @@ from typing import Any
 
 import pytest
 from django.db import transaction
+from django.dispatch import Signal
 from django.test import override_settings
 
 from django_sqlqueue import signals, testing
+from django_sqlqueue.db import dependencies
 from django_sqlqueue.exceptions import WorkerLost
 from django_sqlqueue.maintenance.rescue import rescue_worker
 from django_sqlqueue.models import Job, JobStatus
-from django_sqlqueue.rules.lifecycle import CANCEL, FAIL, OUTCOMES, RETRY, SUCCEED, SUCCEED_UNKEPT
-from tests.testapp.tasks import add, fail_once, sync_order
+from django_sqlqueue.rules.lifecycle import (
+    CANCEL,
+    CANCEL_DEPENDENT,
+    FAIL,
+    OUTCOMES,
+    RELEASE_CANCELLED,
+    RETRY,
+    SUCCEED,
+    SUCCEED_UNKEPT,
+    TRANSITIONS,
+    UNBLOCK,
+)
+from tests.testapp.tasks import add, fail, fail_once, noop, sync_order
 
 Received = list[tuple[str, int, str, Any, Any]]
 
@@ -45,7 +58,7 @@ def received() -> Iterator[Received]:
 
         return receive
 
-    connected = {"enqueued": signals.job_enqueued, **signals.job_ended}
+    connected = {"enqueued": signals.job_enqueued, "unblocked": signals.job_unblocked, **signals.job_ended}
     receivers = {name: receiver(name) for name in connected}
     for name, signal in connected.items():
         signal.connect(receivers[name])
@@ -58,6 +71,19 @@ def test_every_outcome_of_the_state_machine_has_its_signal() -> None:
     assert list(signals.job_ended) == list(OUTCOMES)
     for outcome in OUTCOMES:
         assert getattr(signals, f"job_{outcome}") is signals.job_ended[outcome]
+
+
+def test_every_transition_sends_its_signal_or_says_why_it_sends_none() -> None:
+    """A new transition fails this until it is given a signal or a reason in ``SILENT``."""
+    undecided = [
+        name for name, made in TRANSITIONS.items() if signals.signal_of(made) is None and made not in signals.SILENT
+    ]
+    assert undecided == []
+    both = [made.name for made in signals.SILENT if signals.signal_of(made) is not None]
+    assert both == []
+    assert set(signals.SILENT) | set(signals.SENT) <= set(TRANSITIONS.values())
+    assert signals.signal_of(UNBLOCK) is signals.job_unblocked
+    assert signals.signal_of(CANCEL_DEPENDENT) is signals.signal_of(RELEASE_CANCELLED) is signals.job_cancelled
 
 
 @pytest.mark.django_db(transaction=True)
@@ -165,3 +191,89 @@ def test_a_ready_job_cancelled_sends_cancelled_once_and_a_running_one_nothing_ye
     assert Job.objects.cancel([ready.pk, running.pk]) == (1, 1)
     assert Job.objects.cancel([ready.pk, running.pk]) == (0, 0)
     assert received == [("cancelled", ready.pk, JobStatus.CANCELLED, CANCEL.name, None)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_waiting_job_released_sends_unblocked_once_and_not_enqueued_again(received: Received) -> None:
+    first, second = Job.objects.enqueue(add, [1, 2]), Job.objects.enqueue(add, [3, 4])
+    child = Job.objects.enqueue(noop, after=[first, second])
+    assert testing.run_jobs() == testing.Ran(succeeded=3)
+    assert [row for row in received if row[1] == child.pk] == [
+        ("enqueued", child.pk, JobStatus.WAITING, None, None),
+        ("unblocked", child.pk, JobStatus.READY, None, None),
+        ("succeeded", child.pk, JobStatus.SUCCESSFUL, SUCCEED.name, None),
+    ]
+    # Enqueued after jobs that had all finished: released in its enqueue's transaction.
+    received.clear()
+    late = Job.objects.enqueue(noop, after=[first])
+    assert received == [
+        ("enqueued", late.pk, JobStatus.READY, None, None),
+        ("unblocked", late.pk, JobStatus.READY, None, None),
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dependent_of_a_failed_job_sends_cancelled_once_with_its_reason(received: Received) -> None:
+    parent = Job.objects.enqueue(fail, ["down"], max_attempts=1)
+    child = Job.objects.enqueue(noop, after=[parent])
+    grandchild = Job.objects.enqueue(noop, after=[child])
+    assert testing.run_jobs() == testing.Ran(failed=1)
+    assert [row for row in received if row[0] != "enqueued"] == [
+        ("failed", parent.pk, JobStatus.FAILED, FAIL.name, "RuntimeError"),
+        ("cancelled", child.pk, JobStatus.CANCELLED, CANCEL_DEPENDENT.name, "DependencyFailed"),
+        ("cancelled", grandchild.pk, JobStatus.CANCELLED, CANCEL_DEPENDENT.name, "DependencyFailed"),
+    ]
+    # The sweep finds nothing left to settle, and sends nothing.
+    received.clear()
+    assert dependencies.sweep(Job, "default") == 0
+    assert received == []
+
+
+@pytest.mark.django_db
+def test_signals_of_a_dependents_cancel_are_sent_only_when_its_transaction_commits(
+    received: Received, django_capture_on_commit_callbacks: Any
+) -> None:
+    parent = Job.objects.enqueue(add, [1, 2])
+    child = Job.objects.enqueue(noop, after=[parent])
+    with django_capture_on_commit_callbacks() as callbacks:
+        Job.objects.cancel([parent.pk])
+    assert received == []
+    for callback in callbacks:
+        callback()
+    assert received == [
+        ("cancelled", parent.pk, JobStatus.CANCELLED, CANCEL.name, None),
+        ("cancelled", child.pk, JobStatus.CANCELLED, CANCEL_DEPENDENT.name, "DependencyFailed"),
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("by", ["stopping worker", "rescue"])
+def test_a_job_given_back_unstarted_after_a_cancel_request_sends_cancelled_once(received: Received, by: str) -> None:
+    asked, other = Job.objects.enqueue(add, [1, 2], priority=5), Job.objects.enqueue(add, [3, 4])
+    claimed = list(Job.objects.claim(worker_id="worker-1", limit=2))
+    assert Job.objects.cancel([asked.pk]) == (0, 1)
+    received.clear()
+    if by == "rescue":
+        rescue_worker("worker-1", WorkerLost("gone"), started=set())
+    else:
+        assert Job.objects.release(worker_id="worker-1", unstarted=claimed) == 2
+    assert Job.objects.release(worker_id="worker-1", unstarted=claimed) == 0
+    assert received == [("cancelled", asked.pk, JobStatus.CANCELLED, RELEASE_CANCELLED.name, None)]
+    assert Job.objects.get(pk=other.pk).status == JobStatus.READY
+
+
+def test_a_signal_no_receiver_listens_to_is_not_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    def sent(self: Signal, sender: Any, **named: Any) -> list[Any]:
+        raise AssertionError("sent with no receiver")
+
+    nobody = Signal()
+    monkeypatch.setattr(Signal, "send_robust", sent)
+    signals.send(nobody, Job, "a job", job=None)  # the runner's two signals around every job
+
+
+def test_a_signal_a_receiver_listens_to_is_sent() -> None:
+    heard: list[Any] = []
+    somebody = Signal()
+    somebody.connect(lambda sender, **named: heard.append(named["job"]), weak=False)
+    signals.send(somebody, Job, "a job", job="a job")
+    assert heard == ["a job"]

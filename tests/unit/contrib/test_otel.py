@@ -14,6 +14,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from django_sqlqueue.models import Job
 from django_sqlqueue.testing import run_jobs
+from tests.support.spies import tracebacks_formatted
 from tests.support.tracing import in_memory
 from tests.testapp.tasks import add, fail, fail_once, snooze
 
@@ -128,3 +129,16 @@ def test_a_snooze_is_no_error_and_a_snooze_too_many_fails_the_job() -> None:
         for span in spans
     ] == [("snoozed", StatusCode.UNSET, 0), ("snoozed", StatusCode.UNSET, 0), ("failed", StatusCode.ERROR, 1)]
     assert (spans[-1].attributes or {})["error.type"] == "django_sqlqueue.exceptions.SnoozedTooOften"
+
+
+@override_settings(SQLQUEUE_MIDDLEWARE=[MIDDLEWARE])
+def test_a_failed_attempts_span_reuses_the_decision_its_row_is_written_with(monkeypatch: pytest.MonkeyPatch) -> None:
+    formatted = tracebacks_formatted(monkeypatch)
+    job = Job.objects.enqueue(fail, ["down"], max_attempts=1)
+    run_jobs()
+    (span,) = ended("process default")
+    assert span.attributes is not None
+    assert span.attributes["messaging.sqlqueue.outcome"] == "failed"
+    assert formatted == ["down"]
+    job.refresh_from_db()
+    assert len(job.errors) == 1

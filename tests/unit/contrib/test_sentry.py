@@ -16,6 +16,7 @@ from sentry_sdk.transport import Transport
 from django_sqlqueue.contrib.sentry import arguments_shape
 from django_sqlqueue.models import Job
 from django_sqlqueue.testing import run_jobs
+from tests.support.spies import tracebacks_formatted
 from tests.testapp.tasks import fail, fail_once, snooze
 
 pytestmark = pytest.mark.django_db
@@ -108,3 +109,15 @@ def test_the_arguments_shape_names_their_types_only() -> None:
         "args": ["int", "str", "NoneType", "list"],
         "kwargs": {"greeting": "str", "vip": "bool"},
     }
+
+
+@override_settings(SQLQUEUE_MIDDLEWARE=[EVERY_ATTEMPT, "django_sqlqueue.contrib.otel.middleware"])
+def test_each_failed_attempt_is_decided_once_for_the_report_the_span_and_the_row(
+    transport: Kept, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    formatted = tracebacks_formatted(monkeypatch)
+    Job.objects.enqueue(fail, ["down"], max_attempts=2)
+    run_jobs(scheduled=True)
+    assert len(transport.events()) == 2
+    # One traceback an attempt: the one its row keeps, which the middlewares reuse.
+    assert formatted == ["down", "down"]

@@ -268,3 +268,30 @@ def test_two_parents_finishing_at_once_on_two_connections_release_their_child_on
         assert (child.status, child.waiting_for) == (JobStatus.CANCELLED if fails else JobStatus.READY, 0)
         assert len(child.errors) == int(fails)
         assert list(JobDependency.objects.filter(child=child).values_list("settled", flat=True)) == [True, True]
+
+
+class _NoIdAsked:
+    """A finished job whose id must not be read: the finish's probe found nothing waiting."""
+
+    @property
+    def pk(self) -> int:
+        raise AssertionError("the id of a job nothing waits for was read")
+
+
+def test_a_finish_with_no_link_unsettled_reads_one_row_and_no_jobs_id(
+    django_assert_num_queries: Any,
+) -> None:
+    parent = Job.objects.enqueue(noop)
+    Job.objects.enqueue(noop, after=[parent])
+    JobDependency.objects.update(settled=True)
+    with django_assert_num_queries(1):
+        unread: list[Any] = [_NoIdAsked(), _NoIdAsked()]
+        assert dependencies.awaited("default", unread) == []
+    with django_assert_num_queries(0):
+        assert dependencies.awaited("default", []) == []
+
+
+def test_a_finish_finds_the_jobs_that_are_waited_for() -> None:
+    parent, alone = Job.objects.enqueue(noop), Job.objects.enqueue(noop)
+    Job.objects.enqueue(noop, after=[parent])
+    assert dependencies.awaited("default", [alone, parent]) == [parent.pk]

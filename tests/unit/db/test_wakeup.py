@@ -1,54 +1,24 @@
 """The local wake-up's sockets (``db/wakeup.py``): where they live, what an enqueue's
 commit sends, and that nothing it meets on the way raises. The waiting worker is in
-``tests/unit/runner/test_wakeup.py``; a real idle ``runworkers`` in
+``tests/unit/runner/test_wakeup.py``, its socket in ``test_wakeup_bell.py``; a real idle ``runworkers`` in
 ``tests/integration/runner/test_wakeup.py``."""
 
 from __future__ import annotations
 
-import os
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection, transaction
+from django.db import Error, connection, transaction
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import wakeup
+from django_sqlqueue.db import wakeup, wakeup_bell
+from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.models import Job
+from tests.support.severed import needs_a_server, sever
+from tests.support.wakeups import no_notify, received
 from tests.testapp.tasks import noop
-
-#: The databases without NOTIFY: their workers wait on a socket.
-no_notify = pytest.mark.skipif(connection.vendor == "postgresql", reason="PostgreSQL's workers LISTEN")
-
-
-@pytest.fixture
-def folder(settings: Any, tmp_path: Path) -> Path:
-    """This test's own wake-up base folder; the database's folder in it."""
-    base = tmp_path / "run"
-    base.mkdir(mode=0o700)
-    settings.SQLQUEUE_WAKEUP_DIR = str(base)
-    made = wakeup.wakeup_folder("default")
-    assert made is not None
-    return made
-
-
-@pytest.fixture
-def bell(folder: Path) -> Iterator[socket.socket]:
-    made = wakeup.bind("default")
-    assert made is not None
-    yield made
-    wakeup.unbind(made)
-
-
-def received(bell: socket.socket) -> list[bytes]:
-    datagrams = []
-    try:
-        while True:
-            datagrams.append(bell.recv(4096))
-    except BlockingIOError:
-        return datagrams
 
 
 @no_notify
@@ -82,14 +52,14 @@ def test_a_rolled_back_enqueue_sends_nothing_and_the_next_commit_still_does(bell
 @no_notify
 @pytest.mark.django_db(transaction=True)
 def test_every_worker_socket_of_the_database_is_woken(folder: Path) -> None:
-    bells = [wakeup.bind("default") for _ in range(3)]
+    bells = [wakeup_bell.bind("default") for _ in range(3)]
     try:
         Job.objects.enqueue(noop, queue="mail")
         assert [received(bell) for bell in bells if bell is not None] == [[b"mail"]] * 3
     finally:
         for bell in bells:
             if bell is not None:
-                wakeup.unbind(bell)
+                wakeup_bell.unbind(bell)
 
 
 @no_notify
@@ -109,7 +79,7 @@ def test_sending_to_a_folder_others_may_enter_sends_nothing(bell: socket.socket,
     assert wakeup.send("default", ["mail"]) == 0
     assert received(bell) == []
     with pytest.raises(wakeup.UnsafeFolder):
-        wakeup.bind("default")
+        wakeup_bell.bind("default")
 
 
 @no_notify
@@ -117,24 +87,6 @@ def test_a_full_socket_buffer_does_not_raise(bell: socket.socket) -> None:
     while wakeup.send("default", ["x" * 1000]):
         pass  # until the idle worker's buffer is full
     assert wakeup.send("default", ["mail"]) == 0
-
-
-@no_notify
-def test_a_stale_socket_is_replaced_at_the_next_start(folder: Path) -> None:
-    dead = wakeup.bind("default")
-    assert dead is not None
-    dead_path = dead.getsockname()
-    dead.close()  # killed: its file is left behind
-    assert os.path.exists(dead_path)
-    bell = wakeup.bind("default")
-    assert bell is not None
-    try:
-        assert not os.path.exists(dead_path)
-        assert os.listdir(folder) == [os.path.basename(bell.getsockname())]
-        assert oct(os.stat(bell.getsockname()).st_mode & 0o777) == oct(0o600)
-        assert oct(os.stat(folder).st_mode & 0o777) == oct(0o700)
-    finally:
-        wakeup.unbind(bell)
 
 
 @no_notify
@@ -147,23 +99,41 @@ def test_each_database_has_a_folder_of_its_own(folder: Path, monkeypatch: pytest
 def test_the_wakeup_can_be_turned_off(settings: Any) -> None:
     settings.SQLQUEUE_WAKEUP_DIR = False
     assert wakeup.wakeup_folder("default") is None
-    assert wakeup.bind("default") is None
-
-
-@pytest.mark.parametrize(
-    ("payload", "queues", "woken"),
-    [
-        (b"mail", None, True),
-        (b"mail\nreports", ["reports"], True),
-        (b"mail", ["reports"], False),
-        (b"", ["reports"], True),  # too many queues to name: everyone
-    ],
-)
-def test_a_worker_wakes_for_its_own_queues(payload: bytes, queues: list[str] | None, woken: bool) -> None:
-    assert wakeup.wakes(payload, queues) is woken
+    assert wakeup_bell.bind("default") is None
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's")
 def test_postgresql_keeps_listen_notify() -> None:
     assert wakeup.wakeup_folder("default") is None
-    assert wakeup.bind("default") is None
+    assert wakeup_bell.bind("default") is None
+
+
+@no_notify
+@needs_a_server
+@pytest.mark.django_db(transaction=True)
+def test_a_dropped_connection_sends_no_wake_up_for_what_it_lost_and_needs_none_to_send_one(
+    bell: socket.socket,
+) -> None:
+    """Dropped before the commit: the enqueue raises, nothing was written, nothing is
+    sent, and the next transaction's wake-up is its own. Dropped once the commit is done
+    (by a callback that runs before the wake-up's): the datagram needs no connection, and
+    goes."""
+    with pytest.raises(Error) as excinfo:
+        enqueue_then_sever("lost")
+    assert is_away(excinfo.value)
+    assert received(bell) == []
+    connection.close()  # as close_old_connections() does at the end of a request
+    assert not Job.objects.exists()
+    with transaction.atomic():
+        transaction.on_commit(sever)
+        Job.objects.enqueue(noop, queue="kept")
+    assert received(bell) == [b"kept"]
+    connection.close()
+    assert list(Job.objects.values_list("queue", flat=True)) == ["kept"]
+
+
+def enqueue_then_sever(queue: str) -> None:
+    """Enqueue in a transaction whose connection the server ends before it commits."""
+    with transaction.atomic():
+        Job.objects.enqueue(noop, queue=queue)
+        sever()

@@ -5,19 +5,23 @@ from __future__ import annotations
 
 import datetime
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.db import DEFAULT_DB_ALIAS
 from django.test import override_settings
 
+from django_sqlqueue import signals
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import recurrence, rollup
+from django_sqlqueue.db import recurrence, rollup, transient
 from django_sqlqueue.maintenance.pruning import PRUNE_SECONDS, PruningService
 from django_sqlqueue.maintenance.rescue import RESCUE_SECONDS, Rescued, RescueService
 from django_sqlqueue.maintenance.rollups import ROLLUP_BACKLOG_SECONDS, ROLLUP_SECONDS, RollupsService
 from django_sqlqueue.maintenance.schedules import SCHEDULE_SECONDS, SchedulesService, sync_settings
 from django_sqlqueue.models import FinishedHour, Job, JobStatus, Schedule
 from tests.support.finished import finished_job
+from tests.support.severed import needs_a_server, sever
 from tests.unit.maintenance.test_rescue import hold, register
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the services close their connections
@@ -107,3 +111,79 @@ def test_the_expiry_service_ends_expired_jobs_and_keeps_its_pace(monkeypatch: py
     assert Job.objects.filter(end_reason="expired").count() == 2 * EXPIRE_CHUNKS
     assert service.run(0.0) == EXPIRE_SECONDS
     assert Job.objects.filter(end_reason="expired").count() == len(made)
+
+
+@needs_a_server
+def test_an_expiry_turn_whose_connection_drops_between_chunks_says_so_and_the_next_ends_the_rest(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each chunk commits on its own: what the first ended stays ended, once; the turn
+    logs the failure and waits its interval (no busy loop); the next turn, on a new
+    connection, ends the rest."""
+    from django_sqlqueue.db import expiry
+    from django_sqlqueue.db.clock import database_now
+    from django_sqlqueue.maintenance.expiry import EXPIRE_SECONDS, ExpiryService
+    from tests.testapp.tasks import record
+
+    made = [Job.objects.enqueue(record, [str(n)], expires_in=60) for n in range(5)]
+    Job.objects.update(expires_at=database_now(DB) - datetime.timedelta(seconds=1))
+    monkeypatch.setattr(expiry, "BATCH_SIZE", 2)
+    chunk = expiry._chunk
+    chunks: list[tuple[int, int]] = []
+
+    def then_severed(*args: Any) -> tuple[int, int]:
+        chunks.append(chunk(*args))
+        sever()
+        return chunks[-1]
+
+    monkeypatch.setattr(expiry, "_chunk", then_severed)
+    ended: list[int] = []
+    signals.job_expired.connect(receiver := lambda sender, job, **named: ended.append(job.pk))
+    try:
+        service = ExpiryService()
+        assert service.run(0.0) == EXPIRE_SECONDS
+        assert chunks == [(2, 2)]
+        assert "Expiring jobs failed (" in caplog.text
+        monkeypatch.setattr(expiry, "_chunk", chunk)
+        assert Job.objects.filter(end_reason="expired").count() == 2
+        assert service.run(0.0) == EXPIRE_SECONDS
+    finally:
+        signals.job_expired.disconnect(receiver)
+    assert Job.objects.filter(end_reason="expired").count() == len(made)
+    assert sorted(ended) == sorted(job.pk for job in made)
+
+
+@needs_a_server
+@override_settings(SQLQUEUE_SCHEDULE={})
+def test_a_tick_whose_connection_drops_after_one_schedule_fired_says_so_and_the_next_fires_the_edit_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two admin schedules are due, one just edited; the connection drops once the
+    first has fired. Each tick is its own transaction: the first stays fired, once; the
+    turn logs the outage and waits its second (no busy loop); the next turn, on a new
+    connection, fires the other as its edit says, and never the first again."""
+    for key in ("first", "second"):
+        recurrence.define(Schedule(key=key, task=NOOP, every=3600, tz="UTC", kwargs={"v": 1}), DB)
+    edited = Schedule.objects.get(key="second")
+    edited.kwargs = {"v": 2}
+    recurrence.define(edited, DB)
+    past = Schedule.objects.get(key="first").last_tick_at - datetime.timedelta(seconds=3601)
+    Schedule.objects.update(last_tick_at=past, next_tick_at=past)
+    committed = transient.retry_transient
+    fired: list[int] = []
+
+    def then_severed(using: str, work: Callable[[], int]) -> int:
+        fired.append(committed(using, work))  # the tick's own transaction, committed
+        sever()
+        return fired[-1]
+
+    monkeypatch.setattr(recurrence, "retry_transient", then_severed)
+    service = SchedulesService()
+    assert service.run(0.0) == SCHEDULE_SECONDS
+    assert fired == [1]
+    assert "Database error in the recurring jobs (" in caplog.text
+    monkeypatch.setattr(recurrence, "retry_transient", committed)
+    assert list(Job.objects.values_list("kwargs", flat=True)) == [{"v": 1}]
+    assert service.run(1.0) == SCHEDULE_SECONDS
+    assert service.run(2.0) == SCHEDULE_SECONDS
+    assert sorted(Job.objects.values_list("kwargs", flat=True), key=str) == [{"v": 1}, {"v": 2}]

@@ -216,3 +216,21 @@ def test_registered_tasks_lists_every_app_task_and_each_once() -> None:
     names = [task.name for task in registry.registered_tasks()]
     assert {"sqlqueue.noop", "demo.fail", "testproject.demo.tasks.add", "tests.testapp.tasks.report"} <= set(names)
     assert len(names) == len(set(names))
+
+
+def test_whether_a_task_is_a_coroutine_is_asked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[Callable[..., Any]] = []
+
+    def counted(func: Callable[..., Any]) -> bool:
+        asked.append(func)
+        return False
+
+    async def later() -> None:
+        """An async task."""
+
+    monkeypatch.setattr(registry, "iscoroutinefunction", counted)
+    plain = RegisteredTask(name="t.plain", func=noop)
+    assert (plain.is_coroutine, plain.is_coroutine) == (False, False)
+    assert asked == [noop]
+    monkeypatch.undo()
+    assert RegisteredTask(name="t.later", func=later).is_coroutine
