@@ -478,8 +478,8 @@ class JobManager(models.Manager[JobT]):
             if value is not None:
                 try:
                     callbacks[when] = callback_spec(when, value)
-                except ValueError as error:
-                    raise InvalidJobError(f"{error}.") from None
+                except ValueError as error:  # some of its messages end with a full stop, some not
+                    raise InvalidJobError(f"{str(error).rstrip('.')}.") from None
         if problem := description_problem(description):
             raise InvalidJobError(f"{problem}.")
         using = queue_db(self.model, self._db)

@@ -8,7 +8,11 @@ from django.db import models
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.backends.ddl_references import Statement
 
-from django_sqlqueue.rules.lifecycle import ACTIVE, JobStatus
+from django_sqlqueue.rules.lifecycle import ACTIVE, FINISHED, JobStatus
+
+#: The finished jobs, as :class:`FinishedIndex` holds them by status, and by finish time.
+FINISHED_JOBS = models.Q(status__in=[str(status) for status in FINISHED])
+FINISHED_AT_SET = models.Q(finished_at__isnull=False)
 
 
 class StatusIndex(models.Index):
@@ -35,6 +39,35 @@ class StatusIndex(models.Index):
             index = models.Index(fields=self.fields, name=self.name, condition=models.Q(status=self.status))
         else:
             index = models.Index(fields=["status", *self.fields], name=self.name)
+        return index.create_sql(model, schema_editor, using=using, **kwargs)
+
+
+class FinishedIndex(models.Index):
+    """An index the admin and the reports read for finished jobs (``over`` says which
+    rows those are), partial on PostgreSQL so that a claim, a retry or a release, which
+    leave a job unfinished, write no entry of it (issue 41: the raw drain of the jobs
+    table ran at a median 143% of its drain with these indexes whole).
+
+    PostgreSQL writes an entry in every index of the table for each row version that is
+    not a HOT update (every claim and finish), unless the row is outside a partial
+    index's condition. Its planner uses the index for a query whose filter implies
+    ``over``: the finished statuses, or a range of ``finished_at``. SQLite and MySQL/
+    MariaDB get the index over every job: SQLite's drain gained nothing, and MariaDB
+    has no partial indexes (InnoDB leaves an index alone when its columns do not change)."""
+
+    def __init__(self, *, fields: list[str], name: str, over: models.Q) -> None:
+        super().__init__(fields=fields, name=name)
+        self.over = over
+
+    def deconstruct(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+        kwargs = {"fields": list(self.fields), "name": self.name, "over": self.over}
+        return ("django_sqlqueue.db.indexes.FinishedIndex", (), kwargs)
+
+    def create_sql(
+        self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, using: str = "", **kwargs: Any
+    ) -> Statement:
+        condition = self.over if schema_editor.connection.vendor == "postgresql" else None
+        index = models.Index(fields=self.fields, name=self.name, condition=condition)
         return index.create_sql(model, schema_editor, using=using, **kwargs)
 
 

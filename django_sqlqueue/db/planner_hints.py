@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from django.db import connections
-from django.db.models import Model, QuerySet
+from django.db.models import Model, Q, QuerySet
 
 _M = TypeVar("_M", bound=Model)
 
@@ -20,3 +20,16 @@ def range_first(rows: QuerySet[_M], in_range: QuerySet[_M]) -> QuerySet[_M]:
     if connections[in_range.db].vendor == "sqlite":
         return rows.filter(pk__in=in_range.values("pk"))
     return in_range
+
+
+def finished_first(rows: QuerySet[_M], finished: Q) -> QuerySet[_M]:
+    """``rows``, to be grouped by columns of an admin index (``FinishedIndex``), for
+    counts of the finished jobs among them: on PostgreSQL narrowed to the ``finished``
+    ones, as its planner reads a partial index only for a query whose filter implies
+    the index's condition. Elsewhere that index holds every job, and ``rows`` is left
+    whole (the caller keeps the finished rows of the result): given the finished
+    statuses, MariaDB ranges over a claim index and groups in a temporary table (0.44 s
+    against 0.10 s for the whole index, at 1,000,000 jobs)."""
+    if connections[rows.db].vendor == "postgresql":
+        return rows.filter(finished)
+    return rows

@@ -13,7 +13,15 @@ from django.db import models
 
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.failures import FailureIndex
-from django_sqlqueue.db.indexes import ActiveKeyConstraint, ExpiringIndex, KeyedIndex, StatusIndex
+from django_sqlqueue.db.indexes import (
+    FINISHED_AT_SET,
+    FINISHED_JOBS,
+    ActiveKeyConstraint,
+    ExpiringIndex,
+    FinishedIndex,
+    KeyedIndex,
+    StatusIndex,
+)
 from django_sqlqueue.db.names import NameField
 from django_sqlqueue.rules.lifecycle import END_REASONS, JobStatus
 from django_sqlqueue.rules.limits import (
@@ -148,11 +156,13 @@ class AbstractJob(models.Model):
             KeyedIndex(fields=["concurrency_key", "status"], name="sqlqueue_job_concurrency"),
             # Whether a batch still has unfinished jobs: batch-less jobs never touch it.
             KeyedIndex(fields=["batch_id", "status"], name="sqlqueue_job_batch"),
-            # The admin: the overview's counts by queue and status (read from the index
-            # alone) and the queue filter; the date range filters and the overview's last
-            # hour (with the status, so "failed in this range" is counted from the index).
-            models.Index(fields=["queue", "status"], name="sqlqueue_job_queue_status"),
-            models.Index(fields=["finished_at", "status"], name="sqlqueue_job_finished"),
+            # The admin: the overview's counts of finished jobs by queue and status (read
+            # from the index alone); the finished range filter, the charts' hours and pruning
+            # (with the status, so "failed in this range" is counted from the index); the
+            # enqueued range filter, over jobs of every status. The first two hold finished
+            # jobs only on PostgreSQL (issue 41, migration 0025).
+            FinishedIndex(fields=["queue", "status"], name="sqlqueue_job_queue_status", over=FINISHED_JOBS),
+            FinishedIndex(fields=["finished_at", "status"], name="sqlqueue_job_finished", over=FINISHED_AT_SET),
             models.Index(fields=["enqueued_at"], name="sqlqueue_job_enqueued"),
             # The admin's failures page: failed jobs (and on MySQL/MariaDB retrying ones)
             # by task and exception class, with when they failed, read from the index alone.

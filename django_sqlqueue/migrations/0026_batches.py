@@ -11,7 +11,7 @@ import django_sqlqueue.db.indexes
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_sqlqueue", "0024_job_snoozes"),
+        ("django_sqlqueue", "0025_partial_admin_indexes"),
     ]
 
     operations = [

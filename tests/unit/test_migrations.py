@@ -140,3 +140,55 @@ def test_the_last_errors_class_is_filled_for_the_jobs_already_there() -> None:
         "CANCELLED": "",
         "SUCCESSFUL": "",  # finished well: the failures page never reads it
     }
+
+
+def index_definitions() -> dict[str, str]:
+    """The admin's indexes that 0025 remakes, each as the database defines it: on
+    PostgreSQL its ``CREATE INDEX`` (with any ``WHERE``), elsewhere its columns."""
+    names = ["sqlqueue_job_queue_status", "sqlqueue_job_finished"]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE indexname = ANY(%s)", [names])
+            return dict(cursor.fetchall())
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, JOB_TABLE)
+    return {name: ", ".join(constraints[name]["columns"]) for name in names if name in constraints}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0025_keeps_ready_running_and_finished_jobs_and_the_admin_indexes_hold_finished_ones() -> None:
+    migrate("0024_job_snoozes")
+    before = index_definitions()
+    statuses = ["READY", "RUNNING", "SUCCESSFUL", "FAILED", "CANCELLED"]
+    with connection.cursor() as cursor:
+        for status in statuses:
+            finished = "CURRENT_TIMESTAMP" if status in {"SUCCESSFUL", "FAILED", "CANCELLED"} else "NULL"
+            cursor.execute(
+                f"INSERT INTO {JOB_TABLE} (queue, task, args, kwargs, priority, status, run_at, attempts,"
+                " max_attempts, enqueued_at, finished_at, worker, errors) VALUES ('default', %s, '[]', '{}', 0,"
+                f" %s, CURRENT_TIMESTAMP, 1, 3, CURRENT_TIMESTAMP, {finished}, %s, '[]')",
+                ["tests.testapp.tasks.noop", status, "w" if status == "RUNNING" else ""],
+            )
+    rows = sorted(Job.objects.values_list("pk", "status", "finished_at", "worker"))
+
+    migrate(None)
+    assert sorted(Job.objects.values_list("pk", "status", "finished_at", "worker")) == rows
+    after = index_definitions()
+    if connection.vendor == "postgresql":
+        assert after["sqlqueue_job_queue_status"].endswith(
+            "WHERE ((status)::text = ANY ((ARRAY['SUCCESSFUL'::character varying, 'FAILED'::character varying, "
+            "'CANCELLED'::character varying])::text[]))"
+        )
+        assert after["sqlqueue_job_finished"].endswith("WHERE (finished_at IS NOT NULL)")
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT COUNT(*) FROM pg_index WHERE NOT indisvalid")
+            assert cursor.fetchone()[0] == 0
+    else:  # nothing to gain there: unchanged
+        assert after == before
+    ready = Job.objects.get(status="READY")
+    assert [claimed.pk for claimed in Job.objects.claim(worker_id="w2")] == [ready.pk]
+
+    migrate("0024_job_snoozes")
+    assert index_definitions() == before
+    migrate(None)
+    assert index_definitions() == after

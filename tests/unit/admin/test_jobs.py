@@ -101,6 +101,19 @@ def test_newest_first(admin_client: Client) -> None:
     assert listed(admin_client) == [job.pk for job in reversed(jobs)]
 
 
+def test_within_a_date_range_newest_first_by_that_time_unless_sorted(admin_client: Client) -> None:
+    jobs = [make_job() for _ in range(3)]
+    finished = make_job(JobStatus.SUCCESSFUL, finished_at=timezone.now())
+    Job.objects.filter(pk=jobs[0].pk).update(enqueued_at=timezone.now() + datetime.timedelta(seconds=1))
+    today = timezone.now().date()
+    enqueued = f"?enqueued_at__range__gte={today}&enqueued_at__range__lte={today}"
+    with CaptureQueriesContext(connection) as queries:
+        assert listed(admin_client, enqueued) == [jobs[0].pk, finished.pk, jobs[2].pk, jobs[1].pk]
+    assert any(re.search(r"ORDER BY \S*enqueued_at\S* DESC", query["sql"]) for query in queries)
+    assert listed(admin_client, f"?finished_at__range__gte={today}&finished_at__range__lte={today}") == [finished.pk]
+    assert listed(admin_client, enqueued + "&o=1") == [*(job.pk for job in jobs), finished.pk]  # a sort chosen
+
+
 def test_no_page_counts_the_whole_table(admin_client: Client) -> None:
     make_job()
     with CaptureQueriesContext(connection) as queries:
