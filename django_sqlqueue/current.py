@@ -100,10 +100,13 @@ class JobHandle:
         (a timedelta or seconds) later by the database's clock, this attempt not counted."""
         raise Snooze(delay)
 
-    def dependency_results(self) -> dict[int, Any]:
-        """What each job this one was enqueued ``after`` returned, by its id: None for
+    def dependency_results(self) -> dict[str, Any]:
+        """What each job this one was enqueued ``after`` returned, keyed by its id as a
+        string (``results[str(job.pk)]``), in the order ``after=`` named them: None for
         one that returned nothing, failed (``after_failure="run"``) or is no longer
-        kept. Read from the database on each call (empty when it waited for none)."""
+        kept. String keys, as JSON has: a task may return the dict as it is, and its
+        result reads back equal. Read from the database on each call (empty when it
+        waited for none)."""
         from django_sqlqueue.db import dependencies
         from django_sqlqueue.models import Job
 

@@ -594,24 +594,22 @@ class JobManager(models.Manager[JobT]):
         decided. What each job written became; each sends its outcome's signal
         (``signals.job_ended``) once this commits."""
         jobs = self.on_queue_db()
-        awaited = dependencies.awaited(jobs.db, [*succeeded, *failed])
         # The claimed rows carry their batch (ids are never 0): a batch-less job costs no query,
         # and no Python call, here.
-        batched = any(map(_BATCH_ID, itertools.chain(succeeded, failed)))
-        if not awaited and not batched:  # a job nothing waits for and in no batch is finished as ever
+        if not any(map(_BATCH_ID, itertools.chain(succeeded, failed))):
             ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
             signals.send_ended(ended, jobs.db)
-            return ended
-        # What waits for these is settled (db/dependencies.py), and their batches counted down
-        # (db/batches.py), in the finish's transaction.
-        with transaction.atomic(using=jobs.db):
-            ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
-            # Sent first as it commits: what the settling releases or cancels follows from these.
-            signals.send_ended(ended, jobs.db)
-            if awaited:
-                dependencies.settle(self.model, jobs.db, awaited, gone_succeeded=[job.pk for job in succeeded])
-            if batched:
+        else:
+            # Their batches are counted down (db/batches.py) in the finish's transaction.
+            with transaction.atomic(using=jobs.db):
+                ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
+                # Sent first as it commits: what the count releases follows from these.
+                signals.send_ended(ended, jobs.db)
                 batches.count_down(self.model, jobs.db, ended)
+        # What waits for the jobs written is settled next, the outcomes' signals sent first
+        # (db/dependencies.py).
+        gone = [job.pk for job in succeeded]
+        dependencies.settle_finished(self.model, jobs.db, [outcome.job for outcome in ended], gone_succeeded=gone)
         return ended
 
     def cancel(self, jobs: models.QuerySet[JobT] | Iterable[int]) -> CancelCount:

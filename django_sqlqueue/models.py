@@ -81,8 +81,10 @@ class JobDependency(models.Model):
     """One link of a workflow: ``child`` was enqueued ``after`` ``parent`` (``db/dependencies.py``).
 
     ``settled`` turns True, once, under the link's row lock, in the transaction that
-    finishes ``parent`` (or that enqueued ``child`` after an already finished one); the
-    same transaction takes one off the child's ``waiting_for``.
+    settles ``parent``'s end right after its finish (or that enqueued ``child`` after an
+    already finished one); the same transaction takes one off the child's
+    ``waiting_for``. It turns False again when an admin Retry brings ``child`` back
+    with ``parent`` (``db/dependents.py``).
 
     Neither end is a database foreign key, so deleting jobs stays one fast ``DELETE``
     (Django would read every row first to cascade): pruning deletes a pruned child's

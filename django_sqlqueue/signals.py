@@ -40,6 +40,7 @@ from django_sqlqueue.rules.lifecycle import (
     RELEASE,
     REQUEST_CANCEL,
     RETRY,
+    RETRY_DEPENDENT,
     RUN_NOW,
     SNOOZE,
     STOP,
@@ -167,6 +168,8 @@ SILENT: dict[Transition, str] = {
     REQUEST_CANCEL: "the job still runs: its end sends job_cancelled (stop, or release_cancelled)",
     ADMIN_RETRY: "an admin's action, kept in the admin's history (LogEntry): the retried job "
     "sends job_started and its outcome's signal as it runs again",
+    RETRY_DEPENDENT: "part of an admin's Retry, kept in the admin's history with the retried job: the job "
+    "waits again, and sends job_unblocked when the finish of what it waits for releases it",
     RUN_NOW: "an admin's action, kept in the admin's history: the job only becomes due sooner",
     DELETE: "an admin's action, kept in the admin's history (a queryset's delete: Django's "
     "post_delete reaches receivers of the model's)",

@@ -9,6 +9,7 @@ overwritten) and a million jobs never sit in one transaction."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import IntegrityError, models, transaction
 from django.http import HttpRequest
 
+from django_sqlqueue.db import dependents
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.db.routing import queue_db
@@ -56,6 +58,9 @@ class Change:
     #: Whether it makes jobs active again, so that a job's ``unique_key`` may be held
     #: by another active job: such a job is left as it is and counted in ``held``.
     activates: bool = False
+    #: Whether it brings back, with the jobs it retries, the jobs their ends cancelled
+    #: (``db/dependents.py``); a retry without says how many it leaves cancelled.
+    retries_dependents: bool = False
 
 
 RETRY = Change(
@@ -80,6 +85,9 @@ RETRY = Change(
     ),
     skipped="not failed or cancelled",
     activates=True,
+)
+RETRY_WITH_DEPENDENTS = dataclasses.replace(
+    RETRY, name="retry_with_dependents", label="Retry with cancelled dependents", retries_dependents=True
 )
 CANCEL = Change(
     name="cancel",
@@ -109,7 +117,7 @@ DELETE = Change(
     applies=lambda: allowed(lifecycle.DELETE),
     skipped="running",
 )
-CHANGES = {change.name: change for change in (RETRY, CANCEL, RUN_NOW, DELETE)}
+CHANGES = {change.name: change for change in (RETRY, RETRY_WITH_DEPENDENTS, CANCEL, RUN_NOW, DELETE)}
 
 
 @dataclass
@@ -122,6 +130,9 @@ class Tally:
     requested: int = 0
     #: Jobs left as they were because another active job holds their ``unique_key``.
     held: int = 0
+    #: Jobs a retried job's end had cancelled: brought back to wait for it again
+    #: (``retries_dependents``), else left cancelled.
+    dependents: int = 0
 
 
 def apply(change: Change, jobs: QuerySet[Job], request: HttpRequest) -> Tally:
@@ -148,6 +159,8 @@ def apply(change: Change, jobs: QuerySet[Job], request: HttpRequest) -> Tally:
             eligible = [job for job in eligible if job.pk not in held]
             if eligible:
                 _log(change, request, eligible, already_logged=tally.done)
+                if change.activates:
+                    tally.dependents += _dependents(change, [job.pk for job in eligible], alias)
                 if change.cancels:
                     counted = Job.objects.db_manager(alias).cancel(job.pk for job in eligible)
                     tally.done += counted.cancelled
@@ -175,6 +188,14 @@ def _activate(targets: QuerySet[Job], eligible: list[Job], change: Change, alias
             except IntegrityError:
                 held.add(job.pk)
     return held
+
+
+def _dependents(change: Change, retried: list[int], alias: str) -> int:
+    """With ``retries_dependents``, bring back what the ends of ``retried`` cancelled:
+    how many came back; else how many stay cancelled."""
+    if change.retries_dependents:
+        return dependents.retry_dependents(Job, alias, retried)
+    return len(dependents.cancelled_dependents(Job, alias, retried, lock=False))
 
 
 def _log(change: Change, request: HttpRequest, jobs: list[Job], *, already_logged: int) -> None:
@@ -205,6 +226,13 @@ def report(change: Change, tally: Tally) -> str:
         message += f" Skipped {_jobs(tally.skipped)}: {change.skipped}."
     if tally.held:
         message += f" Left {_jobs(tally.held)} as they were: another ready or running job holds their unique key."
+    if tally.dependents and change.retries_dependents:
+        message += f" {_jobs(tally.dependents).capitalize()} their ends had cancelled wait for them again."
+    elif tally.dependents:
+        message += (
+            f" {_jobs(tally.dependents).capitalize()} their ends had cancelled stay cancelled:"
+            f" “{RETRY_WITH_DEPENDENTS.label}” retries those too."
+        )
     return message
 
 

@@ -27,7 +27,8 @@ from rangefilter.filters import DateRangeFilterBuilder
 from django_sqlqueue.admin import changes, display, failures, overview, throughput, times, workflow
 from django_sqlqueue.admin.changes import CHANGES, Change
 from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, TagFilter, TaskFilter
-from django_sqlqueue.db import pausing
+from django_sqlqueue.db import dependents, pausing
+from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import Job, JobStatus, Worker
 
 #: The largest id a job can have (the id is a signed 64-bit integer on every database).
@@ -50,7 +51,13 @@ INDEXED_TIMES = ("enqueued_at", "finished_at")
 
 #: The action names of the changelist, each the name of a change; ``delete_selected``
 #: replaces Django's own so that running jobs are skipped.
-ACTION_CHANGES = {"retry": "retry", "cancel": "cancel", "run_now": "run_now", "delete_selected": "delete"}
+ACTION_CHANGES = {
+    "retry": "retry",
+    "retry_with_dependents": "retry_with_dependents",
+    "cancel": "cancel",
+    "run_now": "run_now",
+    "delete_selected": "delete",
+}
 
 
 def _action(name: str, description: str) -> Any:
@@ -112,6 +119,10 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     show_facets = admin.ShowFacets.NEVER
     actions = [
         _action("retry", "Retry the selected failed or cancelled jobs"),
+        _action(
+            "retry_with_dependents",
+            "Retry the selected failed or cancelled jobs and the jobs their ends cancelled",
+        ),
         _action("cancel", "Cancel the selected jobs (running ones are asked to stop)"),
         _action("run_now", "Run the selected scheduled jobs now"),
         _action("delete_selected", "Delete the selected jobs (not running ones)"),
@@ -373,8 +384,14 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 if change.writes is not None
                 and self.may_make(request, change)
                 and Job.objects.filter(Q(pk=job.pk) & change.applies()).exists()
+                and (not change.retries_dependents or self.has_cancelled_dependents(job))
             ]
         return super().render_change_form(request, context, *args, **kwargs)
+
+    def has_cancelled_dependents(self, job: Job) -> bool:
+        """Whether retrying ``job`` could bring back jobs its end cancelled: its page
+        offers "Retry with cancelled dependents" only then."""
+        return bool(dependents.cancelled_dependents(Job, queue_db(Job), [job.pk], lock=False))
 
     # Columns and fields.
 

@@ -2,13 +2,15 @@
 all finished, linked to each by a ``JobDependency`` row.
 
 Exactly once, without timing: each link is settled once, under its row lock
-(``settled`` moves from False to True), in the transaction that finishes its parent;
-that transaction takes the settled links off their children's ``waiting_for`` (an
-``UPDATE`` under the child's row lock, so two parents finishing at once on two
-connections count down one after the other), then releases the children left at 0
-(``unblock``) or cancels those a failed parent stops (``cancel_dependent``), both
-compare-and-set on ``status = WAITING``. A finish that lost its fence leaves its job
-unfinished, so it settles nothing; a crash rolls the settling back with the finish.
+(``settled`` moves from False to True), by its parent's finisher in a transaction
+right after the finish's UPDATE (:func:`settle_finished`), or in the transaction that
+cancels its parent; that transaction takes the settled links off their children's
+``waiting_for`` (an ``UPDATE`` under the child's row lock, so two parents finishing at
+once on two connections count down one after the other), then releases the children
+left at 0 (``unblock``) or cancels those a failed parent stops (``cancel_dependent``),
+both compare-and-set on ``status = WAITING``. A finish that lost its fence leaves its
+job unfinished, so it settles nothing; a crash rolls the settling back whole, and the
+maintenance sweep settles what a crash between the finish and its settling left.
 
 Enqueueing ``after=`` locks the parents' rows (in id order) and reads their statuses:
 a missing parent refuses the enqueue, an unfinished one is counted, a finished one's
@@ -18,12 +20,13 @@ whole, whichever commits first."""
 from __future__ import annotations
 
 import itertools
+import logging
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
-from django.db import connections, models, transaction
+from django.db import DatabaseError, connections, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F
 
@@ -31,17 +34,25 @@ from django_sqlqueue import signals
 from django_sqlqueue.db import notifying
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.finishing import Ended
-from django_sqlqueue.db.lifecycle import allowed, written
+from django_sqlqueue.db.lifecycle import DEPENDENCY_FAILED, allowed, written
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.wakeup import wake_on_commit
 from django_sqlqueue.exceptions import DependencyFailed, InvalidJobError
 from django_sqlqueue.rules.dependencies import blocked_reason, parent_id_problem
-from django_sqlqueue.rules.lifecycle import ACTIVE, CANCEL_DEPENDENT, UNBLOCK, JobStatus
+from django_sqlqueue.rules.lifecycle import (
+    ACTIVE,
+    CANCEL_DEPENDENT,
+    ENQUEUE,
+    ENQUEUE_WAITING,
+    UNBLOCK,
+    JobStatus,
+)
 
 if TYPE_CHECKING:
     from django_sqlqueue.db.table import AbstractJob
 
-_DEPENDENCY_FAILED = f"{DependencyFailed.__module__}.{DependencyFailed.__qualname__}"
+logger = logging.getLogger(__name__)
+
 #: Ids in one ``IN (...)``: well under SQLite's limit on a statement's parameters.
 CHUNK = 500
 
@@ -53,11 +64,13 @@ def _link_model() -> type[models.Model]:
     return apps.get_model("django_sqlqueue", "JobDependency")
 
 
-def _links(using: str) -> models.QuerySet[Any]:
+def link_rows(using: str) -> models.QuerySet[Any]:
+    """The links (``JobDependency`` rows) of the database ``using``."""
     return _link_model()._default_manager.using(using)
 
 
-def _chunks(ids: Iterable[int]) -> Iterator[list[int]]:
+def chunks(ids: Iterable[int]) -> Iterator[list[int]]:
+    """``ids``, each once and in order, in lists of up to :data:`CHUNK`."""
     iterator = iter(sorted(set(ids)))
     while chunk := list(itertools.islice(iterator, CHUNK)):
         yield chunk
@@ -89,7 +102,7 @@ def lock_parents(model: type[AbstractJob], using: str, ids: Collection[int]) -> 
     id order, as finishes lock theirs). Raises :class:`InvalidJobError` naming the ids
     no job has (never enqueued, or deleted): nothing waits for a job that cannot finish."""
     statuses: dict[int, str] = {}
-    for chunk in _chunks(ids):
+    for chunk in chunks(ids):
         rows = model._base_manager.using(using).filter(pk__in=chunk).select_for_update().order_by("pk")
         statuses.update(rows.values_list("pk", "status"))
     if missing := sorted(set(ids) - statuses.keys()):
@@ -109,15 +122,17 @@ def link(model: type[AbstractJob], using: str, children: Sequence[AbstractJob], 
     for child in children:
         unfinished = sum(statuses[parent] in ACTIVE for parent in child.after)
         groups[unfinished, child.runs_after_failure].append(child.pk)
-        child.status, child.waiting_for = JobStatus.WAITING, unfinished
+        child.status, child.waiting_for = ENQUEUE_WAITING.status, unfinished
         rows.extend(
             link_model(child_id=child.pk, parent_id=parent, settled=statuses[parent] not in ACTIVE)
             for parent in child.after
         )
     jobs = model._base_manager.using(using)
     for (unfinished, runs), pks in groups.items():
-        jobs.filter(pk__in=pks).update(status=JobStatus.WAITING, waiting_for=unfinished, runs_after_failure=runs)
-    _links(using).bulk_create(rows, batch_size=CHUNK)
+        # The rows were inserted as ``enqueue`` (READY) in this transaction: this makes them ``enqueue_waiting``.
+        inserted = jobs.filter(pk__in=pks, status=ENQUEUE.target)
+        inserted.update(**written(ENQUEUE_WAITING, over=ENQUEUE, waiting_for=unfinished, runs_after_failure=runs))
+    link_rows(using).bulk_create(rows, batch_size=CHUNK)
     blocked = {
         child.pk: blocked_reason({parent: statuses[parent] for parent in child.after})
         for child in children
@@ -143,9 +158,28 @@ def settle(
     pending = sorted(set(finished))
     while pending:
         cancelled: list[int] = []
-        for chunk in _chunks(pending):
+        for chunk in chunks(pending):
             cancelled += _settle_chunk(model, using, chunk, gone_succeeded)
         pending = cancelled
+
+
+def settle_finished(
+    model: type[AbstractJob], using: str, finished: Collection[AbstractJob], *, gone_succeeded: Collection[int]
+) -> None:
+    """After a finish wrote ``finished`` (the jobs its fence let through): :func:`settle`
+    those something waits for, in a transaction of its own. Looked for after the
+    finish's UPDATE, not before: a job enqueued after one of them while the finish waited
+    for its row lock is linked by then (its enqueue held that lock), and one enqueued
+    later finds its parent finished. A job nothing waits for costs one indexed read, as
+    before. A database error here is logged, not raised: the outcomes are written, and
+    the maintenance sweep settles what is left within seconds."""
+    if not (parents := awaited(using, finished)):
+        return
+    try:
+        with transaction.atomic(using=using):
+            settle(model, using, parents, gone_succeeded=gone_succeeded)
+    except DatabaseError as error:
+        logger.warning("Settling what waits for jobs %s failed (%s): the sweep settles it", parents[:10], error)
 
 
 def _settle_chunk(
@@ -153,7 +187,7 @@ def _settle_chunk(
 ) -> list[int]:
     """:func:`settle` for up to :data:`CHUNK` parents: the children it cancelled."""
     links = list(
-        _links(using)
+        link_rows(using)
         .filter(parent_id__in=parents, settled=False)
         .select_for_update()
         .order_by("pk")
@@ -168,7 +202,7 @@ def _settle_chunk(
     done = [(pk, child, parent) for pk, child, parent in links if statuses[parent] not in ACTIVE]
     if not done:
         return []
-    _links(using).filter(pk__in=[pk for pk, _, _ in done]).update(settled=True)
+    link_rows(using).filter(pk__in=[pk for pk, _, _ in done]).update(settled=True)
     counts: dict[int, int] = defaultdict(int)
     finished_parents: dict[int, dict[int, str]] = defaultdict(dict)
     for _, child, parent in done:
@@ -178,7 +212,7 @@ def _settle_chunk(
     for child, count in counts.items():
         by_count[count].append(child)
     for count, children in by_count.items():
-        for chunk in _chunks(children):
+        for chunk in chunks(children):
             jobs.filter(pk__in=chunk).update(waiting_for=F("waiting_for") - count)
     blocked = {child: why for child, parents in finished_parents.items() if (why := blocked_reason(parents))}
     return _decide(model, using, sorted(counts), blocked)
@@ -196,9 +230,9 @@ def _decide(model: type[AbstractJob], using: str, children: Sequence[int], block
     for child, why in blocked.items():
         reasons[why].append(child)
     for why, pks in reasons.items():
-        error = {"attempt": 1, "worker": "", "started_at": None, "exception_class_path": _DEPENDENCY_FAILED}
+        error = {"attempt": 1, "worker": "", "started_at": None, "exception_class_path": DEPENDENCY_FAILED}
         error.update(message=why, traceback="")
-        for chunk in _chunks(pks):
+        for chunk in chunks(pks):
             stoppable = jobs.filter(pk__in=chunk, runs_after_failure=False).filter(allowed(CANCEL_DEPENDENT))
             ids = list(stoppable.select_for_update().values_list("pk", flat=True))
             stoppable.filter(pk__in=ids).update(
@@ -211,12 +245,12 @@ def _decide(model: type[AbstractJob], using: str, children: Sequence[int], block
             )
             cancelled.update(dict.fromkeys(ids, why))
     if cancelled and signals.job_ended[CANCEL_DEPENDENT.outcome].receivers:
-        stopped = itertools.chain.from_iterable(jobs.filter(pk__in=chunk) for chunk in _chunks(cancelled))
+        stopped = itertools.chain.from_iterable(jobs.filter(pk__in=chunk) for chunk in chunks(cancelled))
         ended = [Ended(job, CANCEL_DEPENDENT, error=DependencyFailed(cancelled[job.pk])) for job in stopped]
         signals.send_ended(ended, using)
     released: set[str] = set()
     unblocked: list[AbstractJob] = []
-    for chunk in _chunks(set(children) - cancelled.keys()):
+    for chunk in chunks(set(children) - cancelled.keys()):
         waiting = jobs.filter(pk__in=chunk).filter(allowed(UNBLOCK))
         if signals.job_unblocked.receivers:
             found = list(waiting.select_for_update())
@@ -241,14 +275,14 @@ def awaited(using: str, jobs: models.QuerySet[Any] | Collection[AbstractJob]) ->
     are read only when some link is unsettled at all: a finish compiles nothing for it,
     and with no workflow under way touches no job's id."""
     if isinstance(jobs, models.QuerySet):
-        links = _links(using).filter(settled=False, parent_id__in=jobs.values("pk"))
+        links = link_rows(using).filter(settled=False, parent_id__in=jobs.values("pk"))
         return list(links.order_by().values_list("parent_id", flat=True).distinct())
     if not jobs:
         return []
     read = _awaited_reads(_link_model(), connections[using])
     if not read.any_unsettled():
         return []
-    return [pk for chunk in _chunks(job.pk for job in jobs) for pk in read.run(chunk)]
+    return [pk for chunk in chunks(job.pk for job in jobs) for pk in read.run(chunk)]
 
 
 class _AwaitedRead:
@@ -293,8 +327,8 @@ def waited_for() -> models.Exists:
 
 def forget(using: str, children: Collection[int]) -> None:
     """Delete the links of deleted jobs ``children`` (pruning, in its transaction)."""
-    for chunk in _chunks(children):
-        _links(using).filter(child_id__in=chunk).delete()
+    for chunk in chunks(children):
+        link_rows(using).filter(child_id__in=chunk).delete()
 
 
 def sweep(model: type[AbstractJob], using: str, *, limit: int = CHUNK) -> int:
@@ -304,7 +338,7 @@ def sweep(model: type[AbstractJob], using: str, *, limit: int = CHUNK) -> int:
     leader runs. How many parents it settled."""
     active = model._base_manager.using(using).filter(pk=models.OuterRef("parent_id"), status__in=list(ACTIVE))
     stale = (
-        _links(using)
+        link_rows(using)
         .filter(settled=False)
         .exclude(models.Exists(active))
         .order_by("parent_id")
@@ -317,11 +351,13 @@ def sweep(model: type[AbstractJob], using: str, *, limit: int = CHUNK) -> int:
     return len(parents)
 
 
-def results(model: type[AbstractJob], using: str, child: int) -> dict[int, Any]:
-    """What each job ``child`` waits for returned, by its id (None for a job that
-    returned nothing, failed, or is no longer kept)."""
-    parents = list(_links(using).filter(child_id=child).values_list("parent_id", flat=True))
+def results(model: type[AbstractJob], using: str, child: int) -> dict[str, Any]:
+    """What each job ``child`` waits for returned, by its id as a string, in the order
+    ``after=`` named them (None for a job that returned nothing, failed, or is no longer
+    kept). String keys, as JSON has: the dict is a job's result as it is, and reads
+    back equal."""
+    parents = list(link_rows(using).filter(child_id=child).order_by("pk").values_list("parent_id", flat=True))
     found: dict[int, Any] = dict.fromkeys(parents)
-    for chunk in _chunks(parents):
+    for chunk in chunks(parents):
         found.update(model._base_manager.using(using).filter(pk__in=chunk).values_list("pk", "result"))
-    return found
+    return {str(parent): result for parent, result in found.items()}

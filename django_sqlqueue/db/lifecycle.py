@@ -13,7 +13,11 @@ from typing import Any
 from django.db.models import Case, F, Q, Value, When
 
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.exceptions import DependencyFailed
 from django_sqlqueue.rules.lifecycle import Condition, Transition
+
+#: The ``last_error_class`` of a job ``cancel_dependent`` ended.
+DEPENDENCY_FAILED = f"{DependencyFailed.__module__}.{DependencyFailed.__qualname__}"
 
 #: The conditions a statement checks, as SQL.
 SQL_CONDITIONS: dict[Condition, Callable[[], Q]] = {
@@ -25,6 +29,7 @@ SQL_CONDITIONS: dict[Condition, Callable[[], Q]] = {
     Condition.CANCEL_REQUESTED: lambda: Q(cancel_requested_at__isnull=False),
     Condition.NOT_CANCEL_REQUESTED: lambda: Q(cancel_requested_at__isnull=True),
     Condition.DEPENDENCIES_FINISHED: lambda: Q(waiting_for=0),
+    Condition.CANCELLED_BY_DEPENDENCY: lambda: Q(last_error_class=DEPENDENCY_FAILED),
 }
 #: The conditions no ``WHERE`` of :func:`allowed` holds, and what holds each instead.
 CHECKED_ELSEWHERE: dict[Condition, str] = {
@@ -63,17 +68,21 @@ def allowed(transition: Transition) -> Q:
     return (Q(status__in=transition.sources) if more else Q(status=one)) & guard(transition)
 
 
-def written(transition: Transition, **values: Any) -> dict[str, Any]:
+def written(transition: Transition, *, over: Transition | None = None, **values: Any) -> dict[str, Any]:
     """The columns ``transition`` writes: its target status and ``values``, which must
     name every other column it writes, and no more. Raises ``ValueError`` otherwise, so a
-    writer cannot drift from the table."""
+    writer cannot drift from the table.
+
+    ``over`` is the transition that wrote the row earlier in the same database
+    transaction, when ``transition`` is made in two statements (a new row inserted as
+    ``enqueue``, then made ``enqueue_waiting``): the columns ``over`` wrote are not
+    written again, and need not be named."""
     columns = dict(values)
     if "status" in transition.writes:
         columns["status"] = transition.target
-    if set(columns) != set(transition.writes):
-        raise ValueError(
-            f"{transition.name} writes {sorted(transition.writes)}, not {sorted(columns)} (rules/lifecycle.py)."
-        )
+    expected = set(transition.writes) - (set() if over is None else set(over.writes) - {"status"})
+    if set(columns) != expected:
+        raise ValueError(f"{transition.name} writes {sorted(expected)}, not {sorted(columns)} (rules/lifecycle.py).")
     return columns
 
 

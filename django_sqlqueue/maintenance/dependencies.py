@@ -1,6 +1,6 @@
 """The workflows' sweep (``db/dependencies.py``): settling what waits for jobs that
-finished without settling it (a dependent enqueued while its parent's finish was under
-way, a job finished by the rescue) or that were deleted, so that no job waits forever."""
+finished without settling it (a worker killed between a finish and its settling, a job
+finished by the rescue) or that were deleted, so that no job waits forever."""
 
 from __future__ import annotations
 

@@ -93,6 +93,7 @@ class Condition(enum.Enum):
         'a job it was enqueued after ended FAILED or CANCELLED or was deleted, and it has after_failure="cancel"'
     )
     NO_DEPENDENCY_FAILED = 'none of the jobs it was enqueued after failed, or it has after_failure="run"'
+    CANCELLED_BY_DEPENDENCY = "it was cancelled without running by the end of a job it waits for (cancel_dependent)"
 
 
 @dataclass(frozen=True)
@@ -315,6 +316,15 @@ ADMIN_RETRY = _transition(
     ),
     "the admin's Retry (a fresh budget of attempts and snoozes, and no deadline; the earlier errors stay)",
 )
+RETRY_DEPENDENT = _transition(
+    "retry_dependent",
+    (JobStatus.CANCELLED,),
+    _WAITING,
+    (_C.CANCELLED_BY_DEPENDENCY, _C.WAITS_FOR_UNFINISHED),
+    ("status", "waiting_for", "finished_at"),
+    "the admin's Retry with cancelled dependents, in the transaction of the admin_retry of the job whose "
+    "end cancelled it (its errors stay)",
+)
 RUN_NOW = _transition(
     "run_now",
     (_READY,),
@@ -363,6 +373,7 @@ TRANSITIONS: dict[str, Transition] = {
         CANCEL,
         EXPIRE,
         ADMIN_RETRY,
+        RETRY_DEPENDENT,
         RUN_NOW,
         DELETE,
         PRUNE,

@@ -5,10 +5,12 @@ waiting until the rescued parent has finished."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import itertools
 import os
 import signal
+import time
 from collections.abc import Callable
 
 import pytest
@@ -86,3 +88,36 @@ def _last_finished(jobs: list[Job]) -> datetime.datetime:
     last = Job.objects.filter(pk__in=[job.pk for job in jobs]).aggregate(last=Max("finished_at"))["last"]
     assert isinstance(last, datetime.datetime)
     return last
+
+
+def test_workers_killed_again_and_again_mid_workflow_run_every_job_in_order(
+    start_workers: Callable[..., Workers],
+) -> None:
+    """A chord of 2,000 jobs and a chain of 200 steps, the worker processes SIGKILLed
+    several times while they run (the supervisor starts others, the rescue gives their
+    jobs back): every job ends SUCCESSFUL, each once but for attempts a kill cut short
+    (at most one more run each, a WorkerLost in its errors), each after the jobs it waits for."""
+    group, final = workflows.chord(
+        [Job.objects.build(record, (f"leaf-{n}",)) for n in range(2000)], Job.objects.build(gather, ("final",))
+    )
+    steps = workflows.chain(Job.objects.build(record, (f"step-{n}", 0.01)) for n in range(200))
+    workers = start_workers("--processes", "2")
+    for _ in range(3):
+        wait_until(Job.objects.filter(status=JobStatus.RUNNING).exists, timeout=60, why=workers.text)
+        for pid in Worker.objects.values_list("pid", flat=True):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(1.0)
+    everything = [*group, final, *steps]
+    done = Job.objects.filter(pk__in=[job.pk for job in everything], status=JobStatus.SUCCESSFUL)
+    wait_until(lambda: done.count() == len(everything), timeout=600, why=workers.text)
+    assert workers.stop() == 0, workers.text()
+    lost = dict(Job.objects.filter(pk__in=[job.pk for job in everything]).values_list("pk", "errors"))
+    for job in everything:
+        runs = Receipt.objects.get(token=job.args[0]).runs
+        # A kill after the task's side effect and before its outcome makes one run more.
+        assert 1 <= runs <= 1 + len(lost[job.pk]), (job.pk, lost[job.pk])
+        assert all(error["exception_class_path"].endswith("WorkerLost") for error in lost[job.pk])
+    assert _last_finished(group) <= _times(final)[0]
+    assert all(_times(before)[1] <= _times(after)[0] for before, after in itertools.pairwise(steps))
+    assert Job.objects.get(pk=final.pk).result == {str(job.pk): None for job in group}

@@ -111,11 +111,11 @@ def record(token: str, pause: float = 0.0) -> None:
 
 @job
 def gather(token: str) -> dict[str, Any]:
-    """``record``, returning what the jobs it waited for returned (ids as strings: JSON)."""
+    """``record``, returning what the jobs it waited for returned, as it comes."""
     handle = current_job()
     assert handle is not None
     _count_run(token)
-    return {str(parent): result for parent, result in handle.dependency_results().items()}
+    return handle.dependency_results()
 
 
 @job

@@ -13,14 +13,15 @@ from django.db import OperationalError, connection, transaction
 
 from django_sqlqueue import current_job
 from django_sqlqueue.current import JobHandle
+from django_sqlqueue.db import dependencies
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.exceptions import JobCancelled, WorkerLost
 from django_sqlqueue.maintenance.rescue import rescue_worker
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.runner.execution import attempt
-from django_sqlqueue.testing import perform
+from django_sqlqueue.testing import perform, run_jobs
 from tests.djtasks.tasks import current_job_id, current_job_id_async
-from tests.testapp.tasks import whoami
+from tests.testapp.tasks import add, fail, gather, whoami
 
 pytestmark = pytest.mark.django_db
 
@@ -174,6 +175,20 @@ def test_add_meta_merges_into_the_jobs_meta_while_its_worker_holds_it() -> None:
     with JobHandle(job, "w") as handle:
         assert handle.add_meta({"late": True}) is False
     assert Job.objects.get(pk=job.pk).meta == {"source": "s3", "rows": 120, "file": "a.csv"}
+
+
+def test_dependency_results_is_a_result_as_it_is_keyed_by_id_strings_in_after_order() -> None:
+    # What a user writes first: return what the jobs waited for returned, unchanged.
+    one, two = Job.objects.enqueue(add, (1, 2)), Job.objects.enqueue(add, (3, 4))
+    failing = Job.objects.enqueue(fail, ("boom",), max_attempts=1)
+    final = Job.objects.enqueue(gather, ("final",), after=[two, failing, one], after_failure="run")
+    run_jobs()
+    final.refresh_from_db()
+    assert final.status == JobStatus.SUCCESSFUL, final.errors
+    assert final.result == {str(two.pk): 7, str(failing.pk): None, str(one.pk): 3}
+    # In after= order as returned (PostgreSQL's jsonb keeps no order of keys when stored).
+    assert list(dependencies.results(Job, "default", final.pk)) == [str(two.pk), str(failing.pk), str(one.pk)]
+    assert final.result[str(one.pk)] == 3
 
 
 def test_an_attempts_failure_is_decided_once_and_a_new_exception_anew() -> None:

@@ -14,7 +14,10 @@ from django.utils import timezone
 
 from django_sqlqueue.admin import changes
 from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.testing import run_jobs
 from tests.support.admin_helpers import action, make_job, staff_client
+from tests.testapp.models import Receipt
+from tests.testapp.tasks import fail, record
 
 pytestmark = pytest.mark.django_db
 
@@ -55,6 +58,74 @@ def test_retry_gives_failed_and_cancelled_jobs_a_fresh_start(admin_client: Clien
     assert statuses()[successful.pk] == JobStatus.SUCCESSFUL
     # A worker can run it now.
     assert [job.pk for job in Job.objects.claim(worker_id="w2")] == [failed.pk, cancelled.pk]
+
+
+def _failed_workflow() -> tuple[Job, Job, Job, Job]:
+    """A parent that failed for good, its child and grandchild cancelled by it, and a
+    clean-up step (``after_failure="run"``) that ran."""
+    parent = Job.objects.enqueue(fail, ("boom",), max_attempts=1)
+    child = Job.objects.enqueue(record, ("child",), after=[parent])
+    grandchild = Job.objects.enqueue(record, ("grandchild",), after=[child])
+    cleanup = Job.objects.enqueue(record, ("cleanup",), after=[parent], after_failure="run")
+    run_jobs()
+    assert [statuses()[job.pk] for job in (parent, child, grandchild, cleanup)] == [
+        JobStatus.FAILED,
+        JobStatus.CANCELLED,
+        JobStatus.CANCELLED,
+        JobStatus.SUCCESSFUL,
+    ]
+    return parent, child, grandchild, cleanup
+
+
+def test_retry_says_it_leaves_the_jobs_the_failure_cancelled(admin_client: Client) -> None:
+    parent, child, grandchild, _ = _failed_workflow()
+    response = action(admin_client, "retry", [parent])
+    assert messages(admin_client, response) == [
+        "Retried 1 job. 2 jobs their ends had cancelled stay cancelled:"
+        " “Retry with cancelled dependents” retries those too."
+    ]
+    assert (statuses()[child.pk], statuses()[grandchild.pk]) == (JobStatus.CANCELLED, JobStatus.CANCELLED)
+
+
+def test_retry_with_dependents_makes_them_wait_again_and_run_after_it(admin_client: Client) -> None:
+    parent, child, grandchild, cleanup = _failed_workflow()
+    response = action(admin_client, "retry_with_dependents", [parent])
+    assert messages(admin_client, response) == ["Retried 1 job. 2 jobs their ends had cancelled wait for them again."]
+    rows = dict(Job.objects.values_list("pk", "status"))
+    assert [rows[job.pk] for job in (parent, child, grandchild, cleanup)] == [
+        JobStatus.READY,
+        JobStatus.WAITING,
+        JobStatus.WAITING,
+        JobStatus.SUCCESSFUL,  # it ran, and stays as it is
+    ]
+    assert Job.objects.get(pk=child.pk).finished_at is None
+    Job.objects.filter(pk=parent.pk).update(task="tests.testapp.tasks.record", args=["parent"])  # fixed
+    run_jobs()
+    assert Receipt.objects.filter(token__in=["parent", "child", "grandchild"], runs=1).count() == 3
+    assert Receipt.objects.get(token="cleanup").runs == 1
+    assert set(statuses().values()) == {JobStatus.SUCCESSFUL}
+
+
+def test_retry_with_dependents_leaves_a_job_another_failure_stops(admin_client: Client) -> None:
+    parent = Job.objects.enqueue(fail, ("boom",), max_attempts=1)
+    other = Job.objects.enqueue(fail, ("boom",), max_attempts=1)
+    both = Job.objects.enqueue(record, ("both",), after=[parent, other])
+    below = Job.objects.enqueue(record, ("below",), after=[both])
+    alone = Job.objects.enqueue(record, ("alone",), after=[parent])
+    run_jobs()
+    response = action(admin_client, "retry_with_dependents", [parent])
+    assert messages(admin_client, response) == ["Retried 1 job. 1 job their ends had cancelled wait for them again."]
+    rows = statuses()
+    assert (rows[both.pk], rows[below.pk], rows[alone.pk]) == (
+        JobStatus.CANCELLED,
+        JobStatus.CANCELLED,
+        JobStatus.WAITING,
+    )
+    # Retrying both failed jobs at once brings back what they stopped together.
+    Job.objects.filter(pk=parent.pk).update(status=JobStatus.FAILED)
+    response = action(admin_client, "retry_with_dependents", [parent, other])
+    assert messages(admin_client, response) == ["Retried 2 jobs. 2 jobs their ends had cancelled wait for them again."]
+    assert Job.objects.values_list("status", "waiting_for").get(pk=both.pk) == (JobStatus.WAITING, 2)
 
 
 def test_retry_runs_an_expired_job_after_all(admin_client: Client) -> None:
@@ -215,6 +286,7 @@ def test_select_across_changes_the_whole_filtered_set(admin_client: Client) -> N
     ("name", "codename", "status"),
     [
         ("retry", "retry_job", JobStatus.FAILED),
+        ("retry_with_dependents", "retry_job", JobStatus.FAILED),
         ("cancel", "cancel_job", JobStatus.READY),
         ("run_now", "run_job_now", JobStatus.READY),
         ("delete_selected", "delete_job", JobStatus.FAILED),

@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.utils.html import strip_tags
 
 from django_sqlqueue.admin import display, filters
+from django_sqlqueue.db.lifecycle import DEPENDENCY_FAILED
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.admin_helpers import CHANGELIST, make_job, staff_client
 
@@ -330,6 +331,9 @@ def test_the_page_offers_only_the_actions_that_apply(admin_client: Client, djang
     assert buttons(admin_client, failed) == ["retry"]
     assert buttons(admin_client, scheduled) == ["cancel", "run_now"]
     assert buttons(staff_client(django_user_model, "view_job", "cancel_job"), scheduled) == ["cancel"]
+    # A failed job whose end cancelled what waited on it offers to retry that too.
+    make_job(JobStatus.CANCELLED, last_error_class=DEPENDENCY_FAILED).dependencies.create(parent=failed)
+    assert buttons(admin_client, failed) == ["retry", "retry_with_dependents"]
 
 
 def test_a_button_changes_the_job_and_comes_back(admin_client: Client) -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import datetime
 import threading
+import time
 from typing import Any
 
 import pytest
-from django.db import connections
+from django.db import OperationalError, connections, transaction
 from django.db.models import Q
 
 from django_sqlqueue import workflows
@@ -209,24 +210,47 @@ def test_chain_and_chord() -> None:
     assert Job.objects.get(pk=final.pk).result == {str(job.pk): 2 * n for n, job in enumerate(group)}
 
 
-def test_a_finish_that_dies_midway_settles_nothing_and_its_retry_settles_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def _settling_that_raises(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> tuple[Job, Job, Job]:
+    """A claimed parent, its waiting child, and the release that settling makes raising ``error``."""
     parent = Job.objects.enqueue(noop)
     child = Job.objects.enqueue(noop, after=[parent])
     (claimed,) = Job.objects.claim(worker_id=WORKER)
 
-    def killed(*args: Any) -> list[int]:
-        raise SystemExit("killed between the links and the release")
+    def raising(*args: Any) -> list[int]:
+        raise error
 
-    monkeypatch.setattr(dependencies, "_decide", killed)
+    monkeypatch.setattr(dependencies, "_decide", raising)
+    return parent, child, claimed
+
+
+def test_a_settling_that_dies_midway_settles_nothing_and_a_retried_finish_settles_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parent, child, claimed = _settling_that_raises(monkeypatch, SystemExit("killed between the links and the release"))
     with pytest.raises(SystemExit):
         Job.objects.finish(worker_id=WORKER, succeeded={claimed: None})
-    assert (_status(parent), _status(child)) == (JobStatus.RUNNING, JobStatus.WAITING)
+    # The finish is written; its settling is rolled back whole.
+    assert (_status(parent), _status(child)) == (JobStatus.SUCCESSFUL, JobStatus.WAITING)
     assert not JobDependency.objects.get(child=child).settled
     monkeypatch.undo()
+    # A retry of the lost answer finds its outcome written (the row holds it) and settles.
     assert Job.objects.finish(worker_id=WORKER, succeeded={claimed: None}) == 1
     assert Job.objects.values_list("status", "waiting_for").get(pk=child.pk) == (JobStatus.READY, 0)
-    Job.objects.finish(worker_id=WORKER, succeeded={claimed: None})  # again (a retry of a lost answer): nothing twice
+    Job.objects.finish(worker_id=WORKER, succeeded={claimed: None})  # again: nothing twice
+    assert dependencies.sweep(Job, "default") == 0
     assert Job.objects.values_list("status", "waiting_for").get(pk=child.pk) == (JobStatus.READY, 0)
+
+
+def test_a_database_error_while_settling_is_logged_and_left_to_the_sweep(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    parent, child, claimed = _settling_that_raises(monkeypatch, OperationalError("deadlock detected"))
+    assert Job.objects.finish(worker_id=WORKER, succeeded={claimed: None}) == 1
+    assert f"Settling what waits for jobs [{parent.pk}] failed (deadlock detected)" in caplog.text
+    assert (_status(parent), _status(child)) == (JobStatus.SUCCESSFUL, JobStatus.WAITING)
+    monkeypatch.undo()
+    assert dependencies.sweep(Job, "default") == 1
+    assert _status(child) == JobStatus.READY
 
 
 def _finish_at_once(outcomes: list[tuple[str, Job, bool]]) -> None:
@@ -268,6 +292,50 @@ def test_two_parents_finishing_at_once_on_two_connections_release_their_child_on
         assert (child.status, child.waiting_for) == (JobStatus.CANCELLED if fails else JobStatus.READY, 0)
         assert len(child.errors) == int(fails)
         assert list(JobDependency.objects.filter(child=child).values_list("settled", flat=True)) == [True, True]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_child_linked_while_its_parents_finish_waits_for_the_row_is_released_by_that_finish() -> None:
+    parent = Job.objects.enqueue(noop)
+    (claimed,) = Job.objects.claim(worker_id=WORKER)
+    linked, commit = threading.Event(), threading.Event()
+    children: list[Job] = []
+    errors: list[BaseException] = []
+
+    def enqueuer() -> None:
+        try:
+            with transaction.atomic():
+                # Locks the running parent's row and links the child: the finish waits for it.
+                children.append(Job.objects.enqueue(noop, after=[parent]))
+                linked.set()
+                assert commit.wait(30)
+        except BaseException as error:  # the test asserts there was none
+            errors.append(error)
+        finally:
+            linked.set()
+            connections.close_all()
+
+    def finisher() -> None:
+        try:
+            assert Job.objects.finish(worker_id=WORKER, succeeded={claimed: None}) == 1
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=enqueuer), threading.Thread(target=finisher)]
+    threads[0].start()
+    assert linked.wait(30)
+    threads[1].start()
+    time.sleep(0.5)  # the finish is under way, waiting for the parent's row
+    commit.set()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    (child,) = children
+    # No sweep ran: the finish itself released it.
+    assert Job.objects.values_list("status", "waiting_for").get(pk=child.pk) == (JobStatus.READY, 0)
+    assert JobDependency.objects.get(child=child).settled
 
 
 class _NoIdAsked:

@@ -133,6 +133,16 @@ def test_written_refuses_columns_a_transition_does_not_declare() -> None:
         written(lifecycle.RUN_NOW)
 
 
+def test_written_over_an_earlier_transition_names_only_the_columns_it_adds() -> None:
+    # A job enqueued after= others is inserted as enqueue, then made enqueue_waiting.
+    waiting = written(lifecycle.ENQUEUE_WAITING, over=lifecycle.ENQUEUE, waiting_for=2, runs_after_failure=False)
+    assert waiting == {"status": JobStatus.WAITING, "waiting_for": 2, "runs_after_failure": False}
+    with pytest.raises(ValueError, match=r"enqueue_waiting writes \['runs_after_failure', 'status', 'waiting_for'\]"):
+        written(lifecycle.ENQUEUE_WAITING, over=lifecycle.ENQUEUE, waiting_for=2)
+    with pytest.raises(ValueError, match="enqueue_waiting writes"):
+        written(lifecycle.ENQUEUE_WAITING, over=lifecycle.ENQUEUE, waiting_for=2, runs_after_failure=False, queue="q")
+
+
 def test_allowed_is_the_sources_and_the_guard_as_sql() -> None:
     assert allowed(lifecycle.CANCEL) == Q(status__in=(JobStatus.WAITING, JobStatus.READY))
     assert allowed(lifecycle.UNBLOCK) == Q(status=JobStatus.WAITING) & Q(waiting_for=0)

@@ -49,7 +49,7 @@ def test_the_status_sets_split_every_status() -> None:
 
 def test_finished_jobs_move_only_by_an_admin_retry_or_their_deletion() -> None:
     leaving = [t.name for t in TRANSITIONS.values() if set(t.sources) & set(FINISHED)]
-    assert sorted(leaving) == ["admin_retry", "delete", "prune"]
+    assert sorted(leaving) == ["admin_retry", "delete", "prune", "retry_dependent"]
     assert ADMIN_RETRY.target in ACTIVE
     assert all(TRANSITIONS[name].target is None for name in ("delete", "prune"))
 

@@ -103,7 +103,7 @@ def make_thumbnail(image_id: int) -> str:
 def publish_album(album_id: int) -> list[str]:
     handle = current_job()
     assert handle is not None
-    # {job id: what it returned}, for every job this one waited for.
+    # {job id as a string: what it returned}, for every job this one waited for.
     thumbnails = handle.dependency_results()
     return sorted(thumbnails.values())
 
