@@ -594,22 +594,29 @@ class JobManager(models.Manager[JobT]):
         decided. What each job written became; each sends its outcome's signal
         (``signals.job_ended``) once this commits."""
         jobs = self.on_queue_db()
-        # The claimed rows carry their batch (ids are never 0): a batch-less job costs no query,
-        # and no Python call, here.
-        if not any(map(_BATCH_ID, itertools.chain(succeeded, failed))):
+        gone = [job.pk for job in succeeded]
+        # The claimed rows carry their batch (ids are never 0): a batch-less job costs no query.
+        batched = any(map(_BATCH_ID, itertools.chain(succeeded, failed)))
+        if not batched and not dependencies.awaited(jobs.db, [*succeeded, *failed]):
+            # A job nothing waits for and in no batch is finished outside a transaction, as
+            # ever (db/finishing.py recovers from a refused outcome on its own connection).
             ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
             signals.send_ended(ended, jobs.db)
-        else:
-            # Their batches are counted down (db/batches.py) in the finish's transaction.
-            with transaction.atomic(using=jobs.db):
-                ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
-                # Sent first as it commits: what the count releases follows from these.
-                signals.send_ended(ended, jobs.db)
+            # Unless a job was enqueued after one of these while this finish waited for its
+            # row lock (its enqueue held it): that one is released right after.
+            dependencies.settle_finished(self.model, jobs.db, [outcome.job for outcome in ended], gone_succeeded=gone)
+            return ended
+        # What waits for these is settled (db/dependencies.py), and their batches counted
+        # down (db/batches.py), in the finish's transaction; what waits is looked for after
+        # the UPDATE, so that a job linked while it waited for a row lock is seen.
+        with transaction.atomic(using=jobs.db):
+            ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
+            # Sent first as it commits: what the settling and the count release follows from these.
+            signals.send_ended(ended, jobs.db)
+            if batched:
                 batches.count_down(self.model, jobs.db, ended)
-        # What waits for the jobs written is settled next, the outcomes' signals sent first
-        # (db/dependencies.py).
-        gone = [job.pk for job in succeeded]
-        dependencies.settle_finished(self.model, jobs.db, [outcome.job for outcome in ended], gone_succeeded=gone)
+            if parents := dependencies.awaited(jobs.db, [outcome.job for outcome in ended]):
+                dependencies.settle(self.model, jobs.db, parents, gone_succeeded=gone)
         return ended
 
     def cancel(self, jobs: models.QuerySet[JobT] | Iterable[int]) -> CancelCount:

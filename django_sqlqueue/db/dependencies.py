@@ -2,15 +2,19 @@
 all finished, linked to each by a ``JobDependency`` row.
 
 Exactly once, without timing: each link is settled once, under its row lock
-(``settled`` moves from False to True), by its parent's finisher in a transaction
-right after the finish's UPDATE (:func:`settle_finished`), or in the transaction that
-cancels its parent; that transaction takes the settled links off their children's
+(``settled`` moves from False to True), by its parent's finisher in the finish's
+transaction, or in the transaction that cancels its parent. What waits is looked for
+after the fenced UPDATE, so that a child linked while the finish waited for the
+parent's row lock is seen; a parent that had nothing waiting for it as its finish began
+is finished without a transaction, and such a child is settled right after
+(:func:`settle_finished`). The settling takes the settled links off their children's
 ``waiting_for`` (an ``UPDATE`` under the child's row lock, so two parents finishing at
 once on two connections count down one after the other), then releases the children
 left at 0 (``unblock``) or cancels those a failed parent stops (``cancel_dependent``),
 both compare-and-set on ``status = WAITING``. A finish that lost its fence leaves its
-job unfinished, so it settles nothing; a crash rolls the settling back whole, and the
-maintenance sweep settles what a crash between the finish and its settling left.
+job unfinished, so it settles nothing; a crash rolls the finish and its settling back
+whole, and the maintenance sweep settles what a crash right after a finish without a
+transaction left.
 
 Enqueueing ``after=`` locks the parents' rows (in id order) and reads their statuses:
 a missing parent refuses the enqueue, an unfinished one is counted, a finished one's

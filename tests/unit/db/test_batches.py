@@ -243,9 +243,10 @@ def test_a_plain_finish_reads_no_batch() -> None:
     (claimed,) = Job.objects.claim(worker_id=WORKER, limit=1)
     with CaptureQueriesContext(connections["default"]) as captured:
         Job.objects.finish(worker_id=WORKER, succeeded={claimed: None})
-    # The fenced UPDATE and the links' "any unsettled?" read after it, as before batches.
+    # The links' "any unsettled?" read before the fenced UPDATE (does the finish settle
+    # in its transaction?) and after it (a job linked meanwhile), as before batches.
     statements = [query["sql"].split()[0] for query in captured]
-    assert [verb for verb in statements if verb in ("SELECT", "UPDATE")] == ["UPDATE", "SELECT"]
+    assert [verb for verb in statements if verb in ("SELECT", "UPDATE")] == ["SELECT", "UPDATE", "SELECT"]
     assert not [query for query in captured if "jobbatch" in query["sql"]]
 
 

@@ -13,7 +13,7 @@ from django.db import OperationalError, connections, transaction
 from django.db.models import Q
 
 from django_sqlqueue import workflows
-from django_sqlqueue.db import dependencies
+from django_sqlqueue.db import dependencies, finishing
 from django_sqlqueue.db.clock import database_now
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.maintenance.services import maintenance_services
@@ -223,17 +223,20 @@ def _settling_that_raises(monkeypatch: pytest.MonkeyPatch, error: BaseException)
     return parent, child, claimed
 
 
-def test_a_settling_that_dies_midway_settles_nothing_and_a_retried_finish_settles_once(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    "error", [SystemExit("killed between the links and the release"), OperationalError("deadlock detected")]
+)
+def test_a_settling_that_dies_midway_rolls_its_finish_back_whole_and_a_retried_finish_settles_once(
+    monkeypatch: pytest.MonkeyPatch, error: BaseException
 ) -> None:
-    parent, child, claimed = _settling_that_raises(monkeypatch, SystemExit("killed between the links and the release"))
-    with pytest.raises(SystemExit):
+    parent, child, claimed = _settling_that_raises(monkeypatch, error)
+    with pytest.raises(type(error)):
         Job.objects.finish(worker_id=WORKER, succeeded={claimed: None})
-    # The finish is written; its settling is rolled back whole.
-    assert (_status(parent), _status(child)) == (JobStatus.SUCCESSFUL, JobStatus.WAITING)
+    # The finish and its settling are one transaction: neither is written.
+    assert (_status(parent), _status(child)) == (JobStatus.RUNNING, JobStatus.WAITING)
     assert not JobDependency.objects.get(child=child).settled
     monkeypatch.undo()
-    # A retry of the lost answer finds its outcome written (the row holds it) and settles.
+    # The finish, tried again, writes the outcome and settles in the same transaction.
     assert Job.objects.finish(worker_id=WORKER, succeeded={claimed: None}) == 1
     assert Job.objects.values_list("status", "waiting_for").get(pk=child.pk) == (JobStatus.READY, 0)
     Job.objects.finish(worker_id=WORKER, succeeded={claimed: None})  # again: nothing twice
@@ -241,11 +244,14 @@ def test_a_settling_that_dies_midway_settles_nothing_and_a_retried_finish_settle
     assert Job.objects.values_list("status", "waiting_for").get(pk=child.pk) == (JobStatus.READY, 0)
 
 
-def test_a_database_error_while_settling_is_logged_and_left_to_the_sweep(
+def test_a_database_error_while_settling_after_a_finish_is_logged_and_left_to_the_sweep(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """What a finish without a transaction settles right after it (a child linked while
+    it waited for its parent's row): a database error there leaves the outcome written."""
     parent, child, claimed = _settling_that_raises(monkeypatch, OperationalError("deadlock detected"))
-    assert Job.objects.finish(worker_id=WORKER, succeeded={claimed: None}) == 1
+    ended = finishing.finish(Job.objects.all(), worker_id=WORKER, succeeded={claimed: None}, failed={})
+    dependencies.settle_finished(Job, "default", [outcome.job for outcome in ended], gone_succeeded=[])
     assert f"Settling what waits for jobs [{parent.pk}] failed (deadlock detected)" in caplog.text
     assert (_status(parent), _status(child)) == (JobStatus.SUCCESSFUL, JobStatus.WAITING)
     monkeypatch.undo()
