@@ -8,8 +8,10 @@ import datetime
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from django_sqlqueue.models import Job, JobStatus, JobTag
+from tests.support.zones import COMBINATIONS, zones
 from tests.testapp.tasks import noop
 from tests.unit.db.test_inserting import one_job_a_queue  # noqa: F401 (a fixture)
 
@@ -117,3 +119,24 @@ def enqueue_then_roll_back(seen: list[int]) -> None:
         Job.objects.enqueue_many([Job.objects.build(noop) for _ in range(3)])
         seen.append(Job.objects.count())
         raise Rollback
+
+
+@pytest.mark.parametrize(("use_tz", "time_zone", "server"), COMBINATIONS)
+def test_copied_jobs_run_when_they_were_asked_to(use_tz: bool, time_zone: str, server: str | None) -> None:
+    """The times ``COPY`` writes (the database's now, now plus a delay, a given time)
+    read as the project's now under every ``USE_TZ``, ``TIME_ZONE`` and server time
+    zone, as the ``INSERT``'s do (tests/unit/db/test_clock.py)."""
+    minute, close = datetime.timedelta(minutes=1), datetime.timedelta(seconds=5)
+    with zones(use_tz, time_zone, server):
+        now = timezone.now()
+        later, due, delayed = Job.objects.enqueue_many(
+            [
+                Job.objects.build(noop, run_at=now + minute),
+                Job.objects.build(noop, run_at=now - datetime.timedelta(seconds=1)),
+                Job.objects.build(noop, delay=minute),
+            ]
+        )
+        assert abs(later.enqueued_at - now) < close
+        assert [fields(job) for job in (later, due, delayed)] == [fields(job) for job in Job.objects.order_by("id")]
+        assert list(Job.objects.ready().values_list("pk", flat=True)) == [due.pk]
+        assert [job.pk for job in Job.objects.claim(worker_id="w")] == [due.pk]
