@@ -12,17 +12,19 @@ pgbouncer's transaction pooling."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.db.models.expressions import DatabaseDefault
 
-from django_sqlqueue.db.clock import DatabaseNowPlus
+from django_sqlqueue.db.clock import DatabaseNowPlus, database_now
 from django_sqlqueue.rules.lifecycle import JobStatus
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
+    from psycopg import Copy
 
     from django_sqlqueue.db.table import AbstractJob
 
@@ -42,7 +44,6 @@ def copy_jobs(
     ``table`` (quoted), whose values of ``columns`` are ``rows``, by one ``COPY``, with
     ``now_sql`` the database's clock; set each job's id, ``enqueued_at``, ``run_at`` and
     ``expires_at`` as the row holds them."""
-    qn = connection.ops.quote_name
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT ARRAY(SELECT nextval(pg_get_serial_sequence(%s::text, 'id')) "
@@ -50,14 +51,8 @@ def copy_jobs(
             [table, len(jobs)],
         )
         ids, now = cursor.fetchone()
-    names = ", ".join(map(qn, ["id", *columns, "run_at", "expires_at", "enqueued_at", *_SAME_FOR_ALL]))
     same = tuple(_SAME_FOR_ALL.values())
-    # Django wraps what execute() raises (IntegrityError, ...), not what the driver's copy() does.
-    with (
-        connection.wrap_database_errors,
-        connection.cursor() as cursor,
-        cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy,
-    ):
+    with _copying(connection, table, ["id", *columns, "run_at", "expires_at", "enqueued_at"]) as copy:
         write = copy.write_row
         for job, pk, row in zip(jobs, ids, rows, strict=True):
             run_at = _time(job.run_at, now)
@@ -67,6 +62,46 @@ def copy_jobs(
             job.__dict__.update(id=pk, run_at=run_at, expires_at=expires_at, enqueued_at=now)
             state.adding = False
             state.db = connection.alias
+
+
+def copy_rows(
+    connection: BaseDatabaseWrapper,
+    table: str,
+    columns: Sequence[str],
+    rows: Iterable[tuple[Any, ...]],
+    times: dict[str, Any],
+) -> int:
+    """``enqueue_rows``' ``COPY``: ``rows`` (values of ``columns``) into ``table``
+    (quoted), each with the same ``times`` (``run_at`` and ``expires_at``, as a job
+    template holds them: a column left to its default, the database's clock, takes no
+    value; a delay is added to the database's now, read once). How many were written."""
+    when: dict[str, Any] = {}
+    for name, value in times.items():
+        if isinstance(value, DatabaseNowPlus):
+            value = database_now(connection.alias) + value.delay
+        if not isinstance(value, DatabaseDefault):
+            when[name] = connection.ops.adapt_datetimefield_value(value)
+    tail = (*when.values(), *_SAME_FOR_ALL.values())
+    written = 0
+    with _copying(connection, table, [*columns, *when]) as copy:
+        for row in rows:
+            copy.write_row((*row, *tail))
+            written += 1
+    return written
+
+
+@contextlib.contextmanager
+def _copying(connection: BaseDatabaseWrapper, table: str, columns: Sequence[str]) -> Iterator[Copy]:
+    """A ``COPY`` into ``table``'s ``columns`` and the columns every new job starts with
+    the same value in (given last, by the caller: :data:`_SAME_FOR_ALL`)."""
+    names = ", ".join(map(connection.ops.quote_name, [*columns, *_SAME_FOR_ALL]))
+    # Django wraps what execute() raises (IntegrityError, ...), not what the driver's copy() does.
+    with (
+        connection.wrap_database_errors,
+        connection.cursor() as cursor,
+        cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy,
+    ):
+        yield copy
 
 
 def _time(value: Any, now: datetime.datetime) -> Any:

@@ -24,8 +24,8 @@ from django.db.models import Field
 from django.db.models.expressions import DatabaseDefault
 
 from django_sqlqueue.db import packets
-from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus, database_now
-from django_sqlqueue.db.copying import copy_jobs
+from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
+from django_sqlqueue.db.copying import copy_jobs, copy_rows
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.wakeup import wake_on_commit
 from django_sqlqueue.rules.lifecycle import JobStatus
@@ -202,7 +202,9 @@ def insert_plain(
     connection = connections[using]
     parts = job_inserts(model, connection)
     if connection.vendor == "postgresql":
-        return _copy(connection, parts.table, rows, template)
+        return copy_rows(
+            connection, parts.table, tuple(_BOUND), rows, {name: getattr(template, name) for name in _TIMED}
+        )
     when = [_run_at(parts.compiler, getattr(template, name), parts.now) for name in _TIMED]
     written = 0
     queues: set[str] = set()
@@ -216,33 +218,6 @@ def insert_plain(
                 written += end - start
             queues.update(row[0] for row, _ in chunk)
     wake_on_commit(using, queues)
-    return written
-
-
-def _copy(connection: BaseDatabaseWrapper, table: str, rows: Iterable[tuple[Any, ...]], template: AbstractJob) -> int:
-    """PostgreSQL: ``rows`` by one ``COPY``; ``enqueued_at``, and ``run_at`` when the
-    job runs now, take the columns' default, the database's clock; a delay (of
-    ``run_at`` or ``expires_at``) is added to the database's now, read once."""
-    same_for_all = {"status": JobStatus.READY.value, "attempts": 0, "worker": "", "errors": "[]"}
-    when: dict[str, Any] = {}
-    for name in _TIMED:
-        value = getattr(template, name)
-        if isinstance(value, DatabaseNowPlus):
-            value = database_now(connection.alias) + value.delay
-        if not isinstance(value, DatabaseDefault):
-            when[name] = connection.ops.adapt_datetimefield_value(value)
-    names = ", ".join(map(connection.ops.quote_name, [*_BOUND, *when, *same_for_all]))
-    tail = (*when.values(), *same_for_all.values())
-    written = 0
-    # Django wraps what execute() raises (IntegrityError, ...), not what the driver's copy() does.
-    with (
-        connection.wrap_database_errors,
-        connection.cursor() as cursor,
-        cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy,
-    ):
-        for row in rows:
-            copy.write_row((*row, *tail))
-            written += 1
     return written
 
 
