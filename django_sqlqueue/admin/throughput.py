@@ -22,6 +22,7 @@ from django.db.models.functions.datetime import TruncBase
 
 from django_sqlqueue.db import rollup
 from django_sqlqueue.db.clock import database_now
+from django_sqlqueue.db.indexes import finished_in
 from django_sqlqueue.db.routing import queue_db, read_db
 from django_sqlqueue.managers import JobQuerySet
 from django_sqlqueue.models import FinishedHour, Job
@@ -151,7 +152,9 @@ def throughput(jobs: JobQuerySet[Job], span: Span) -> dict[str, Chart]:
     rows = (
         # Bounded on both sides, so SQLite's planner picks this index, not a skip-scan of
         # sqlqueue_job_queue_status over every finished job (1.9 s at 1,000,000 jobs).
-        jobs.filter(finished_at__gte=first, finished_at__lt=first + span.buckets * span.step, status__in=rollup.CHARTED)
+        jobs.filter(
+            finished_in(*rollup.CHARTED), finished_at__gte=first, finished_at__lt=first + span.buckets * span.step
+        )
         .values_list("queue")
         .annotate(
             bucket=span.trunc("finished_at", tzinfo=datetime.timezone.utc),

@@ -7,18 +7,16 @@ page lists the groups by task and exception class (``Job.last_error_class``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.backends.ddl_references import Statement
-from django.db.models.expressions import Expression
 from django.db.models.sql import Query
 from django.db.models.sql.compiler import SQLCompiler
 
-from django_sqlqueue.db.indexes import hidden_column
+from django_sqlqueue.db.indexes import HiddenColumn, hidden_column
 
 #: Per status a failure group's jobs are in: which jobs of that status, and when each was
 #: seen failing (a failed job when it finished; a retrying one does not finish, so when
@@ -110,22 +108,9 @@ class InFailureGroup(models.Lookup):
         return f"{hidden_column(self.lhs, MYSQL_STATUS_COLUMN, compiler)} = %s", (self.rhs,)
 
 
-class FailureSeenAt(Expression):
+class FailureSeenAt(HiddenColumn):
     """When a job of the failure group of ``status`` was seen failing: on MySQL/MariaDB
     the index's hidden column, elsewhere the group's own time column."""
 
     def __init__(self, status: str) -> None:
-        super().__init__(output_field=models.DateTimeField())
-        self.source: Any = models.F(FAILURE_GROUPS[status][1])
-
-    def get_source_expressions(self) -> list[Any]:
-        return [self.source]
-
-    def set_source_expressions(self, exprs: Sequence[Any]) -> None:
-        (self.source,) = exprs
-
-    def as_sql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> tuple[str, Any]:
-        return compiler.compile(self.source)
-
-    def as_mysql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> tuple[str, Any]:
-        return hidden_column(self.source, MYSQL_SEEN_COLUMN, compiler), ()
+        super().__init__(FAILURE_GROUPS[status][1], MYSQL_SEEN_COLUMN, models.DateTimeField())

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.backends.ddl_references import Statement
+from django.db.models.expressions import Expression
+from django.db.models.lookups import In
 from django.db.models.sql.compiler import SQLCompiler
 
 from django_sqlqueue.rules.lifecycle import ACTIVE, FINISHED, JobStatus
@@ -111,6 +114,45 @@ class InStatus(models.Lookup):
         return f"{hidden_column(self.lhs, hidden, compiler)} IS NOT NULL", ()
 
 
+class HiddenColumn(Expression):
+    """The column ``field``, read on MySQL/MariaDB from the hidden generated column
+    ``hidden`` that stands for it in an index there (NULL for the jobs that index
+    leaves out), so that the query reads that index alone."""
+
+    def __init__(self, field: str, hidden: str, output_field: models.Field[Any, Any]) -> None:
+        super().__init__(output_field=output_field)
+        self.source: Any = models.F(field)
+        self.hidden = hidden
+
+    def get_source_expressions(self) -> list[Any]:
+        return [self.source]
+
+    def set_source_expressions(self, exprs: Sequence[Any]) -> None:
+        (self.source,) = exprs
+
+    def as_sql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> tuple[str, Any]:
+        return compiler.compile(self.source)
+
+    def as_mysql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> tuple[str, Any]:
+        return hidden_column(self.source, self.hidden, compiler), ()
+
+
+class FinishedStatus(HiddenColumn):
+    """A job's status, to be grouped by or compared with finished statuses only: on
+    MySQL/MariaDB the hidden column of the admin's finished indexes
+    (:class:`HiddenFinishedIndex`), NULL until the job finishes."""
+
+    def __init__(self) -> None:
+        super().__init__("status", MYSQL_FINISHED_COLUMN, models.CharField())
+
+
+def finished_in(status: str, *more: str) -> In:
+    """The jobs finished in ``status`` or any of ``more`` (finished statuses only), by
+    :class:`FinishedStatus`: on MySQL/MariaDB from the admin's finished indexes, where
+    ``status = …`` is read from a claim index led by ``status``, without the finish time."""
+    return In(FinishedStatus(), [str(each) for each in (status, *more)])
+
+
 def hidden_column(column: Any, hidden: str, compiler: SQLCompiler) -> str:
     """MySQL/MariaDB: the hidden column ``hidden`` of the table the resolved ``column`` is read from."""
     quote = compiler.connection.ops.quote_name
@@ -128,7 +170,8 @@ class FinishedIndex(models.Index):
     index's condition. Its planner uses the index for a query whose filter implies
     ``over``: the finished statuses, or a range of ``finished_at``. SQLite and MySQL/
     MariaDB get the index over every job: SQLite's drain gained nothing, and MariaDB
-    has no partial indexes (InnoDB leaves an index alone when its columns do not change)."""
+    has no partial indexes (InnoDB leaves an index alone when its columns do not change:
+    :class:`HiddenFinishedIndex` makes it so there)."""
 
     def __init__(self, *, fields: list[str], name: str, over: models.Q) -> None:
         super().__init__(fields=fields, name=name)
@@ -144,6 +187,56 @@ class FinishedIndex(models.Index):
         condition = self.over if schema_editor.connection.vendor == "postgresql" else None
         index = models.Index(fields=self.fields, name=self.name, condition=condition)
         return index.create_sql(model, schema_editor, using=using, **kwargs)
+
+
+#: MySQL/MariaDB: the hidden generated column :class:`HiddenFinishedIndex` holds in place
+#: of ``status``: a finished job's status, NULL before it finishes.
+MYSQL_FINISHED_COLUMN = "finished_status"
+
+
+class HiddenFinishedIndex(FinishedIndex):
+    """A :class:`FinishedIndex` that on MySQL/MariaDB too leaves a claim, a retry or a
+    release alone: there ``status`` is replaced in it by a hidden ``VIRTUAL`` column
+    (:data:`MYSQL_FINISHED_COLUMN`) that is NULL until the job finishes, so an
+    unfinished job's entry stays as enqueue wrote it (``finished_at`` is NULL too) and
+    is rewritten once, by the finish (issue 41). Queries read it through
+    :class:`FinishedStatus` and :func:`finished_in`, which name that column there.
+
+    The admin's two indexes share the column: the one made with ``adds_column`` adds it
+    (and drops it when removed), so it is made first and removed last. PostgreSQL and
+    SQLite get the :class:`FinishedIndex` it replaces, unchanged."""
+
+    def __init__(self, *, fields: list[str], name: str, over: models.Q, adds_column: bool = False) -> None:
+        super().__init__(fields=fields, name=name, over=over)
+        self.adds_column = adds_column
+
+    def deconstruct(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+        _path, args, kwargs = super().deconstruct()
+        kwargs.update({"adds_column": True} if self.adds_column else {})
+        return ("django_sqlqueue.db.indexes.HiddenFinishedIndex", args, kwargs)
+
+    def create_sql(
+        self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, using: str = "", **kwargs: Any
+    ) -> Statement:
+        if schema_editor.connection.vendor != "mysql":
+            return super().create_sql(model, schema_editor, using=using, **kwargs)
+        qn, column = schema_editor.quote_name, MYSQL_FINISHED_COLUMN
+        columns = ", ".join(qn(column if field == "status" else field) for field in self.fields)
+        added = ""
+        if self.adds_column:
+            finished = ", ".join(schema_editor.quote_value(str(status)) for status in FINISHED)
+            status_type = model._meta.get_field("status").db_type(schema_editor.connection)
+            added = (
+                f"ADD COLUMN {qn(column)} {status_type} "
+                f"AS (CASE WHEN {qn('status')} IN ({finished}) THEN {qn('status')} END) VIRTUAL, "
+            )
+        return Statement(f"ALTER TABLE {qn(model._meta.db_table)} {added}ADD INDEX {qn(self.name)} ({columns})")
+
+    def remove_sql(self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, **kwargs: Any) -> Any:
+        if schema_editor.connection.vendor != "mysql" or not self.adds_column:
+            return super().remove_sql(model, schema_editor, **kwargs)
+        qn, column = schema_editor.quote_name, MYSQL_FINISHED_COLUMN
+        return Statement(f"ALTER TABLE {qn(model._meta.db_table)} DROP INDEX {qn(self.name)}, DROP COLUMN {qn(column)}")
 
 
 class KeyedIndex(models.Index):

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from django_sqlqueue.db import batches, dependencies, rollup
 from django_sqlqueue.db.clock import DatabaseNowPlus
 from django_sqlqueue.db.expressions import PrimaryKeyIn
+from django_sqlqueue.db.indexes import finished_in
 from django_sqlqueue.db.keys import concurrency
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.rules.lifecycle import JobStatus
@@ -73,11 +74,12 @@ def due(
     jobs: QuerySet[AbstractJob], status: JobStatus, kept: datetime.timedelta, counted_until: datetime.datetime
 ) -> QuerySet[AbstractJob]:
     """The jobs of ``status`` that finished more than ``kept`` ago by the database's clock
-    (served by the ``sqlqueue_job_finished`` index on ``finished_at, status``), and, for
+    (served by the ``sqlqueue_job_finished`` index on ``finished_at, status``, which
+    :func:`~django_sqlqueue.db.indexes.finished_in` reads on MySQL/MariaDB too), and, for
     the statuses the chart counts, before ``counted_until`` (``rollup.Hours``). Never a
     job another still waits for (``db/dependencies.py``): the sweep settles that first; never
     a job of an unfinished batch (``db/batches.py``), which counts it when it finishes."""
-    candidates = jobs.filter(finished_at__lt=DatabaseNowPlus(-kept), status=status)
+    candidates = jobs.filter(finished_in(status), finished_at__lt=DatabaseNowPlus(-kept))
     candidates = candidates.exclude(dependencies.waited_for()).filter(batches.kept())
     return candidates.filter(finished_at__lt=counted_until) if status in rollup.CHARTED else candidates
 

@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 
 from django_sqlqueue.db.clock import database_now
+from django_sqlqueue.db.indexes import finished_in
 from django_sqlqueue.models import FinishedHour, Job
 from django_sqlqueue.rules.lifecycle import JobStatus
 
@@ -100,7 +101,7 @@ def tally(jobs: QuerySet[AbstractJob], hour: datetime.datetime) -> list[tuple[st
     of the ``sqlqueue_job_finished`` index, grouped by queue (no per-row time function,
     which SQLite runs in Python)."""
     return list(
-        jobs.filter(finished_at__gte=hour, finished_at__lt=hour + HOUR, status__in=CHARTED)
+        jobs.filter(finished_in(*CHARTED), finished_at__gte=hour, finished_at__lt=hour + HOUR)
         .values_list("queue")
         .annotate(
             succeeded=Count("pk", filter=Q(status=JobStatus.SUCCESSFUL)),
@@ -113,8 +114,7 @@ def tally(jobs: QuerySet[AbstractJob], hour: datetime.datetime) -> list[tuple[st
 def _count(hours: list[datetime.datetime], using: str) -> None:
     jobs = Job.objects.db_manager(using).get_queryset()
     # Quiet hours (a new site, a test) cost one look, not one query each.
-    span = Q(finished_at__gte=hours[0], finished_at__lt=hours[-1] + HOUR, status__in=CHARTED)
-    quiet = not jobs.filter(span).exists()
+    quiet = not jobs.filter(finished_in(*CHARTED), finished_at__gte=hours[0], finished_at__lt=hours[-1] + HOUR).exists()
     rows = []
     for hour in hours:
         counts = [

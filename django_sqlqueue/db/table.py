@@ -18,7 +18,7 @@ from django_sqlqueue.db.indexes import (
     FINISHED_JOBS,
     ActiveKeyConstraint,
     ExpiringIndex,
-    FinishedIndex,
+    HiddenFinishedIndex,
     HiddenStatusIndex,
     KeyedIndex,
     StatusIndex,
@@ -161,9 +161,12 @@ class AbstractJob(models.Model):
             # from the index alone); the finished range filter, the charts' hours and pruning
             # (with the status, so "failed in this range" is counted from the index); the
             # enqueued range filter, over jobs of every status. The first two hold finished
-            # jobs only on PostgreSQL (issue 41, migration 0025).
-            FinishedIndex(fields=["queue", "status"], name="sqlqueue_job_queue_status", over=FINISHED_JOBS),
-            FinishedIndex(fields=["finished_at", "status"], name="sqlqueue_job_finished", over=FINISHED_AT_SET),
+            # jobs only on PostgreSQL (issue 41, migration 0025), and on MySQL/MariaDB a
+            # hidden column in place of status, NULL until the job finishes (0028).
+            HiddenFinishedIndex(
+                fields=["queue", "status"], name="sqlqueue_job_queue_status", over=FINISHED_JOBS, adds_column=True
+            ),
+            HiddenFinishedIndex(fields=["finished_at", "status"], name="sqlqueue_job_finished", over=FINISHED_AT_SET),
             models.Index(fields=["enqueued_at"], name="sqlqueue_job_enqueued"),
             # The admin's failures page: failed jobs (and on MySQL/MariaDB retrying ones)
             # by task and exception class, with when they failed, read from the index alone.

@@ -10,8 +10,10 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from django_sqlqueue.db.indexes import InStatus
+from django_sqlqueue.db.indexes import InStatus, finished_in
 from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.reporting.counting import status_counts
+from django_sqlqueue.rules.lifecycle import FINISHED
 from tests.testapp.tasks import noop
 
 JOB_TABLE = Job._meta.db_table
@@ -176,7 +178,7 @@ def test_0025_keeps_ready_running_and_finished_jobs_and_the_admin_indexes_hold_f
             )
     rows = sorted(Job.objects.values_list("pk", "status", "finished_at", "worker"))
 
-    migrate(None)
+    migrate("0025_partial_admin_indexes")
     assert sorted(Job.objects.values_list("pk", "status", "finished_at", "worker")) == rows
     after = index_definitions()
     if connection.vendor == "postgresql":
@@ -190,13 +192,14 @@ def test_0025_keeps_ready_running_and_finished_jobs_and_the_admin_indexes_hold_f
             assert cursor.fetchone()[0] == 0
     else:  # nothing to gain there: unchanged
         assert after == before
-    ready = Job.objects.get(status="READY")
-    assert [claimed.pk for claimed in Job.objects.claim(worker_id="w2")] == [ready.pk]
 
     migrate("0024_job_snoozes")
     assert index_definitions() == before
-    migrate(None)
+    migrate("0025_partial_admin_indexes")
     assert index_definitions() == after
+    migrate(None)
+    ready = Job.objects.get(status="READY")
+    assert [claimed.pk for claimed in Job.objects.claim(worker_id="w2")] == [ready.pk]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -220,3 +223,41 @@ def test_0027_moves_the_waiting_index_off_status_on_mysql_only() -> None:
     assert list(Job.objects.filter(status=JobStatus.WAITING).values_list("pk", flat=True)) == [child.pk]
     migrate(None)
     assert index_definitions(waiting) == after
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0028_puts_the_finished_indexes_on_a_hidden_column_on_mysql_only() -> None:
+    migrate("0027_waiting_index_hidden")
+    before = index_definitions()
+    succeeded, running, ready = (Job.objects.enqueue(noop) for _ in range(3))
+    claimed = {job.pk: job for job in Job.objects.claim(worker_id="w", limit=2)}
+    Job.objects.finish(worker_id="w", succeeded={claimed[succeeded.pk]: None})
+    Job.objects.cancel([Job.objects.enqueue(noop, queue="other").pk])
+    counts = {"default": {"SUCCESSFUL": 1, "RUNNING": 1, "READY": 1}, "other": {"CANCELLED": 1}}
+
+    migrate(None)
+    after = index_definitions()
+    if connection.vendor == "mysql":
+        assert (before, after) == (
+            {"sqlqueue_job_queue_status": "queue, status", "sqlqueue_job_finished": "finished_at, status"},
+            {
+                "sqlqueue_job_queue_status": "queue, finished_status",
+                "sqlqueue_job_finished": "finished_at, finished_status",
+            },
+        )
+    else:  # the indexes they were (partial on PostgreSQL since 0025)
+        assert after == before
+    assert status_counts(Job.objects.get_queryset()) == counts
+    assert Job.objects.filter(finished_in(*FINISHED)).count() == 2
+    Job.objects.finish(worker_id="w", succeeded={claimed[running.pk]: None})  # the entry is written by the finish
+    assert list(Job.objects.filter(finished_in(JobStatus.SUCCESSFUL)).order_by("pk").values_list("pk", flat=True)) == [
+        succeeded.pk,
+        running.pk,
+    ]
+
+    migrate("0027_waiting_index_hidden")
+    assert index_definitions() == before
+    assert Job.objects.filter(status=JobStatus.SUCCESSFUL).count() == 2
+    assert [job.pk for job in Job.objects.claim(worker_id="w")] == [ready.pk]
+    migrate(None)
+    assert index_definitions() == after

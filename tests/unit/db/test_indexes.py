@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 from django.db import connection
 from django.db.models import Count, QuerySet
+from django.test.utils import CaptureQueriesContext
 
+from django_sqlqueue.admin.throughput import LAST_HOUR, throughput
 from django_sqlqueue.db import pruning, rollup
-from django_sqlqueue.db.indexes import MYSQL_STATUS_COLUMNS, InStatus
+from django_sqlqueue.db.indexes import MYSQL_FINISHED_COLUMN, MYSQL_STATUS_COLUMNS, InStatus, finished_in
 from django_sqlqueue.models import Job, JobStatus
-from django_sqlqueue.reporting.counting import active_counts
+from django_sqlqueue.reporting.counting import active_counts, status_counts
 from django_sqlqueue.rules.lifecycle import FINISHED
 from tests.testapp.tasks import noop
 
@@ -87,14 +89,18 @@ def test_the_admin_indexes_are_partial_but_the_enqueued_one_on_postgresql() -> N
     assert "sqlqueue_job_enqueued" not in partial  # the enqueued filter reads jobs of every status
 
 
-def waiting_queue(job: Job) -> str | None:
-    """MySQL/MariaDB: the job's entry in the waiting index's hidden column."""
+def hidden(job: Job, column: str) -> str | None:
+    """MySQL/MariaDB: the job's value of the hidden column ``column``, as an index holds it."""
     quote = connection.ops.quote_name
-    column = MYSQL_STATUS_COLUMNS[JobStatus.WAITING]
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {quote(column)} FROM {quote(Job._meta.db_table)} WHERE id = %s", [job.pk])
-        queue: str | None = cursor.fetchone()[0]
-    return queue
+        value: str | None = cursor.fetchone()[0]
+    return value
+
+
+def waiting_queue(job: Job) -> str | None:
+    """MySQL/MariaDB: the job's entry in the waiting index's hidden column."""
+    return hidden(job, MYSQL_STATUS_COLUMNS[JobStatus.WAITING])
 
 
 @pytest.mark.usefixtures("mysql_server")
@@ -132,3 +138,82 @@ def test_the_waiting_jobs_are_counted_and_filtered_from_their_index() -> None:
     for rows in (listed, counted):
         read = plan(rows) if connection.vendor == "postgresql" else rows.explain()
         assert "sqlqueue_job_waiting" in read, read
+
+
+@pytest.mark.usefixtures("mysql_server")
+def test_a_job_enters_the_finished_indexes_at_its_finish_only_on_mysql() -> None:
+    retried, released, succeeded = (Job.objects.enqueue(noop, max_attempts=2) for _ in range(3))
+    entries = {job: hidden(job, MYSQL_FINISHED_COLUMN) for job in (retried, released, succeeded)}
+    assert entries == dict.fromkeys(entries)
+    claimed = {job.pk: job for job in Job.objects.claim(worker_id="w")}
+    Job.objects.finish(worker_id="w", failed={claimed[retried.pk]: ValueError("again")})
+    Job.objects.release(worker_id="w", unstarted=[claimed[released.pk]])
+    assert dict(Job.objects.values_list("pk", "status")) == {
+        retried.pk: JobStatus.READY,
+        released.pk: JobStatus.READY,
+        succeeded.pk: JobStatus.RUNNING,
+    }
+    # A claim, a retry and a release leave each entry as enqueue wrote it: (queue, NULL), (NULL, NULL).
+    assert [hidden(job, MYSQL_FINISHED_COLUMN) for job in (retried, released, succeeded)] == [None, None, None]
+    Job.objects.finish(worker_id="w", succeeded={claimed[succeeded.pk]: None})
+    Job.objects.cancel([released.pk])
+    assert [hidden(job, MYSQL_FINISHED_COLUMN) for job in (retried, released, succeeded)] == [
+        None,
+        JobStatus.CANCELLED,
+        JobStatus.SUCCESSFUL,
+    ]
+
+
+def test_finished_in_finds_the_finished_jobs_and_their_counts_on_every_database() -> None:
+    succeeded, failed, ready = (Job.objects.enqueue(noop, queue=queue, max_attempts=1) for queue in ("a", "b", "a"))
+    Job.objects.cancel([Job.objects.enqueue(noop, queue="b").pk])
+    claimed = {job.pk: job for job in Job.objects.claim(worker_id="w", limit=2)}
+    Job.objects.finish(worker_id="w", succeeded={claimed[succeeded.pk]: None}, failed={claimed[failed.pk]: KeyError()})
+    for statuses in [*([status] for status in FINISHED), FINISHED, rollup.CHARTED]:
+        by_lookup = sorted(Job.objects.filter(finished_in(*statuses)).values_list("pk", flat=True))
+        assert by_lookup == sorted(Job.objects.filter(status__in=statuses).values_list("pk", flat=True)), statuses
+    assert status_counts(Job.objects.get_queryset()) == {
+        "a": {JobStatus.SUCCESSFUL: 1, JobStatus.READY: 1},
+        "b": {JobStatus.FAILED: 1, JobStatus.CANCELLED: 1},
+    }
+    hour = rollup.floor_hour(Job.objects.get(pk=succeeded.pk).finished_at)
+    assert sorted(rollup.tally(Job.objects.get_queryset(), hour)) == [("a", 1, 0), ("b", 0, 1)]
+    assert ready.pk not in Job.objects.filter(finished_in(*FINISHED)).values_list("pk", flat=True)
+
+
+def explained(sql: str) -> str:
+    """MySQL/MariaDB: the plan of a statement as it ran, every column of each row."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN {sql}")
+        return str(cursor.fetchall())
+
+
+@pytest.mark.usefixtures("mysql_server")
+@pytest.mark.parametrize(
+    ("index", "read"),
+    [
+        ("sqlqueue_job_queue_status", lambda: status_counts(Job.objects.get_queryset())),
+        ("sqlqueue_job_finished", lambda: rollup.tally(Job.objects.get_queryset(), HOUR)),
+        ("sqlqueue_job_finished", lambda: rollup.catch_up(connection.alias, batches=1)),
+        ("sqlqueue_job_finished", lambda: throughput(Job.objects.get_queryset(), LAST_HOUR)),
+        (
+            "sqlqueue_job_finished",
+            lambda: list(pruning.due(Job.objects.get_queryset(), JobStatus.FAILED, datetime.timedelta(0), HOUR)[:10]),
+        ),
+        (
+            "sqlqueue_job_finished",
+            lambda: pruning.count(Job.objects.get_queryset(), {JobStatus.CANCELLED: datetime.timedelta(0)}),
+        ),
+    ],
+)
+def test_what_reads_the_finished_indexes_reads_them_through_their_hidden_column_on_mysql(
+    index: str, read: Callable[[], object]
+) -> None:
+    for queue in ("a", "b"):
+        Job.objects.cancel([Job.objects.enqueue(noop, queue=queue).pk])
+    with CaptureQueriesContext(connection) as queries:
+        read()
+    hidden_reads = [query["sql"] for query in queries if MYSQL_FINISHED_COLUMN in query["sql"]]
+    assert hidden_reads
+    for sql in hidden_reads:
+        assert index in explained(sql), sql

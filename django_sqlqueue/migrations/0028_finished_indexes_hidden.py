@@ -1,0 +1,57 @@
+"""The admin's indexes by queue and status and by finish time leave the claim and the
+finish alone on MySQL/MariaDB too (``HiddenFinishedIndex``, issue 41): there they were
+``(queue, status)`` and ``(finished_at, status)``, whose entries every claim, retry,
+release and finish rewrote, and now hold a hidden ``VIRTUAL`` column in place of
+``status``, the status of a finished job and NULL before it finishes, so a job's
+entries are rewritten once, by its finish. On PostgreSQL (where 0025 made them partial)
+and SQLite the indexes are the ones they were, and this migration changes nothing there.
+
+On MariaDB each old index is dropped and the new one built in place, reading the table
+once. The first build adds the hidden column in the same ``ALTER TABLE``, which MariaDB
+runs under a shared lock (an ``INPLACE`` change of a virtual column cannot be combined
+with another at ``LOCK=NONE``): claims and finishes wait for that build (62 s for both
+at 1,000,000 jobs under a load average of 8); the second is online. Until they are
+built, the overview's exact counts, the charts' hours and pruning read the table."""
+
+from __future__ import annotations
+
+from django.db import migrations, models
+
+import django_sqlqueue.db.indexes
+import django_sqlqueue.db.online_index
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("django_sqlqueue", "0027_waiting_index_hidden"),
+    ]
+
+    operations = [
+        django_sqlqueue.db.online_index.ReplaceIndex(
+            model_name="job",
+            old=django_sqlqueue.db.indexes.FinishedIndex(
+                fields=["queue", "status"],
+                name="sqlqueue_job_queue_status",
+                over=models.Q(("status__in", ["SUCCESSFUL", "FAILED", "CANCELLED"])),
+            ),
+            new=django_sqlqueue.db.indexes.HiddenFinishedIndex(
+                fields=["queue", "status"],
+                name="sqlqueue_job_queue_status",
+                over=models.Q(("status__in", ["SUCCESSFUL", "FAILED", "CANCELLED"])),
+                adds_column=True,
+            ),
+        ),
+        django_sqlqueue.db.online_index.ReplaceIndex(
+            model_name="job",
+            old=django_sqlqueue.db.indexes.FinishedIndex(
+                fields=["finished_at", "status"],
+                name="sqlqueue_job_finished",
+                over=models.Q(("finished_at__isnull", False)),
+            ),
+            new=django_sqlqueue.db.indexes.HiddenFinishedIndex(
+                fields=["finished_at", "status"],
+                name="sqlqueue_job_finished",
+                over=models.Q(("finished_at__isnull", False)),
+            ),
+        ),
+    ]
