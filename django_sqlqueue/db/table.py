@@ -142,10 +142,15 @@ class AbstractJob(models.Model):
     class Meta:
         abstract = True
         indexes = [
-            # The claim: ready jobs in claim order, on all queues or on some.
-            StatusIndex(status=JobStatus.READY, fields=["-priority", "run_at", "id"], name="sqlqueue_job_ready"),
+            # The claim: ready jobs in claim order, on all queues or on some, with their
+            # deadline, so that the claim's read of candidates needs nothing but the index.
             StatusIndex(
-                status=JobStatus.READY, fields=["queue", "-priority", "run_at", "id"], name="sqlqueue_job_ready_queue"
+                status=JobStatus.READY, fields=["-priority", "run_at", "id", "expires_at"], name="sqlqueue_job_ready"
+            ),
+            StatusIndex(
+                status=JobStatus.READY,
+                fields=["queue", "-priority", "run_at", "id", "expires_at"],
+                name="sqlqueue_job_ready_queue",
             ),
             # The waiting jobs, by queue (stats, the admin's filter), out of the claim's indexes.
             HiddenStatusIndex(status=JobStatus.WAITING, field="queue", name="sqlqueue_job_waiting"),
@@ -162,7 +167,7 @@ class AbstractJob(models.Model):
             # (with the status, so "failed in this range" is counted from the index); the
             # enqueued range filter, over jobs of every status. The first two hold finished
             # jobs only on PostgreSQL (issue 41, migration 0025), and on MySQL/MariaDB a
-            # hidden column in place of status, NULL until the job finishes (0028).
+            # hidden column in place of status, NULL until the job finishes (0029).
             HiddenFinishedIndex(
                 fields=["queue", "status"], name="sqlqueue_job_queue_status", over=FINISHED_JOBS, adds_column=True
             ),

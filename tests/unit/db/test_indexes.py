@@ -6,6 +6,7 @@ filtered, and on MySQL/MariaDB holds a job only while it waits."""
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -217,3 +218,14 @@ def test_what_reads_the_finished_indexes_reads_them_through_their_hidden_column_
     assert hidden_reads
     for sql in hidden_reads:
         assert index in explained(sql), sql
+
+
+@pytest.mark.usefixtures("mysql_server")  # PostgreSQL locks, so reads, each row; SQLite's index lacks status
+@pytest.mark.parametrize("queues", [None, ["default"]])
+def test_the_claims_candidates_are_read_from_the_index_alone_on_mysql(queues: list[str] | None) -> None:
+    Job.objects.enqueue(noop, expires_in=60)
+    Job.objects.enqueue(noop)
+    candidates = Job.objects.ready().in_queues(queues).in_claim_order().values("pk")[:100]
+    read = candidates.explain()
+    assert re.search(r"Using index(?! condition)", read), read  # index only: no row read
+    assert "sqlqueue_job_ready" in read, read

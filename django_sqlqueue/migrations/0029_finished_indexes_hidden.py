@@ -23,7 +23,7 @@ import django_sqlqueue.db.online_index
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_sqlqueue", "0027_waiting_index_hidden"),
+        ("django_sqlqueue", "0028_claim_indexes_hold_expiry"),
     ]
 
     operations = [
