@@ -97,8 +97,9 @@ class HiddenStatusIndex(models.Index):
 
 class InStatus(models.Lookup):
     """The jobs in ``status``: on MySQL/MariaDB, for a status a :class:`HiddenStatusIndex`
-    holds, by its hidden column (``IS NOT NULL``), so that the query reads that index;
-    elsewhere, and for the other statuses, ``status = %s``."""
+    holds, by its hidden column (``IS NOT NULL``), so that the query reads that index,
+    and for a finished status by :class:`FinishedStatus`; elsewhere, and for the other
+    statuses, ``status = %s``."""
 
     prepare_rhs = False
 
@@ -109,6 +110,8 @@ class InStatus(models.Lookup):
         return compiler.query.build_where(models.Q(status=self.rhs)).as_sql(compiler, connection)
 
     def as_mysql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> tuple[str, Any]:
+        if JobStatus(self.rhs) in FINISHED:  # with a finish time, the range is read from the index alone
+            return f"{hidden_column(self.lhs, MYSQL_FINISHED_COLUMN, compiler)} = %s", (self.rhs,)
         if (hidden := MYSQL_STATUS_COLUMNS.get(JobStatus(self.rhs))) is None:
             return self.as_sql(compiler, connection)
         return f"{hidden_column(self.lhs, hidden, compiler)} IS NOT NULL", ()

@@ -203,6 +203,16 @@ def explained(sql: str) -> str:
             "sqlqueue_job_finished",
             lambda: list(pruning.due(Job.objects.get_queryset(), JobStatus.FAILED, datetime.timedelta(0), HOUR)[:10]),
         ),
+        (  # the admin's status filter with its finished range
+            "sqlqueue_job_finished",
+            lambda: list(
+                Job.objects.filter(
+                    InStatus(JobStatus.CANCELLED), finished_at__gte=HOUR, finished_at__lt=HOUR + rollup.HOUR
+                )
+                .order_by("-finished_at", "-pk")
+                .values_list("pk")[:50]
+            ),
+        ),
         (
             "sqlqueue_job_finished",
             lambda: pruning.count(Job.objects.get_queryset(), {JobStatus.CANCELLED: datetime.timedelta(0)}),
