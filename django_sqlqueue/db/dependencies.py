@@ -40,7 +40,7 @@ from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.finishing import Ended
 from django_sqlqueue.db.lifecycle import DEPENDENCY_FAILED, allowed, written
 from django_sqlqueue.db.per_connection import PerConnection
-from django_sqlqueue.db.wakeup import wake_on_commit
+from django_sqlqueue.db.wakeup import wake_on_commit, wakeup_folder
 from django_sqlqueue.exceptions import DependencyFailed, InvalidJobError
 from django_sqlqueue.rules.dependencies import blocked_reason, parent_id_problem
 from django_sqlqueue.rules.lifecycle import (
@@ -252,7 +252,10 @@ def _decide(model: type[AbstractJob], using: str, children: Sequence[int], block
         stopped = itertools.chain.from_iterable(jobs.filter(pk__in=chunk) for chunk in chunks(cancelled))
         ended = [Ended(job, CANCEL_DEPENDENT, error=DependencyFailed(cancelled[job.pk])) for job in stopped]
         signals.send_ended(ended, using)
-    released: set[str] = set()
+    released = False
+    queues: set[str] = set()
+    # Only a datagram names the queues: a NOTIFY (or no wake-up at all) spares their read.
+    named = wakeup_folder(using) is not None
     unblocked: list[AbstractJob] = []
     for chunk in chunks(set(children) - cancelled.keys()):
         waiting = jobs.filter(pk__in=chunk).filter(allowed(UNBLOCK))
@@ -261,13 +264,15 @@ def _decide(model: type[AbstractJob], using: str, children: Sequence[int], block
             waiting = waiting.filter(pk__in=[job.pk for job in found])
             unblocked += found
         if waiting.update(**written(UNBLOCK)):
-            released.update(jobs.filter(pk__in=chunk, status=UNBLOCK.target).values_list("queue", flat=True))
+            released = True
+            if named:
+                queues.update(jobs.filter(pk__in=chunk, status=UNBLOCK.target).values_list("queue", flat=True))
     for job in unblocked:
         job.status = UNBLOCK.status
     signals.send_each(signals.job_unblocked, unblocked, using)
     if released:  # idle workers wake when this commits, as for new jobs
         notifying.notify(using, "")
-        wake_on_commit(using, released)
+        wake_on_commit(using, queues)
     return list(cancelled)
 
 
