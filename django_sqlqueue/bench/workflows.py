@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from django.db.models import QuerySet
+from django.db.models import Max, Q, QuerySet
 
 from django_sqlqueue import workflows
 from django_sqlqueue.bench.measure import burst, seconds
@@ -32,12 +32,12 @@ def chord(queue: str, count: int, processes: int, batch_size: int, *, every_queu
     )
     enqueued = time.perf_counter() - began
     jobs = burst(queue, processes, batch_size, every_queue=every_queue)
-    last = max(jobs.exclude(pk=callback.pk).values_list("finished_at", flat=True))
-    started = jobs.values_list("started_at", flat=True).get(pk=callback.pk)
+    its = Q(pk=callback.pk)
+    times = jobs.aggregate(last=Max("finished_at", filter=~its), callback=Max("started_at", filter=its))
     return {
         "enqueue_s": enqueued,
         "run_s": seconds(jobs),
-        "callback_ms": (started - last).total_seconds() * 1000,
+        "callback_ms": (times["callback"] - times["last"]).total_seconds() * 1000,
     }
 
 

@@ -197,9 +197,8 @@ def test_the_workflow_benchmark_times_a_chord_and_a_chain_and_removes_them(monke
     assert (figures["processes"], figures["batch_size"], figures["queues"]) == (2, 5, "its own")
     chord, chain = figures["chord"], figures["chain"]
     assert (chord["jobs"], chain["steps"]) == (20, 4)
-    assert chord["enqueue_s"] > 0 and chain["enqueue_s"] > 0
-    assert chord["run_s"] > 0 and chord["callback_ms"] >= 0  # the callback starts after the last job's finish
-    assert chain["run_s"] > 0
+    assert min(chord["enqueue_s"], chord["run_s"], chain["enqueue_s"], chain["run_s"]) > 0
+    assert chord["callback_ms"] >= 0  # released by the last job's finish, claimed after it
     assert chain["per_step_ms"] == pytest.approx(chain["run_s"] * 1000 / 4)
     # Only the benchmark's own jobs and links are gone.
     assert sorted(Job.objects.values_list("pk", flat=True)) == [kept.pk, waiting.pk]
@@ -223,7 +222,7 @@ def test_the_workflow_benchmark_prints_its_figures(monkeypatch: pytest.MonkeyPat
     number = r"\d+\.\d+"
     assert re.fullmatch(
         rf"chord: 10 jobs and a callback after them all: enqueued in {number} s, run in {number} s "
-        rf"\([\d,]+ jobs/s\); the callback started -?{number} ms after the last of them finished",
+        rf"\([\d,]+ jobs/s\); the callback started {number} ms after the last of them finished",
         lines[2],
     ), lines[2]
     assert re.fullmatch(
