@@ -80,7 +80,7 @@ class JobInserts:
         self.head = f"INSERT INTO {self.table} ({', '.join(qn(name) for name in (*_BOUND, *_TIMED, *same_for_all))}) "
         self.constants = ", ".join(same_for_all.values())
         #: For each list of columns read back: the columns, quoted, and their reader.
-        self.returned = {
+        self.returned: dict[tuple[str, ...], tuple[str, Callable[[Sequence[Any]], dict[str, Any]]]] = {
             returned: (", ".join(map(qn, returned)), _reader(connection, model, returned))
             for returned in (("id",), _RETURNED, (*_RETURNED, "unique_key"))
         }
