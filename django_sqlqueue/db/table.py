@@ -142,10 +142,15 @@ class AbstractJob(models.Model):
     class Meta:
         abstract = True
         indexes = [
-            # The claim: ready jobs in claim order, on all queues or on some.
-            StatusIndex(status=JobStatus.READY, fields=["-priority", "run_at", "id"], name="sqlqueue_job_ready"),
+            # The claim: ready jobs in claim order, on all queues or on some, with their
+            # deadline, so that the claim's read of candidates needs nothing but the index.
             StatusIndex(
-                status=JobStatus.READY, fields=["queue", "-priority", "run_at", "id"], name="sqlqueue_job_ready_queue"
+                status=JobStatus.READY, fields=["-priority", "run_at", "id", "expires_at"], name="sqlqueue_job_ready"
+            ),
+            StatusIndex(
+                status=JobStatus.READY,
+                fields=["queue", "-priority", "run_at", "id", "expires_at"],
+                name="sqlqueue_job_ready_queue",
             ),
             # The waiting jobs, by queue (stats, the admin's filter), out of the claim's indexes.
             HiddenStatusIndex(status=JobStatus.WAITING, field="queue", name="sqlqueue_job_waiting"),

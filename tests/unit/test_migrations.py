@@ -220,3 +220,21 @@ def test_0027_moves_the_waiting_index_off_status_on_mysql_only() -> None:
     assert list(Job.objects.filter(status=JobStatus.WAITING).values_list("pk", flat=True)) == [child.pk]
     migrate(None)
     assert index_definitions(waiting) == after
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0028_adds_the_deadline_to_the_claim_indexes_and_keeps_the_jobs() -> None:
+    migrate("0027_waiting_index_hidden")
+    claim_indexes = ("sqlqueue_job_ready", "sqlqueue_job_ready_queue")
+    before = index_definitions(claim_indexes)
+    first, second = Job.objects.enqueue(noop), Job.objects.enqueue(noop, expires_in=3600)
+
+    migrate(None)
+    after = index_definitions(claim_indexes)
+    assert all("expires_at" in after[name] and "expires_at" not in before[name] for name in claim_indexes)
+    assert [job.pk for job in Job.objects.claim(worker_id="w")] == [first.pk, second.pk]
+
+    migrate("0027_waiting_index_hidden")
+    assert index_definitions(claim_indexes) == before
+    migrate(None)
+    assert index_definitions(claim_indexes) == after

@@ -6,6 +6,7 @@ filtered, and on MySQL/MariaDB holds a job only while it waits."""
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -132,3 +133,14 @@ def test_the_waiting_jobs_are_counted_and_filtered_from_their_index() -> None:
     for rows in (listed, counted):
         read = plan(rows) if connection.vendor == "postgresql" else rows.explain()
         assert "sqlqueue_job_waiting" in read, read
+
+
+@pytest.mark.usefixtures("mysql_server")  # PostgreSQL locks, so reads, each row; SQLite's index lacks status
+@pytest.mark.parametrize("queues", [None, ["default"]])
+def test_the_claims_candidates_are_read_from_the_index_alone_on_mysql(queues: list[str] | None) -> None:
+    Job.objects.enqueue(noop, expires_in=60)
+    Job.objects.enqueue(noop)
+    candidates = Job.objects.ready().in_queues(queues).in_claim_order().values("pk")[:100]
+    read = candidates.explain()
+    assert re.search(r"Using index(?! condition)", read), read  # index only: no row read
+    assert "sqlqueue_job_ready" in read, read
