@@ -641,11 +641,13 @@ class JobManager(models.Manager[JobT]):
                 ready = ready.filter(pk__in=[job.pk for job in found])
                 _sender(CANCEL, targets.db)(found)
             cancelled = ready.update(**written(CANCEL, finished_at=DatabaseNow()))
-            # What waits for them is cancelled too (or released, with after_failure="run").
-            dependencies.settle(self.model, targets.db, dependencies.awaited(targets.db, targets))
             requested = targets.filter(allowed(REQUEST_CANCEL)).update(
                 **written(REQUEST_CANCEL, cancel_requested_at=DatabaseNow())
             )
+            # What waits for them is cancelled too (or released, with after_failure="run"),
+            # and their batches are recounted (completed by the last of their jobs): last,
+            # as in a finish, the batches' row locks after every job's.
+            dependencies.settle_cancelled(self.model, targets.db, targets)
         return CancelCount(cancelled, requested)
 
     def expire(self, queues: Iterable[str] | None = None, *, max_chunks: int | None = None) -> int:
