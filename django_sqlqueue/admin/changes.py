@@ -154,7 +154,8 @@ def apply(change: Change, jobs: QuerySet[Job], request: HttpRequest) -> Tally:
     try:
         _apply(change, jobs, request, tally)
     except DatabaseError as error:
-        tally.failed = str(error).strip() or type(error).__name__
+        # Its first line: a lost connection's message goes on about the server.
+        tally.failed = next(iter(str(error).strip().splitlines()), type(error).__name__)
     return tally
 
 
