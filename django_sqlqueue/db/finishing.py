@@ -20,7 +20,6 @@ from django.db.models import Case, F, Field, Value, When
 from django.db.models.expressions import Combinable
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import batches
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import HeldBy, PrimaryKeyIn
 from django_sqlqueue.db.lifecycle import column_case, status_case, written
@@ -455,8 +454,7 @@ def release(
 ) -> int:
     """Give back claimed jobs that never started, without counting their attempt
     (``release``); one someone asked to cancel meanwhile is ``CANCELLED`` instead
-    (``release_cancelled``), and the batches of jobs in one are recounted in the same
-    transaction (``batches.recount``). With ``cancelled``, the held rows are locked first (a
+    (``release_cancelled``). With ``cancelled``, the held rows are locked first (a
     cancel request waits for the give-back), and ``cancelled`` is called with those that
     became ``CANCELLED``, read back inside the transaction: each once, for its signal."""
     unstarted = list(unstarted)
@@ -472,20 +470,14 @@ def release(
             started_at=None,
         )
 
-    batched = [job.batch_id for job in unstarted if job.batch_id is not None]
-    if cancelled is None and not batched:
+    if cancelled is None:
         return retry_transient(jobs.db, give_back, atomic=False)
 
     def give_back_and_tell() -> int:
-        if cancelled is None:
-            count = give_back()
-        else:
-            held = dict(targets.select_for_update().values_list("pk", "cancel_requested_at"))
-            count = give_back()
-            if stopped := [pk for pk, requested in held.items() if requested is not None]:
-                cancelled(list(jobs.filter(PrimaryKeyIn(stopped))))
-        # One cancelled has ended: its batch may have no unfinished job left.
-        batches.recount(jobs.model, jobs.db, batched)
+        held = dict(targets.select_for_update().values_list("pk", "cancel_requested_at"))
+        count = give_back()
+        if stopped := [pk for pk, requested in held.items() if requested is not None]:
+            cancelled(list(jobs.filter(PrimaryKeyIn(stopped))))
         return count
 
     return retry_transient(jobs.db, give_back_and_tell)
