@@ -26,7 +26,7 @@ from rangefilter.filters import DateRangeFilterBuilder
 
 from django_sqlqueue.admin import changes, display, failures, overview, throughput, times, workflow
 from django_sqlqueue.admin.changes import CHANGES, Change
-from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, TagFilter, TaskFilter
+from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, StatusFilter, TagFilter, TaskFilter
 from django_sqlqueue.db import dependents, pausing
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import Job, JobStatus, Worker
@@ -101,7 +101,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ["id", "task_and_queue", "status_and_attempts", "moment", "last_error"]
     list_display_links = ["id"]
     list_filter = [
-        "status",
+        ("status", StatusFilter),
         QueueFilter,
         TaskFilter,
         TagFilter,

@@ -18,6 +18,8 @@ from django.db.models.expressions import Expression
 from django.db.models.sql import Query
 from django.db.models.sql.compiler import SQLCompiler
 
+from django_sqlqueue.db.indexes import hidden_column
+
 #: Per status a failure group's jobs are in: which jobs of that status, and when each was
 #: seen failing (a failed job when it finished; a retrying one does not finish, so when
 #: the attempt that failed started).
@@ -105,7 +107,7 @@ class InFailureGroup(models.Lookup):
         return compiler.query.build_where(FAILURE_GROUPS[self.rhs][0]).as_sql(compiler, connection)
 
     def as_mysql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> tuple[str, Any]:
-        return f"{_hidden(self.lhs, MYSQL_STATUS_COLUMN, compiler)} = %s", (self.rhs,)
+        return f"{hidden_column(self.lhs, MYSQL_STATUS_COLUMN, compiler)} = %s", (self.rhs,)
 
 
 class FailureSeenAt(Expression):
@@ -126,10 +128,4 @@ class FailureSeenAt(Expression):
         return compiler.compile(self.source)
 
     def as_mysql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> tuple[str, Any]:
-        return _hidden(self.source, MYSQL_SEEN_COLUMN, compiler), ()
-
-
-def _hidden(column: Any, hidden: str, compiler: SQLCompiler) -> str:
-    """The hidden column ``hidden`` of the table the resolved ``column`` is read from."""
-    quote = compiler.connection.ops.quote_name
-    return f"{quote(column.alias)}.{quote(hidden)}"
+        return hidden_column(self.source, MYSQL_SEEN_COLUMN, compiler), ()

@@ -12,9 +12,10 @@ An interrupted run leaves at most an unfinished index under the temporary name
 (PostgreSQL marks it invalid): the next run drops it and starts again. ``CONCURRENTLY``
 cannot run in a transaction, so a migration using this sets ``atomic = False``.
 
-Elsewhere the index is remade only if its statement changed: MariaDB builds an index
-in place without blocking writes (online DDL); SQLite has no concurrent writers to
-spare, and locks the file for the build."""
+On every database the index is remade only if its statement changed. Elsewhere than on
+PostgreSQL it is dropped and built again: MariaDB builds an index in place without
+blocking writes (online DDL); SQLite has no concurrent writers to spare, and locks the
+file for the build."""
 
 from __future__ import annotations
 
@@ -71,10 +72,11 @@ class ReplaceIndex(Operation):
         model = state.apps.get_model(app_label, self.model_name)
         if not self.allow_migrate_model(schema_editor.connection.alias, model):
             return
+        if str(old.create_sql(model, schema_editor)) == str(new.create_sql(model, schema_editor)):
+            return  # the same index on this database
         if schema_editor.connection.vendor != "postgresql":
-            if str(old.create_sql(model, schema_editor)) != str(new.create_sql(model, schema_editor)):
-                schema_editor.remove_index(model, old)
-                schema_editor.add_index(model, new)
+            schema_editor.remove_index(model, old)
+            schema_editor.add_index(model, new)
             return
         if schema_editor.connection.in_atomic_block:
             raise RuntimeError(

@@ -19,6 +19,7 @@ from django_sqlqueue.db.indexes import (
     ActiveKeyConstraint,
     ExpiringIndex,
     FinishedIndex,
+    HiddenStatusIndex,
     KeyedIndex,
     StatusIndex,
 )
@@ -141,13 +142,18 @@ class AbstractJob(models.Model):
     class Meta:
         abstract = True
         indexes = [
-            # The claim: ready jobs in claim order, on all queues or on some.
-            StatusIndex(status=JobStatus.READY, fields=["-priority", "run_at", "id"], name="sqlqueue_job_ready"),
+            # The claim: ready jobs in claim order, on all queues or on some, with their
+            # deadline, so that the claim's read of candidates needs nothing but the index.
             StatusIndex(
-                status=JobStatus.READY, fields=["queue", "-priority", "run_at", "id"], name="sqlqueue_job_ready_queue"
+                status=JobStatus.READY, fields=["-priority", "run_at", "id", "expires_at"], name="sqlqueue_job_ready"
+            ),
+            StatusIndex(
+                status=JobStatus.READY,
+                fields=["queue", "-priority", "run_at", "id", "expires_at"],
+                name="sqlqueue_job_ready_queue",
             ),
             # The waiting jobs, by queue (stats, the admin's filter), out of the claim's indexes.
-            StatusIndex(status=JobStatus.WAITING, fields=["queue"], name="sqlqueue_job_waiting"),
+            HiddenStatusIndex(status=JobStatus.WAITING, field="queue", name="sqlqueue_job_waiting"),
             # The expiry sweep: ready jobs with a deadline, the earliest first.
             ExpiringIndex(name="sqlqueue_job_expiring"),
             # The rescue: the jobs a worker holds.

@@ -20,7 +20,7 @@ from operator import or_
 from django.db.models import Count, Max, Min, Q
 
 from django_sqlqueue.db.estimates import estimated_rows, keeps_value_shares, value_shares
-from django_sqlqueue.db.indexes import FINISHED_JOBS
+from django_sqlqueue.db.indexes import FINISHED_JOBS, InStatus
 from django_sqlqueue.db.planner_hints import finished_first
 from django_sqlqueue.managers import JobQuerySet
 from django_sqlqueue.models import Job
@@ -76,7 +76,7 @@ def active_counts(jobs: JobQuerySet[Job], counts: dict[str, dict[str, int]]) -> 
         # By queue alone: the status is known, and selecting it would read each row from
         # the table rather than the status's own index (361 ms against 44 ms on SQLite
         # for 500,000 ready jobs).
-        in_status = jobs.filter(status=status).values_list("queue").annotate(count=Count("*")).order_by()
+        in_status = jobs.filter(InStatus(status)).values_list("queue").annotate(count=Count("*")).order_by()
         for queue, count in in_status:
             counts.setdefault(queue, {})[status] = count
     return counts

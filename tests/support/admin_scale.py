@@ -216,6 +216,7 @@ def time_admin_pages() -> None:
         "changelist": "",
         "status FAILED": "?status__exact=FAILED",
         "status READY": "?status__exact=READY",
+        "status WAITING (none)": "?status__exact=WAITING",
         "queue mail": "?queue=mail",
         "task task_7": "?task=shop.tasks.task_7",
         "enqueued: one day, 6 days ago": f"?enqueued_at__range__gte={week_ago}&enqueued_at__range__lte={week_ago}",

@@ -10,7 +10,8 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from django_sqlqueue.models import Job
+from django_sqlqueue.db.indexes import InStatus
+from django_sqlqueue.models import Job, JobStatus
 from tests.testapp.tasks import noop
 
 JOB_TABLE = Job._meta.db_table
@@ -142,13 +143,17 @@ def test_the_last_errors_class_is_filled_for_the_jobs_already_there() -> None:
     }
 
 
-def index_definitions() -> dict[str, str]:
-    """The admin's indexes that 0025 remakes, each as the database defines it: on
-    PostgreSQL its ``CREATE INDEX`` (with any ``WHERE``), elsewhere its columns."""
-    names = ["sqlqueue_job_queue_status", "sqlqueue_job_finished"]
+#: The admin's indexes that 0025 remakes.
+ADMIN_INDEXES = ("sqlqueue_job_queue_status", "sqlqueue_job_finished")
+
+
+def index_definitions(names: tuple[str, ...] = ADMIN_INDEXES) -> dict[str, str]:
+    """The indexes ``names``, each as the
+    database defines it: on PostgreSQL its ``CREATE INDEX`` (with any ``WHERE``),
+    elsewhere its columns."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE indexname = ANY(%s)", [names])
+            cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE indexname = ANY(%s)", [list(names)])
             return dict(cursor.fetchall())
     with connection.cursor() as cursor:
         constraints = connection.introspection.get_constraints(cursor, JOB_TABLE)
@@ -192,3 +197,44 @@ def test_0025_keeps_ready_running_and_finished_jobs_and_the_admin_indexes_hold_f
     assert index_definitions() == before
     migrate(None)
     assert index_definitions() == after
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0027_moves_the_waiting_index_off_status_on_mysql_only() -> None:
+    migrate("0026_batches")
+    waiting = ("sqlqueue_job_waiting",)
+    before = index_definitions(waiting)
+    parent = Job.objects.enqueue(noop)
+    child = Job.objects.enqueue(noop, after=[parent])
+
+    migrate(None)
+    after = index_definitions(waiting)
+    if connection.vendor == "mysql":
+        assert (before, after) == ({"sqlqueue_job_waiting": "status, queue"}, {"sqlqueue_job_waiting": "waiting_queue"})
+    else:  # the partial index it was
+        assert after == before
+    assert list(Job.objects.filter(InStatus(JobStatus.WAITING)).values_list("pk", "queue")) == [(child.pk, "default")]
+
+    migrate("0026_batches")
+    assert index_definitions(waiting) == before
+    assert list(Job.objects.filter(status=JobStatus.WAITING).values_list("pk", flat=True)) == [child.pk]
+    migrate(None)
+    assert index_definitions(waiting) == after
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0028_adds_the_deadline_to_the_claim_indexes_and_keeps_the_jobs() -> None:
+    migrate("0027_waiting_index_hidden")
+    claim_indexes = ("sqlqueue_job_ready", "sqlqueue_job_ready_queue")
+    before = index_definitions(claim_indexes)
+    first, second = Job.objects.enqueue(noop), Job.objects.enqueue(noop, expires_in=3600)
+
+    migrate(None)
+    after = index_definitions(claim_indexes)
+    assert all("expires_at" in after[name] and "expires_at" not in before[name] for name in claim_indexes)
+    assert [job.pk for job in Job.objects.claim(worker_id="w")] == [first.pk, second.pk]
+
+    migrate("0027_waiting_index_hidden")
+    assert index_definitions(claim_indexes) == before
+    migrate(None)
+    assert index_definitions(claim_indexes) == after

@@ -18,6 +18,7 @@ from django_sqlqueue.admin import display, filters
 from django_sqlqueue.db.lifecycle import DEPENDENCY_FAILED
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.admin_helpers import CHANGELIST, make_job, staff_client
+from tests.testapp.tasks import noop
 
 pytestmark = pytest.mark.django_db
 
@@ -149,6 +150,18 @@ def test_filter_by_status_queue_and_task(admin_client: Client) -> None:
     assert listed(admin_client, "?status__exact=FAILED") == [failed.pk]
     assert listed(admin_client, "?queue=mail") == [mail.pk]
     assert listed(admin_client, "?task=tests.testapp.tasks.report") == [report.pk]
+
+
+def test_the_waiting_filter_reads_the_waiting_index(admin_client: Client) -> None:
+    parent = make_job()
+    waiting = Job.objects.enqueue(noop, after=[parent])
+    with CaptureQueriesContext(connection) as queries:
+        assert listed(admin_client, "?status__exact=WAITING") == [waiting.pk]
+    # On MySQL/MariaDB the index is on a hidden column, which only InStatus names.
+    hidden = "waiting_queue" if connection.vendor == "mysql" else "WAITING"
+    assert any(hidden in query["sql"] for query in queries)
+    assert listed(admin_client, "?status__exact=WAITING&status__isnull=False") == [waiting.pk]
+    assert admin_client.get(CHANGELIST + "?status__exact=NOPE").status_code == 200  # Django's own handling
 
 
 def test_queue_and_task_choices_come_from_the_code_not_the_table(admin_client: Client, settings: Any) -> None:

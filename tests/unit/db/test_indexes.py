@@ -1,19 +1,25 @@
 """The indexes each database builds for the jobs table (``db/indexes.py``): on
 PostgreSQL the admin's indexes hold finished jobs only, and every query that read them
-whole can still read them."""
+whole can still read them; the waiting jobs' index is read where they are counted and
+filtered, and on MySQL/MariaDB holds a job only while it waits."""
 
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.db import connection
 from django.db.models import Count, QuerySet
 
 from django_sqlqueue.db import pruning, rollup
+from django_sqlqueue.db.indexes import MYSQL_STATUS_COLUMNS, InStatus
 from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.reporting.counting import active_counts
 from django_sqlqueue.rules.lifecycle import FINISHED
+from tests.testapp.tasks import noop
 
 pytestmark = pytest.mark.django_db
 
@@ -26,7 +32,7 @@ def postgresql() -> None:
         pytest.skip("the admin's indexes are partial on PostgreSQL only")
 
 
-def plan(rows: QuerySet[Job]) -> str:
+def plan(rows: QuerySet[Any, Any]) -> str:
     """``rows``' plan, with the table's rows out of reach (a few test rows would be read
     whole rather than through an index)."""
     with connection.cursor() as cursor:
@@ -80,3 +86,61 @@ def test_the_admin_indexes_are_partial_but_the_enqueued_one_on_postgresql() -> N
         partial = {row[0] for row in cursor.fetchall()}
     assert {"sqlqueue_job_queue_status", "sqlqueue_job_finished"} <= partial
     assert "sqlqueue_job_enqueued" not in partial  # the enqueued filter reads jobs of every status
+
+
+def waiting_queue(job: Job) -> str | None:
+    """MySQL/MariaDB: the job's entry in the waiting index's hidden column."""
+    quote = connection.ops.quote_name
+    column = MYSQL_STATUS_COLUMNS[JobStatus.WAITING]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {quote(column)} FROM {quote(Job._meta.db_table)} WHERE id = %s", [job.pk])
+        queue: str | None = cursor.fetchone()[0]
+    return queue
+
+
+@pytest.mark.usefixtures("mysql_server")
+def test_a_job_is_in_the_waiting_index_only_while_it_waits_on_mysql() -> None:
+    parent = Job.objects.enqueue(noop, queue="first")
+    child = Job.objects.enqueue(noop, queue="second", after=[parent])
+    assert (waiting_queue(parent), waiting_queue(child)) == (None, "second")
+    (claimed,) = Job.objects.claim(worker_id="w", queues=["first"])
+    assert waiting_queue(claimed) is None  # RUNNING: a claim leaves the entry NULL
+    Job.objects.finish(worker_id="w", succeeded={claimed: None})
+    assert (waiting_queue(parent), waiting_queue(child)) == (None, None)  # the child is released
+
+
+def test_in_status_finds_the_jobs_of_each_status() -> None:
+    parent, other = Job.objects.enqueue(noop), Job.objects.enqueue(noop, queue="other")
+    Job.objects.enqueue(noop, after=[parent])
+    Job.objects.enqueue(noop, queue="other", after=[parent, other])
+    Job.objects.cancel([Job.objects.enqueue(noop).pk])
+    for status in JobStatus.values:
+        by_lookup = sorted(Job.objects.filter(InStatus(status)).values_list("pk", flat=True))
+        assert by_lookup == sorted(Job.objects.filter(status=status).values_list("pk", flat=True)), status
+    assert active_counts(Job.objects.get_queryset(), {}) == {
+        "default": {JobStatus.READY: 1, JobStatus.WAITING: 1},
+        "other": {JobStatus.READY: 1, JobStatus.WAITING: 1},
+    }
+
+
+@pytest.mark.skipif(
+    connection.vendor == "sqlite", reason="SQLite's planner, without statistics, reads a few rows' table instead"
+)
+def test_the_waiting_jobs_are_counted_and_filtered_from_their_index() -> None:
+    Job.objects.enqueue(noop, after=[Job.objects.enqueue(noop)])
+    listed = Job.objects.filter(InStatus(JobStatus.WAITING)).order_by("-id")[:50]
+    counted = Job.objects.filter(InStatus(JobStatus.WAITING)).values_list("queue").annotate(n=Count("*")).order_by()
+    for rows in (listed, counted):
+        read = plan(rows) if connection.vendor == "postgresql" else rows.explain()
+        assert "sqlqueue_job_waiting" in read, read
+
+
+@pytest.mark.usefixtures("mysql_server")  # PostgreSQL locks, so reads, each row; SQLite's index lacks status
+@pytest.mark.parametrize("queues", [None, ["default"]])
+def test_the_claims_candidates_are_read_from_the_index_alone_on_mysql(queues: list[str] | None) -> None:
+    Job.objects.enqueue(noop, expires_in=60)
+    Job.objects.enqueue(noop)
+    candidates = Job.objects.ready().in_queues(queues).in_claim_order().values("pk")[:100]
+    read = candidates.explain()
+    assert re.search(r"Using index(?! condition)", read), read  # index only: no row read
+    assert "sqlqueue_job_ready" in read, read
