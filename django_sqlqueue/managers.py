@@ -301,8 +301,9 @@ class JobManager(models.Manager[JobT]):
         when any job cannot be run as given."""
         jobs = list(jobs)
         _hooked(jobs)
+        seen: set[tuple[Any, ...]] = set()
         for job in jobs:
-            _validate(job)
+            _validate(job, seen=seen)
         return self._write(jobs, batch_size=batch_size, on_conflict=on_conflict) if jobs else []
 
     def enqueue_rows(
@@ -770,10 +771,12 @@ def _hooked(jobs: Iterable[AbstractJob]) -> None:
                 hook(job)
 
 
-def _validate(job: AbstractJob, *, bind: bool = True) -> None:
+def _validate(job: AbstractJob, *, bind: bool = True, seen: set[tuple[Any, ...]] | None = None) -> None:
     """Everything :meth:`JobManager.build` checks, checked again on the job as it is
     now: ``enqueue_many`` takes jobs a caller may have changed since. With ``bind`` (not
-    for a template without arguments), the arguments must fit the task's function too."""
+    for a template without arguments), the arguments must fit the task's function too.
+    ``seen`` holds the options (and their types) found good on jobs checked before,
+    which most jobs of one ``enqueue_many`` share: checked once, not for every job."""
     registered = get_task(job.task)
     missing = [name for name in ("queue", "priority", "max_attempts") if getattr(job, name) is None]
     if missing:
@@ -782,11 +785,7 @@ def _validate(job: AbstractJob, *, bind: bool = True) -> None:
         problem = (
             arguments_problem(job.args, job.kwargs)
             or (registered.binding_problem(job.args, job.kwargs) if bind else None)
-            or job_options_problem(
-                queue=job.queue, priority=job.priority, max_attempts=job.max_attempts, timeout=job.timeout
-            )
-            or concurrency_problem(job.concurrency_key, job.concurrency_limit)
-            or unique_key_problem(job.unique_key)
+            or _options_problem(job, seen)
             # No meta and no tags, as most jobs have, without a call each.
             or (None if job.meta == {} else meta_problem(job.meta))
             or (None if job.new_tags == () else tags_problem(job.new_tags))
@@ -800,3 +799,19 @@ def _validate(job: AbstractJob, *, bind: bool = True) -> None:
         )
     if problem:
         raise InvalidJobError(f"Cannot enqueue {job.task}: {problem}.")
+
+
+def _options_problem(job: AbstractJob, seen: set[tuple[Any, ...]] | None) -> str | None:
+    options = (job.queue, job.priority, job.max_attempts, job.timeout, job.concurrency_key, job.concurrency_limit)
+    # With their types: True is 1 to a set, and a good priority, but not to the check.
+    key = (*options, job.unique_key, *map(type, options))
+    if seen is not None and key in seen:
+        return None
+    problem = (
+        job_options_problem(queue=job.queue, priority=job.priority, max_attempts=job.max_attempts, timeout=job.timeout)
+        or concurrency_problem(job.concurrency_key, job.concurrency_limit)
+        or unique_key_problem(job.unique_key)
+    )
+    if problem is None and seen is not None:
+        seen.add(key)
+    return problem
