@@ -628,7 +628,8 @@ class JobManager(models.Manager[JobT]):
         or when the worker stops it after ``SQLQUEUE_CANCEL_GRACE``; never retried.
         Finished jobs are left alone. Two UPDATEs in one transaction; each ``READY`` job
         cancelled sends ``job_cancelled`` once it commits (with a receiver connected,
-        the jobs are read and locked first)."""
+        the jobs are read and locked first). A batch left without an unfinished job
+        enqueues its callbacks in that transaction, as a finish would."""
         targets = self.on_queue_db()
         if isinstance(jobs, models.QuerySet):
             targets = targets.filter(pk__in=jobs.values_list("pk", flat=True))
@@ -642,11 +643,13 @@ class JobManager(models.Manager[JobT]):
                 ready = ready.filter(pk__in=[job.pk for job in found])
                 _sender(CANCEL, targets.db)(found)
             cancelled = ready.update(**written(CANCEL, finished_at=DatabaseNow()))
-            # What waits for them is cancelled too (or released, with after_failure="run").
-            dependencies.settle(self.model, targets.db, dependencies.awaited(targets.db, targets))
             requested = targets.filter(allowed(REQUEST_CANCEL)).update(
                 **written(REQUEST_CANCEL, cancel_requested_at=DatabaseNow())
             )
+            # What waits for them is cancelled too (or released, with after_failure="run"),
+            # and their batches are recounted (completed by the last of their jobs): last,
+            # as in a finish, the batches' row locks after every job's.
+            dependencies.settle_cancelled(self.model, targets.db, targets)
         return CancelCount(cancelled, requested)
 
     def expire(self, queues: Iterable[str] | None = None, *, max_chunks: int | None = None) -> int:
@@ -664,13 +667,18 @@ class JobManager(models.Manager[JobT]):
     def release(self, *, worker_id: str, unstarted: Iterable[JobT]) -> int:
         """Put claimed jobs that never started back to ``READY``, their attempt not counted
         (a worker stopping before it got to them); one someone asked to cancel meanwhile is
-        ``CANCELLED`` and sends ``job_cancelled`` once that commits. Fenced like :meth:`finish`."""
+        ``CANCELLED`` and sends ``job_cancelled`` once that commits. Fenced like :meth:`finish`.
+        The batches of jobs in one are recounted in the same transaction (a cancelled job
+        may have been a batch's last)."""
         jobs = self.on_queue_db()
-        if not signals.job_ended[RELEASE_CANCELLED.outcome].receivers:
-            return finishing.release(jobs, worker_id=worker_id, unstarted=unstarted)
-
-        sent = _sender(RELEASE_CANCELLED, jobs.db)
-        return finishing.release(jobs, worker_id=worker_id, unstarted=unstarted, cancelled=sent)
+        unstarted = list(unstarted)
+        sent = _sender(RELEASE_CANCELLED, jobs.db) if signals.job_ended[RELEASE_CANCELLED.outcome].receivers else None
+        if not any(map(_BATCH_ID, unstarted)):
+            return finishing.release(jobs, worker_id=worker_id, unstarted=unstarted, cancelled=sent)
+        with transaction.atomic(using=jobs.db):
+            released = finishing.release(jobs, worker_id=worker_id, unstarted=unstarted, cancelled=sent)
+            batches.recount(self.model, jobs.db, map(_BATCH_ID, unstarted))
+        return released
 
 
 def _sender(transition: Transition, using: str) -> Callable[[list[Any]], None]:
