@@ -301,8 +301,9 @@ class JobManager(models.Manager[JobT]):
         when any job cannot be run as given."""
         jobs = list(jobs)
         _hooked(jobs)
+        seen: set[tuple[Any, ...]] = set()
         for job in jobs:
-            _validate(job)
+            _validate(job, seen=seen)
         return self._write(jobs, batch_size=batch_size, on_conflict=on_conflict) if jobs else []
 
     def enqueue_rows(
@@ -627,7 +628,8 @@ class JobManager(models.Manager[JobT]):
         or when the worker stops it after ``SQLQUEUE_CANCEL_GRACE``; never retried.
         Finished jobs are left alone. Two UPDATEs in one transaction; each ``READY`` job
         cancelled sends ``job_cancelled`` once it commits (with a receiver connected,
-        the jobs are read and locked first)."""
+        the jobs are read and locked first). A batch left without an unfinished job
+        enqueues its callbacks in that transaction, as a finish would."""
         targets = self.on_queue_db()
         if isinstance(jobs, models.QuerySet):
             targets = targets.filter(pk__in=jobs.values_list("pk", flat=True))
@@ -641,11 +643,13 @@ class JobManager(models.Manager[JobT]):
                 ready = ready.filter(pk__in=[job.pk for job in found])
                 _sender(CANCEL, targets.db)(found)
             cancelled = ready.update(**written(CANCEL, finished_at=DatabaseNow()))
-            # What waits for them is cancelled too (or released, with after_failure="run").
-            dependencies.settle(self.model, targets.db, dependencies.awaited(targets.db, targets))
             requested = targets.filter(allowed(REQUEST_CANCEL)).update(
                 **written(REQUEST_CANCEL, cancel_requested_at=DatabaseNow())
             )
+            # What waits for them is cancelled too (or released, with after_failure="run"),
+            # and their batches are recounted (completed by the last of their jobs): last,
+            # as in a finish, the batches' row locks after every job's.
+            dependencies.settle_cancelled(self.model, targets.db, targets)
         return CancelCount(cancelled, requested)
 
     def expire(self, queues: Iterable[str] | None = None, *, max_chunks: int | None = None) -> int:
@@ -663,13 +667,18 @@ class JobManager(models.Manager[JobT]):
     def release(self, *, worker_id: str, unstarted: Iterable[JobT]) -> int:
         """Put claimed jobs that never started back to ``READY``, their attempt not counted
         (a worker stopping before it got to them); one someone asked to cancel meanwhile is
-        ``CANCELLED`` and sends ``job_cancelled`` once that commits. Fenced like :meth:`finish`."""
+        ``CANCELLED`` and sends ``job_cancelled`` once that commits. Fenced like :meth:`finish`.
+        The batches of jobs in one are recounted in the same transaction (a cancelled job
+        may have been a batch's last)."""
         jobs = self.on_queue_db()
-        if not signals.job_ended[RELEASE_CANCELLED.outcome].receivers:
-            return finishing.release(jobs, worker_id=worker_id, unstarted=unstarted)
-
-        sent = _sender(RELEASE_CANCELLED, jobs.db)
-        return finishing.release(jobs, worker_id=worker_id, unstarted=unstarted, cancelled=sent)
+        unstarted = list(unstarted)
+        sent = _sender(RELEASE_CANCELLED, jobs.db) if signals.job_ended[RELEASE_CANCELLED.outcome].receivers else None
+        if not any(map(_BATCH_ID, unstarted)):
+            return finishing.release(jobs, worker_id=worker_id, unstarted=unstarted, cancelled=sent)
+        with transaction.atomic(using=jobs.db):
+            released = finishing.release(jobs, worker_id=worker_id, unstarted=unstarted, cancelled=sent)
+            batches.recount(self.model, jobs.db, map(_BATCH_ID, unstarted))
+        return released
 
 
 def _sender(transition: Transition, using: str) -> Callable[[list[Any]], None]:
@@ -762,10 +771,12 @@ def _hooked(jobs: Iterable[AbstractJob]) -> None:
                 hook(job)
 
 
-def _validate(job: AbstractJob, *, bind: bool = True) -> None:
+def _validate(job: AbstractJob, *, bind: bool = True, seen: set[tuple[Any, ...]] | None = None) -> None:
     """Everything :meth:`JobManager.build` checks, checked again on the job as it is
     now: ``enqueue_many`` takes jobs a caller may have changed since. With ``bind`` (not
-    for a template without arguments), the arguments must fit the task's function too."""
+    for a template without arguments), the arguments must fit the task's function too.
+    ``seen`` holds the options (and their types) found good on jobs checked before,
+    which most jobs of one ``enqueue_many`` share: checked once, not for every job."""
     registered = get_task(job.task)
     missing = [name for name in ("queue", "priority", "max_attempts") if getattr(job, name) is None]
     if missing:
@@ -774,11 +785,7 @@ def _validate(job: AbstractJob, *, bind: bool = True) -> None:
         problem = (
             arguments_problem(job.args, job.kwargs)
             or (registered.binding_problem(job.args, job.kwargs) if bind else None)
-            or job_options_problem(
-                queue=job.queue, priority=job.priority, max_attempts=job.max_attempts, timeout=job.timeout
-            )
-            or concurrency_problem(job.concurrency_key, job.concurrency_limit)
-            or unique_key_problem(job.unique_key)
+            or _options_problem(job, seen)
             # No meta and no tags, as most jobs have, without a call each.
             or (None if job.meta == {} else meta_problem(job.meta))
             or (None if job.new_tags == () else tags_problem(job.new_tags))
@@ -792,3 +799,19 @@ def _validate(job: AbstractJob, *, bind: bool = True) -> None:
         )
     if problem:
         raise InvalidJobError(f"Cannot enqueue {job.task}: {problem}.")
+
+
+def _options_problem(job: AbstractJob, seen: set[tuple[Any, ...]] | None) -> str | None:
+    options = (job.queue, job.priority, job.max_attempts, job.timeout, job.concurrency_key, job.concurrency_limit)
+    # With their types: True is 1 to a set, and a good priority, but not to the check.
+    key = (*options, job.unique_key, *map(type, options))
+    if seen is not None and key in seen:
+        return None
+    problem = (
+        job_options_problem(queue=job.queue, priority=job.priority, max_attempts=job.max_attempts, timeout=job.timeout)
+        or concurrency_problem(job.concurrency_key, job.concurrency_limit)
+        or unique_key_problem(job.unique_key)
+    )
+    if problem is None and seen is not None:
+        seen.add(key)
+    return problem

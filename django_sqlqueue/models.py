@@ -118,8 +118,10 @@ class JobBatch(models.Model):
     finish that ends one of its jobs; the finish that takes it to 0 checks that no job
     of the batch is still unfinished, and then, in the same transaction, enqueues the
     callbacks and sets ``finished_at`` by compare-and-set on ``finished_at IS NULL``.
-    Jobs that end by another path (cancelled, expired, rescued out of attempts) leave
-    ``pending`` above 0; the maintenance leader's sweep completes those batches."""
+    Every other path that ends jobs (cancelled, expired, cancelled by a workflow, given
+    back after a cancel request) recounts ``pending`` under this lock in its own
+    transaction, and completes the batch at 0; the maintenance leader's sweep completes
+    what none counted (jobs deleted before they finished)."""
 
     description = models.CharField(max_length=DESCRIPTION_MAX_LENGTH, blank=True, default="")
     callbacks = models.JSONField(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.contrib.admin.models import CHANGE, DELETION, LogEntry
 from django.contrib.contenttypes.models import ContentType
-from django.db import IntegrityError, models, transaction
+from django.db import DatabaseError, IntegrityError, models, transaction
 from django.http import HttpRequest
 
 from django_sqlqueue.db import dependents
@@ -133,12 +133,34 @@ class Tally:
     #: Jobs a retried job's end had cancelled: brought back to wait for it again
     #: (``retries_dependents``), else left cancelled.
     dependents: int = 0
+    #: The database error that stopped the change (its chunk then wrote nothing), or "".
+    failed: str = ""
+
+    def add(self, other: Tally) -> None:
+        """Count ``other`` (a chunk's, once it committed) in."""
+        self.done += other.done
+        self.skipped += other.skipped
+        self.requested += other.requested
+        self.held += other.held
+        self.dependents += other.dependents
 
 
 def apply(change: Change, jobs: QuerySet[Job], request: HttpRequest) -> Tally:
     """Apply ``change`` to every job in ``jobs`` (any filtered queryset), chunk by chunk,
-    recording each changed job in the admin log as ``request.user``."""
+    recording each changed job in the admin log as ``request.user``. A database error
+    (the connection lost, a deadlock) stops it: the chunk it struck is rolled back
+    whole, the chunks before stay done, and the tally says so (``failed``)."""
     tally = Tally()
+    try:
+        _apply(change, jobs, request, tally)
+    except DatabaseError as error:
+        # Its first line: a lost connection's message goes on about the server.
+        tally.failed = next(iter(str(error).strip().splitlines()), type(error).__name__)
+    return tally
+
+
+def _apply(change: Change, jobs: QuerySet[Job], request: HttpRequest, tally: Tally) -> None:
+    """:func:`apply`, counting into ``tally`` as each chunk commits."""
     alias = queue_db(Job)
     jobs = jobs.using(alias)
     last = None
@@ -149,28 +171,28 @@ def apply(change: Change, jobs: QuerySet[Job], request: HttpRequest) -> Tally:
                 chunk = chunk.filter(pk__gt=last)
             locked = list(chunk.values_list("pk", flat=True)[:CHUNK_SIZE])
             if not locked:
-                return tally
+                return
             last = locked[-1]
             targets = Job.objects.using(alias).filter(pk__in=locked).filter(change.applies())
             eligible = list(targets.only("pk", "task", "status", "unique_key"))
+            # The chunk's own tally, counted in once it has committed, never before.
+            done = Tally(skipped=len(locked) - len(eligible))
             held = _activate(targets, eligible, change, alias) if change.activates else set()
-            tally.held += len(held)
-            tally.skipped += len(locked) - len(eligible)
+            done.held = len(held)
             eligible = [job for job in eligible if job.pk not in held]
             if eligible:
                 _log(change, request, eligible, already_logged=tally.done)
                 if change.activates:
-                    tally.dependents += _dependents(change, [job.pk for job in eligible], alias)
+                    done.dependents = _dependents(change, [job.pk for job in eligible], alias)
                 if change.cancels:
-                    counted = Job.objects.db_manager(alias).cancel(job.pk for job in eligible)
-                    tally.done += counted.cancelled
-                    tally.requested += counted.requested
+                    done.done, done.requested = Job.objects.db_manager(alias).cancel(job.pk for job in eligible)
                 elif change.writes is None:
                     targets.delete()
                 elif not change.activates:  # _activate wrote those
                     targets.update(**change.writes())
             if not change.cancels:
-                tally.done += len(eligible)
+                done.done = len(eligible)
+        tally.add(done)
 
 
 def _activate(targets: QuerySet[Job], eligible: list[Job], change: Change, alias: str) -> set[int]:
@@ -220,6 +242,11 @@ def _log(change: Change, request: HttpRequest, jobs: list[Job], *, already_logge
 def report(change: Change, tally: Tally) -> str:
     """What to tell the user: done and skipped counts, in words."""
     message = f"{change.done} {_jobs(tally.done)}."
+    if tally.failed:
+        message = (
+            f"{change.label} stopped: the database failed ({tally.failed}). The jobs it was changing"
+            f" then were left as they were: select them and try again. Before that: {message}"
+        )
     if tally.requested:
         message += f" Asked {tally.requested} running {'job' if tally.requested == 1 else 'jobs'} to stop."
     if tally.skipped:

@@ -211,6 +211,8 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         self.check_permission(request, change)
         tally = changes.apply(change, jobs, request)
         level = messages.SUCCESS if tally.done or tally.requested else messages.WARNING
+        if tally.failed:
+            level = messages.ERROR
         self.message_user(request, changes.report(change, tally), level)
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Max, Min
+from django.db.models import Max, Min, QuerySet
 
 from django_sqlqueue.models import Job, JobStatus, Worker
 from django_sqlqueue.tasks import noop
@@ -64,6 +64,12 @@ def drain(queue: str, count: int, processes: int, batch_size: int, *, every_queu
     excluded). The workers claim from that queue alone, or with ``every_queue`` from
     every queue, as ``runworkers`` does by default (the caller makes sure none else holds
     ready jobs)."""
+    return count / max(seconds(burst(queue, processes, batch_size, every_queue=every_queue)), 1e-3)
+
+
+def burst(queue: str, processes: int, batch_size: int, *, every_queue: bool = False) -> QuerySet[Job]:
+    """Run ``runworkers --burst`` (see :func:`drain`) until nothing is ready, and return
+    the jobs of ``queue``; raises ``RuntimeError`` unless they all succeeded."""
     queues = () if every_queue else ("--queues", queue)
     supervisor = runworkers("--burst", *queues, "--processes", str(processes), "--batch-size", str(batch_size))
     if supervisor.wait(timeout=3600):
@@ -72,8 +78,13 @@ def drain(queue: str, count: int, processes: int, batch_size: int, *, every_queu
     left = jobs.exclude(status=JobStatus.SUCCESSFUL).count()
     if left:
         raise RuntimeError(f"runworkers --burst left {left} jobs unfinished")
+    return jobs
+
+
+def seconds(jobs: QuerySet[Job]) -> float:
+    """Seconds from the first start of ``jobs`` to their last finish, by the database's clock."""
     span = jobs.aggregate(first=Min("started_at"), last=Max("finished_at"))
-    return float(count / max((span["last"] - span["first"]).total_seconds(), 1e-3))
+    return float((span["last"] - span["first"]).total_seconds())
 
 
 def latency(queue: str, samples: int, processes: int, spacing: float) -> dict[str, float]:

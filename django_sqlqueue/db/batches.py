@@ -10,6 +10,15 @@ none is, it enqueues the callbacks and sets ``finished_at``, compare-and-set on
 ``finished_at IS NULL``, still in that transaction. ``pending`` is only a hint that
 spares every other finish that question: the unfinished jobs decide.
 
+Every other path that ends jobs (a cancel, the expiry sweep, a workflow's
+``cancel_dependent``, a worker giving back a job someone asked to cancel) recounts
+their batches in its own transaction (:func:`recount`): under the batch row's lock,
+``pending`` becomes the number of the batch's unfinished jobs, and the batch is
+completed at 0. A recount needs only the batches, not which jobs this path ended, and
+two recounts (or a recount and a finish) in any order leave the true count: a finish
+that has not committed is still unfinished to the recount, and counts itself down
+after it.
+
 Adding jobs writes them, then locks the batch row (after the jobs' rows, in the order
 a finish takes them) and refuses a finished batch, rolling the jobs back; a job added
 from inside one of the batch's jobs finds it unfinished, as that job is."""
@@ -103,6 +112,23 @@ def count_down(model: type[AbstractJob], using: str, ended: Iterable[Ended]) -> 
             complete(model, using, pk)
 
 
+def recount(model: type[AbstractJob], using: str, ids: Iterable[int | None]) -> None:
+    """In the transaction of a path that has just ended jobs of the batches ``ids``
+    (None for a job in none) other than by a finish: lock those still open (in id
+    order, as finishes do), set each one's ``pending`` to its unfinished jobs, and
+    complete those left with none. No query for no batch."""
+    pks = sorted({pk for pk in ids if pk is not None})
+    if not pks:
+        return
+    rows = _batches(using).filter(pk__in=pks, finished_at=None).select_for_update().order_by("pk")
+    jobs = model._base_manager.using(using).filter(status__in=list(ACTIVE))
+    for pk in list(rows.values_list("pk", flat=True)):
+        unfinished = jobs.filter(batch_id=pk).count()
+        _batches(using).filter(pk=pk).update(pending=unfinished)
+        if not unfinished:
+            complete(model, using, pk)
+
+
 def complete(model: type[AbstractJob], using: str, pk: int) -> bool:
     """Finish batch ``pk``, whose row the caller's transaction has locked, if none of
     its jobs is unfinished: count its ends, enqueue its callbacks and set
@@ -122,7 +148,7 @@ def complete(model: type[AbstractJob], using: str, pk: int) -> bool:
     return bool(
         _batches(using)
         .filter(pk=pk, finished_at=None)
-        .update(finished_at=DatabaseNow(), succeeded=succeeded, failed=failed, callback_jobs=callback_jobs)
+        .update(finished_at=DatabaseNow(), pending=0, succeeded=succeeded, failed=failed, callback_jobs=callback_jobs)
     )
 
 
@@ -155,10 +181,13 @@ def _enqueue_callbacks(
 
 
 def sweep(model: type[AbstractJob], using: str, *, limit: int = SWEEP_LIMIT) -> int:
-    """Complete up to ``limit`` open batches none of whose jobs is unfinished (their
-    last jobs ended without a finish: cancelled, expired, rescued out of attempts,
-    deleted; or a crash between), each in a transaction of its own: what the
-    maintenance leader runs. How many it completed."""
+    """Complete up to ``limit`` open batches none of whose jobs is unfinished, each in a
+    transaction of its own: what the maintenance leader runs. How many it completed.
+
+    The safety net, not the path: every end of a job counts or recounts its batch in
+    its own transaction, so what is left here is what none did: jobs deleted before
+    they finished (the admin's Delete, rows deleted by hand), or whatever a crash or a
+    bug left open."""
     active = model._base_manager.filter(batch_id=models.OuterRef("pk"), status__in=list(ACTIVE))
     stale = _batches(using).filter(finished_at=None).exclude(models.Exists(active)).order_by("pk")
     completed = 0

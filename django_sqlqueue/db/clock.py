@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import DateTimeField, DurationField, Value
-from django.db.models.expressions import CombinedExpression
+from django.db.models.expressions import CombinedExpression, DatabaseDefault
 from django.db.models.functions import Now
 from django.db.models.sql import Query
 from django.db.models.sql.compiler import SQLCompiler
@@ -103,6 +103,17 @@ class DatabaseNowPlus(CombinedExpression):
     def __init__(self, delay: datetime.timedelta) -> None:
         super().__init__(DatabaseNow(), self.ADD, Value(delay, output_field=DurationField()))
         self.delay = delay
+
+
+def time_at(value: Any, now: datetime.datetime) -> Any:
+    """A new job's ``run_at`` or ``expires_at`` as a value, for a writer that read the
+    database's ``now`` first: ``now`` for the column's default, ``now`` plus a
+    :class:`DatabaseNowPlus`'s delay, or the time (or None) it holds."""
+    if isinstance(value, DatabaseDefault):
+        return now
+    if isinstance(value, DatabaseNowPlus):
+        return now + value.delay
+    return value
 
 
 def _compiled_now(connection: BaseDatabaseWrapper) -> tuple[DatabaseNow, str, list[Any]]:

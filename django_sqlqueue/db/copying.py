@@ -13,13 +13,12 @@ pgbouncer's transaction pooling."""
 from __future__ import annotations
 
 import contextlib
-import datetime
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.db.models.expressions import DatabaseDefault
 
-from django_sqlqueue.db.clock import DatabaseNowPlus, database_now
+from django_sqlqueue.db.clock import DatabaseNowPlus, database_now, time_at
 from django_sqlqueue.rules.lifecycle import JobStatus
 
 if TYPE_CHECKING:
@@ -55,8 +54,8 @@ def copy_jobs(
     with _copying(connection, table, ["id", *columns, "run_at", "expires_at", "enqueued_at"]) as copy:
         write = copy.write_row
         for job, pk, row in zip(jobs, ids, rows, strict=True):
-            run_at = _time(job.run_at, now)
-            expires_at = _time(job.expires_at, now)
+            run_at = time_at(job.run_at, now)
+            expires_at = time_at(job.expires_at, now)
             write((pk, *row, run_at, expires_at, now, *same))
             state = job._state
             job.__dict__.update(id=pk, run_at=run_at, expires_at=expires_at, enqueued_at=now)
@@ -102,13 +101,3 @@ def _copying(connection: BaseDatabaseWrapper, table: str, columns: Sequence[str]
         cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy,
     ):
         yield copy
-
-
-def _time(value: Any, now: datetime.datetime) -> Any:
-    """A job's ``run_at`` or ``expires_at`` as a value: the database's ``now`` for its
-    default, ``now`` plus its delay, or the time (or None) it holds."""
-    if isinstance(value, DatabaseDefault):
-        return now
-    if isinstance(value, DatabaseNowPlus):
-        return now + value.delay
-    return value

@@ -11,7 +11,8 @@ is finished without a transaction, and such a child is settled right after
 ``waiting_for`` (an ``UPDATE`` under the child's row lock, so two parents finishing at
 once on two connections count down one after the other), then releases the children
 left at 0 (``unblock``) or cancels those a failed parent stops (``cancel_dependent``),
-both compare-and-set on ``status = WAITING``. A finish that lost its fence leaves its
+both compare-and-set on ``status = WAITING``; a child cancelled recounts its batch
+(``batches.recount``). A finish that lost its fence leaves its
 job unfinished, so it settles nothing; a crash rolls the finish and its settling back
 whole, and the maintenance sweep settles what a crash right after a finish without a
 transaction left.
@@ -35,16 +36,17 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F
 
 from django_sqlqueue import signals
-from django_sqlqueue.db import notifying
+from django_sqlqueue.db import batches, notifying
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.finishing import Ended
 from django_sqlqueue.db.lifecycle import DEPENDENCY_FAILED, allowed, written
 from django_sqlqueue.db.per_connection import PerConnection
-from django_sqlqueue.db.wakeup import wake_on_commit
+from django_sqlqueue.db.wakeup import wake_on_commit, wakeup_folder
 from django_sqlqueue.exceptions import DependencyFailed, InvalidJobError
 from django_sqlqueue.rules.dependencies import blocked_reason, parent_id_problem
 from django_sqlqueue.rules.lifecycle import (
     ACTIVE,
+    CANCEL,
     CANCEL_DEPENDENT,
     ENQUEUE,
     ENQUEUE_WAITING,
@@ -167,6 +169,19 @@ def settle(
         pending = cancelled
 
 
+def settle_cancelled(model: type[AbstractJob], using: str, jobs: models.QuerySet[Any]) -> None:
+    """After a cancel's ``UPDATE`` of ``jobs`` (a queryset), in its transaction: recount
+    the batches of those ``CANCELLED`` (``batches.recount``), then settle those something
+    waits for. Both are found by one read of ``jobs``, as the links alone were before
+    batches: jobs in no batch that nothing waits for cost nothing more."""
+    found = jobs.annotate(waited=waited_for()).filter(
+        models.Q(waited=True) | models.Q(status=CANCEL.status, batch_id__isnull=False)
+    )
+    rows = list(found.order_by().values_list("pk", "batch_id", "waited"))
+    batches.recount(model, using, (batch for _, batch, waited in rows))
+    settle(model, using, [pk for pk, _, waited in rows if waited])
+
+
 def settle_finished(
     model: type[AbstractJob], using: str, finished: Collection[AbstractJob], *, gone_succeeded: Collection[int]
 ) -> None:
@@ -227,9 +242,11 @@ def _decide(model: type[AbstractJob], using: str, children: Sequence[int], block
     its reason (``cancel_dependent``); release the others of ``children`` that wait for
     nothing more (``unblock``). Both compare-and-set on ``WAITING``; each job moved sends
     its signal once this commits (``job_cancelled``, ``job_unblocked``): with a receiver
-    connected, the rows are read (and locked) first and moved by id. The cancelled ids."""
+    connected, the rows are read (and locked) first and moved by id. The batches of the
+    cancelled are recounted (``batches.recount``). The cancelled ids."""
     jobs = model._base_manager.using(using)
     cancelled: dict[int, str] = {}
+    stopped_batches: list[int | None] = []
     reasons: dict[str, list[int]] = defaultdict(list)
     for child, why in blocked.items():
         reasons[why].append(child)
@@ -238,7 +255,8 @@ def _decide(model: type[AbstractJob], using: str, children: Sequence[int], block
         error.update(message=why, traceback="")
         for chunk in chunks(pks):
             stoppable = jobs.filter(pk__in=chunk, runs_after_failure=False).filter(allowed(CANCEL_DEPENDENT))
-            ids = list(stoppable.select_for_update().values_list("pk", flat=True))
+            locked = dict(stoppable.select_for_update().values_list("pk", "batch_id"))
+            ids = list(locked)
             stoppable.filter(pk__in=ids).update(
                 **written(
                     CANCEL_DEPENDENT,
@@ -248,11 +266,16 @@ def _decide(model: type[AbstractJob], using: str, children: Sequence[int], block
                 )
             )
             cancelled.update(dict.fromkeys(ids, why))
+            stopped_batches += locked.values()
+    batches.recount(model, using, stopped_batches)
     if cancelled and signals.job_ended[CANCEL_DEPENDENT.outcome].receivers:
         stopped = itertools.chain.from_iterable(jobs.filter(pk__in=chunk) for chunk in chunks(cancelled))
         ended = [Ended(job, CANCEL_DEPENDENT, error=DependencyFailed(cancelled[job.pk])) for job in stopped]
         signals.send_ended(ended, using)
-    released: set[str] = set()
+    released = False
+    queues: set[str] = set()
+    # Only a datagram names the queues: a NOTIFY (or no wake-up at all) spares their read.
+    named = wakeup_folder(using) is not None
     unblocked: list[AbstractJob] = []
     for chunk in chunks(set(children) - cancelled.keys()):
         waiting = jobs.filter(pk__in=chunk).filter(allowed(UNBLOCK))
@@ -261,26 +284,25 @@ def _decide(model: type[AbstractJob], using: str, children: Sequence[int], block
             waiting = waiting.filter(pk__in=[job.pk for job in found])
             unblocked += found
         if waiting.update(**written(UNBLOCK)):
-            released.update(jobs.filter(pk__in=chunk, status=UNBLOCK.target).values_list("queue", flat=True))
+            released = True
+            if named:
+                queues.update(jobs.filter(pk__in=chunk, status=UNBLOCK.target).values_list("queue", flat=True))
     for job in unblocked:
         job.status = UNBLOCK.status
     signals.send_each(signals.job_unblocked, unblocked, using)
     if released:  # idle workers wake when this commits, as for new jobs
         notifying.notify(using, "")
-        wake_on_commit(using, released)
+        wake_on_commit(using, queues)
     return list(cancelled)
 
 
-def awaited(using: str, jobs: models.QuerySet[Any] | Collection[AbstractJob]) -> list[int]:
-    """The ids among ``jobs`` (a queryset, or saved jobs) that some job still waits for
-    (unsettled links): few, however many ``jobs`` holds; read from the links' index on
-    their parent, and no query at all for no jobs. For jobs (a finished batch), the
-    statements are written once per connection (:class:`_AwaitedRead`), and their ids
-    are read only when some link is unsettled at all: a finish compiles nothing for it,
-    and with no workflow under way touches no job's id."""
-    if isinstance(jobs, models.QuerySet):
-        links = link_rows(using).filter(settled=False, parent_id__in=jobs.values("pk"))
-        return list(links.order_by().values_list("parent_id", flat=True).distinct())
+def awaited(using: str, jobs: Collection[AbstractJob]) -> list[int]:
+    """The ids among ``jobs`` (saved jobs: a finished batch) that some job still waits
+    for (unsettled links): few, however many ``jobs`` holds; read from the links' index
+    on their parent, and no query at all for no jobs. The statements are written once
+    per connection (:class:`_AwaitedRead`), and the jobs' ids are read only when some
+    link is unsettled at all: a finish compiles nothing for it, and with no workflow
+    under way touches no job's id."""
     if not jobs:
         return []
     read = _awaited_reads(_link_model(), connections[using])

@@ -118,6 +118,8 @@ class _Hot(models.Model):
     worker = NameField(max_length=255, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(null=True)
+    # The claim's indexes end with it: the claim never starts a job past its deadline.
+    expires_at = models.DateTimeField(null=True)
 
     class Meta:
         apps = Apps()

@@ -7,13 +7,17 @@ reads up to ``batch_size`` ids from the expiring index (a plain read: no lock), 
 moves those rows in one ``UPDATE`` by primary key that checks the guard again: a job a
 worker claimed meanwhile is ``RUNNING`` and stays so. That ``UPDATE`` is the
 compare-and-set that makes two sweepers (two leaders for a moment) end each job once
-and count it once: each counts only the rows its own statement changed."""
+and count it once: each counts only the rows its own statement changed. A chunk with
+jobs of batches recounts those batches in the transaction of its ``UPDATE``
+(``batches.recount``), completing those it left without an unfinished job; the read
+that finds the chunk carries each job's batch, so a chunk without costs nothing more."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from django_sqlqueue.db import batches
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.lifecycle import allowed, written
@@ -60,21 +64,27 @@ def _chunk(
 ) -> tuple[int, int]:
     """End one chunk: (how many were found, how many this call ended)."""
     due = jobs.filter(allowed(EXPIRE))
-    pks = list(due.order_by("expires_at").values_list("pk", flat=True)[:batch_size])
-    if not pks:
+    found = dict(due.order_by("expires_at").values_list("pk", "batch_id")[:batch_size])
+    if not found:
         return 0, 0
     values = written(EXPIRE, finished_at=DatabaseNow(), end_reason=EXPIRED)
-    if ended is None:
-        return len(pks), retry_transient(due.db, lambda: due.filter(PrimaryKeyIn(pks)).update(**values), atomic=False)
+    chunk = due.filter(PrimaryKeyIn(found))
+    if ended is None and not any(found.values()):
+        return len(found), retry_transient(due.db, lambda: chunk.update(**values), atomic=False)
 
-    def locked_and_ended() -> int:
-        # Locked, the guard checked again: the rows the UPDATE then moves, no other.
-        rows = list(due.filter(PrimaryKeyIn(pks)).select_for_update(skip_locked=True))
-        if rows:
-            due.filter(PrimaryKeyIn([row.pk for row in rows])).update(**values)
-            for row in rows:
-                row.end_reason = EXPIRED
-            ended(rows)
-        return len(rows)
+    def ended_and_counted() -> int:
+        if ended is None:
+            moved = chunk.update(**values)
+        else:
+            # Locked, the guard checked again: the rows the UPDATE then moves, no other.
+            rows = list(chunk.select_for_update(skip_locked=True))
+            if rows:
+                due.filter(PrimaryKeyIn([row.pk for row in rows])).update(**values)
+                for row in rows:
+                    row.end_reason = EXPIRED
+                ended(rows)
+            moved = len(rows)
+        batches.recount(jobs.model, due.db, found.values())
+        return moved
 
-    return len(pks), retry_transient(due.db, locked_and_ended)
+    return len(found), retry_transient(due.db, ended_and_counted)

@@ -24,8 +24,9 @@ from django.db.models import Field
 from django.db.models.expressions import DatabaseDefault
 
 from django_sqlqueue.db import packets
-from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus
+from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus, database_now, time_at
 from django_sqlqueue.db.copying import copy_jobs, copy_rows
+from django_sqlqueue.db.literals import Literals
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.wakeup import wake_on_commit
 from django_sqlqueue.rules.lifecycle import JobStatus
@@ -79,9 +80,9 @@ class JobInserts:
         self.head = f"INSERT INTO {self.table} ({', '.join(qn(name) for name in (*_BOUND, *_TIMED, *same_for_all))}) "
         self.constants = ", ".join(same_for_all.values())
         #: For each list of columns read back: the columns, quoted, and their reader.
-        self.returned = {
+        self.returned: dict[tuple[str, ...], tuple[str, Callable[[Sequence[Any]], dict[str, Any]]]] = {
             returned: (", ".join(map(qn, returned)), _reader(connection, model, returned))
-            for returned in (_RETURNED, (*_RETURNED, "unique_key"))
+            for returned in (("id",), _RETURNED, (*_RETURNED, "unique_key"))
         }
 
     @functools.cached_property
@@ -97,8 +98,8 @@ job_inserts = PerConnection(JobInserts)
 
 def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     """Write ``jobs`` (built, validated, unsaved) on ``using``'s connection, in the
-    caller's transaction; set their ids (and database times) where the database
-    returns them: all but MySQL for many rows, every database for one row.
+    caller's transaction; set their ids where the database returns them (all but MySQL
+    for many rows, every database for one row) and their times (the database's).
 
     A job whose ``unique_key`` an active job holds is not written (the database's
     unique index decides, waiting for a transaction that wrote a holder and has not
@@ -116,15 +117,30 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     identified = len(jobs) > 1 and any(job.new_tags or job.after for job in jobs)
     marker = f"sqlqueue-new-{uuid.uuid4().hex}" if (keyed or identified) and mysql else ""
     constants = ", ".join(_same_for_all(now, marker).values()) if marker else parts.constants
-    returned = (*_RETURNED, "unique_key") if keyed or marker else _RETURNED
-    names, read = parts.returned[returned]
-    tail = f" RETURNING {names}" if connection.features.can_return_rows_from_bulk_insert and not marker else ""
-    conflict = "" if not keyed else " ON DUPLICATE KEY UPDATE id = id" if mysql else " ON CONFLICT DO NOTHING"
+    returned: tuple[str, ...] = (*_RETURNED, "unique_key") if keyed or marker else _RETURNED
     postgresql = connection.vendor == "postgresql"
     if postgresql and len(jobs) > 1 and not keyed:
         copy_jobs(jobs, connection, parts.table, now, tuple(_BOUND), map(_bound, jobs))
         wake_on_commit(using, {job.queue for job in jobs})
         return []
+    # Many jobs, each written: the database's now read first, as COPY does, makes every
+    # time a value, known before the INSERT, so only the ids come back (none on MySQL,
+    # which returns no rows). Converting three returned columns a row cost the client
+    # more than the database spent on the row.
+    times: list[tuple[Any, ...]] = []
+    enqueued_at: Any = None
+    at_now: tuple[str, Sequence[Any]] | None = None
+    if len(jobs) > 1 and not keyed and not marker and not postgresql:
+        enqueued_at = database_now(using)
+        # A time the database's clock gave, as Django stores one: no quote in it.
+        stamp = connection.ops.adapt_datetimefield_value(enqueued_at)
+        constants = ", ".join(_same_for_all(f"'{stamp}'", "").values())
+        at_now = ("%s", (stamp,))
+        times = [(time_at(job.run_at, enqueued_at), time_at(job.expires_at, enqueued_at)) for job in jobs]
+        returned = ("id",)
+    names, read = parts.returned[returned]
+    tail = f" RETURNING {names}" if connection.features.can_return_rows_from_bulk_insert and not marker else ""
+    conflict = "" if not keyed else " ON DUPLICATE KEY UPDATE id = id" if mysql else " ON CONFLICT DO NOTHING"
     # One job (every enqueue) as a plain VALUES row: PostgreSQL plans UNNEST's arrays and
     # casts for each statement, which made a single enqueue a third slower.
     if postgresql and len(jobs) > 1:
@@ -132,7 +148,15 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     else:
         # Tuples of strings and numbers, which the garbage collector stops tracking: the
         # rows of a large enqueue_many live until their statement runs.
-        rows = [(_bound(job), tuple([_run_at(compiler, getattr(job, name), now) for name in _TIMED])) for job in jobs]
+        timed = times or [tuple([getattr(job, name) for name in _TIMED]) for job in jobs]
+        # Most jobs are due at the database's now, read once: converted once, not a job.
+        rows = [
+            (
+                _bound(job),
+                tuple([at_now if at_now and time is enqueued_at else _run_at(compiler, time, now) for time in pair]),
+            )
+            for job, pair in zip(jobs, timed, strict=True)
+        ]
         statements = (
             (jobs[start:end], sql, params)
             for start, end, sql, params in _values(
@@ -140,17 +164,24 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
             )
         )
     skipped: list[JobT] = []
+    known = iter(times)
     with connection.cursor() as cursor:
         for chunk, sql, params in statements:
             cursor.execute(head + sql + conflict + tail, params)
             if marker:
                 table, marked = parts.table, [JobStatus.READY, marker]
                 cursor.execute(f"SELECT {names} FROM {table} WHERE status = %s AND worker = %s ORDER BY id", marked)
-                written = cursor.fetchall()
+                found = cursor.fetchall()
                 cursor.execute(f"UPDATE {table} SET worker = '' WHERE status = %s AND worker = %s", marked)
-                skipped += _match(chunk, using, [read(row) for row in written])
+                skipped += _match(chunk, using, [read(row) for row in found])
             elif keyed and tail:
                 skipped += _match(chunk, using, [read(row) for row in cursor.fetchall()])
+            elif times:
+                ids = [pk for (pk,) in cursor.fetchall()] if tail else [None] * len(chunk)
+                for job, pk, (run_at, expires_at) in zip(chunk, ids, itertools.islice(known, len(chunk)), strict=True):
+                    _saved(
+                        job, using, {"id": pk, "run_at": run_at, "expires_at": expires_at, "enqueued_at": enqueued_at}
+                    )
             elif tail:
                 for job, row in zip(chunk, cursor.fetchall(), strict=True):
                     _saved(job, using, read(row))
@@ -246,7 +277,7 @@ def _same_for_all(now: str, worker: str) -> dict[str, str]:
     }
 
 
-Statements = Iterator[tuple[Sequence["JobT"], str, list[Any]]]
+Statements = Iterator[tuple[Sequence["JobT"], str, list[Any] | None]]
 
 
 def _values(
@@ -255,7 +286,7 @@ def _values(
     compiler: SQLCompiler,
     constants: str,
     most_bytes: int | None,
-) -> Iterator[tuple[int, int, str, list[Any]]]:
+) -> Iterator[tuple[int, int, str, list[Any] | None]]:
     """``VALUES (…), (…)``: each row's bound values (see :data:`_BOUND`), then its
     times (:data:`_TIMED`) as SQL with their parameters; yields each statement with the
     range of ``rows`` it writes. Where statements are cut is known before the first
@@ -272,10 +303,19 @@ def _values(
     else:
         sizes = [packets.row_bytes(values) for values, _ in rows]
         starts = packets.cut(sizes, rows_per_insert, most_bytes, [values[_TASK_POSITION] for values, _ in rows])
+    # MySQL/MariaDB: the values written into the statement's text (db/literals), which
+    # then goes with no parameters.
+    literals = Literals(connection, len(_BOUND)) if connection.vendor == "mysql" else None
     for start, end in itertools.pairwise([*starts, len(rows)]):
         chunk = rows[start:end]
         sql: list[str] = []
         params: list[Any] = []
+        if literals is not None:
+            same = literals.sql(constants, ())
+            for values, times in chunk:
+                sql.append(f"({literals.row(values)}, {', '.join(literals.sql(*time) for time in times)}, {same})")
+            yield start, end, "VALUES " + ", ".join(sql), None
+            continue
         for values, times in chunk:
             sql.append(f"({marks}, {', '.join(time for time, _ in times)}, {constants})")
             params += values

@@ -1,6 +1,8 @@
-"""The batches' sweep (``db/batches.py``): completing the batches whose last jobs
-ended without a finish counting them down (cancelled, expired, rescued out of
-attempts, cancelled by a workflow, deleted), so that no batch stays open forever."""
+"""The batches' sweep (``db/batches.py``): the safety net that completes the batches
+whose last jobs ended without counting them down (deleted before they finished, or
+what a crash left), so that no batch stays open forever. Every other end (a finish, a
+cancel, an expiry, a workflow's cancel, a rescue) completes its batch itself, in its
+own transaction."""
 
 from __future__ import annotations
 

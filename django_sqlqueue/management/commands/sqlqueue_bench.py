@@ -6,12 +6,13 @@ import json
 import secrets
 from typing import Any
 
-from django.core.management.base import CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.bench import ceiling, measure
 from django_sqlqueue.bench import designs as bench_designs
+from django_sqlqueue.bench import workflows as bench_workflows
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import designs as table_designs
 from django_sqlqueue.db.ceiling import RawDatabase, jobs_table
@@ -67,6 +68,20 @@ class Command(QueueCommand):
             ),
         )
         parser.add_argument(
+            "--workflow",
+            action="store_true",
+            help=(
+                "Instead of the usual figures, time a chord (--chord jobs and a callback after them all) and a "
+                "chain (--chain steps, each after the one before), each enqueued and run by runworkers --burst."
+            ),
+        )
+        parser.add_argument(
+            "--chord", type=positive_int, default=5000, help="With --workflow: the chord's jobs (default 5000)."
+        )
+        parser.add_argument(
+            "--chain", type=positive_int, default=300, help="With --workflow: the chain's steps (default 300)."
+        )
+        parser.add_argument(
             "--rounds",
             type=positive_int,
             default=2,
@@ -86,11 +101,21 @@ class Command(QueueCommand):
         as_json: bool,
         designs: list[str],
         rounds: int,
+        workflow: bool,
+        chord: int,
+        chain: int,
         **options: Any,
     ) -> None:
         connection = connections[queue_db(Job)]
         raw = RawDatabase.of(connection, jobs_table(connection.ops.quote_name(Job._meta.db_table)))
         prefix = f"sqlqueue-bench-{secrets.token_hex(3)}"
+        if workflow and designs:
+            raise CommandError("--workflow and --designs measure different things: give one of them.")
+        if workflow:
+            self._workflow(
+                f"{connection.vendor} {connection.display_name}", prefix, chord, chain, processes, batch_size, as_json
+            )
+            return
         if designs:
             self._designs(connection, raw, designs, prefix, jobs, processes, batch_size, rounds, as_json)
             return
@@ -205,17 +230,49 @@ class Command(QueueCommand):
         for name, why in unsupported.items():
             self.stdout.write(f"{name}: not made on this database: {why}")
 
+    def _workflow(
+        self, database: str, prefix: str, count: int, steps: int, processes: int, batch_size: int, as_json: bool
+    ) -> None:
+        """A chord of ``count`` jobs and a chain of ``steps`` (``bench/workflows``), each on
+        a queue of its own; their jobs and links are removed after, whatever happens."""
+        every_queue = nothing_else_to_run(f"{prefix}-chord")
+        figures: dict[str, Any] = {
+            "database": database,
+            "processes": processes,
+            "batch_size": batch_size,
+            "queues": "all" if every_queue else "its own",
+        }
+        try:
+            timed = bench_workflows.chord(f"{prefix}-chord", count, processes, batch_size, every_queue=every_queue)
+            figures["chord"] = {"jobs": count, **timed}
+            timed = bench_workflows.chain(f"{prefix}-chain", steps, processes, batch_size, every_queue=every_queue)
+            figures["chain"] = {"steps": steps, **timed}
+        finally:
+            bench_workflows.remove(Job.objects.filter(queue__startswith=prefix))
+        if as_json:
+            self.stdout.write(json.dumps(figures, indent=2))
+            return
+        self.stdout.write(f"django-sqlqueue workflows: {database}, {processes} processes, batches of {batch_size}")
+        self.stdout.write(f"(this project's settings as they are; the workers claim from {_claiming(figures)})")
+        chord, chain = figures["chord"], figures["chain"]
+        self.stdout.write(
+            f"chord: {count:,} jobs and a callback after them all: enqueued in {chord['enqueue_s']:.2f} s, "
+            f"run in {chord['run_s']:.2f} s ({(count + 1) / chord['run_s']:,.0f} jobs/s); the callback started "
+            f"{chord['callback_ms']:.1f} ms after the last of them finished"
+        )
+        self.stdout.write(
+            f"chain: {steps:,} steps, each after the one before: enqueued in {chain['enqueue_s']:.2f} s, "
+            f"run in {chain['run_s']:.2f} s, {chain['per_step_ms']:.1f} ms per step"
+        )
+
     def _table(self, figures: dict[str, Any]) -> None:
         self.stdout.write(
             f"django-sqlqueue benchmark: {figures['database']}, {figures['jobs']} jobs, "
             f"{figures['processes']} processes, batches of {figures['batch_size']}"
         )
-        claiming = (
-            "every queue, as runworkers does by default"
-            if figures["drain"]["queues"] == "all"
-            else "their own queue alone, as other queues hold ready or running jobs, or recurring jobs are set"
+        self.stdout.write(
+            f"(this project's settings as they are; the drain's workers claim from {_claiming(figures['drain'])})"
         )
-        self.stdout.write(f"(this project's settings as they are; the drain's workers claim from {claiming})")
         self.stdout.write(f"{'':34}{'jobs/s':>10}{'our table/s':>13}{'of it':>7}{'minimal table/s':>17}{'of it':>7}")
         rows = [
             ("enqueue, one per transaction", "insert_one"),
@@ -250,6 +307,13 @@ class Command(QueueCommand):
             f"p95 {latency['p95']:.1f} ms, p99 {latency['p99']:.1f} ms (from its INSERT; the enqueue, "
             f"commit included, took p50 {latency['enqueue_p50']:.1f} ms)"
         )
+
+
+def _claiming(figures: dict[str, Any]) -> str:
+    """Which queues the workers of a run claimed from, by its ``queues`` figure."""
+    if figures["queues"] == "all":
+        return "every queue, as runworkers does by default"
+    return "their own queue alone, as other queues hold ready or running jobs, or recurring jobs are set"
 
 
 def _share_range(rates: list[float], references: list[float]) -> str:

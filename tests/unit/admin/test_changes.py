@@ -13,9 +13,11 @@ from django.test import Client
 from django.utils import timezone
 
 from django_sqlqueue.admin import changes
-from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.db import dependents
+from django_sqlqueue.models import Job, JobDependency, JobStatus
 from django_sqlqueue.testing import run_jobs
 from tests.support.admin_helpers import action, make_job, staff_client
+from tests.support.severed import needs_a_server, sever
 from tests.testapp.models import Receipt
 from tests.testapp.tasks import fail, record
 
@@ -126,6 +128,41 @@ def test_retry_with_dependents_leaves_a_job_another_failure_stops(admin_client: 
     response = action(admin_client, "retry_with_dependents", [parent, other])
     assert messages(admin_client, response) == ["Retried 2 jobs. 2 jobs their ends had cancelled wait for them again."]
     assert Job.objects.values_list("status", "waiting_for").get(pk=both.pk) == (JobStatus.WAITING, 2)
+
+
+@needs_a_server
+@pytest.mark.django_db(transaction=True)
+def test_retry_with_dependents_whose_connection_drops_midway_writes_nothing_says_so_and_can_be_tried_again(
+    admin_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parent, child, grandchild, _ = _failed_workflow()
+    found = dependents.cancelled_dependents
+
+    def severed_after(*args: Any, **kwargs: Any) -> set[int]:
+        below = found(*args, **kwargs)
+        sever()  # the parent is retried and logged, its dependents found, not yet brought back
+        return below
+
+    monkeypatch.setattr(dependents, "cancelled_dependents", severed_after)
+    response = action(admin_client, "retry_with_dependents", [parent])
+    (said,) = messages(admin_client, response)
+    assert said.startswith("Retry with cancelled dependents stopped: the database failed (")
+    assert said.endswith(
+        "The jobs it was changing then were left as they were: select them and try again. Before that: Retried 0 jobs."
+    )
+    rows = statuses()
+    assert [rows[job.pk] for job in (parent, child, grandchild)] == [
+        JobStatus.FAILED,
+        JobStatus.CANCELLED,
+        JobStatus.CANCELLED,
+    ]
+    assert not JobDependency.objects.filter(settled=False).exists()
+    assert not LogEntry.objects.exists()
+    monkeypatch.setattr(dependents, "cancelled_dependents", found)
+    response = action(admin_client, "retry_with_dependents", [parent])
+    assert messages(admin_client, response) == ["Retried 1 job. 2 jobs their ends had cancelled wait for them again."]
+    assert (statuses()[child.pk], statuses()[grandchild.pk]) == (JobStatus.WAITING, JobStatus.WAITING)
+    assert LogEntry.objects.count() == 1
 
 
 def test_retry_runs_an_expired_job_after_all(admin_client: Client) -> None:

@@ -9,16 +9,18 @@ import functools
 from typing import Any
 
 import pytest
-from django.db import connections
+from django.db import DatabaseError, connections
 from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 
-from django_sqlqueue.db import batches, pruning
+from django_sqlqueue import signals
+from django_sqlqueue.db import batches, expiry, pruning, transient
 from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
 from django_sqlqueue.maintenance.services import maintenance_services
 from django_sqlqueue.models import Job, JobBatch, JobStatus
 from django_sqlqueue.testing import run_jobs
 from tests.support.racing import at_once
+from tests.support.severed import needs_a_server, sever
 from tests.testapp.models import Receipt
 from tests.testapp.tasks import add, batch_done, fail, fan_out, noop, record
 
@@ -89,19 +91,163 @@ def test_a_job_failed_for_good_fires_on_failure_and_a_retry_does_not_count() -> 
     }
 
 
-def test_cancelled_and_expired_jobs_count_as_failed_once_the_sweep_runs() -> None:
+PAST = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def _finish(job: Job, error: BaseException | None = None) -> None:
+    """Claim ``job`` and finish it: succeeded, or failed with ``error``."""
+    (claimed,) = Job.objects.claim(worker_id=WORKER, filter=Q(pk=job.pk))
+    if error is None:
+        Job.objects.finish(worker_id=WORKER, succeeded={claimed: None})
+    else:
+        Job.objects.finish(worker_id=WORKER, failed={claimed: error})
+
+
+def _failed_at_once(batch: JobBatch, failed: int = 1, total: int = 2) -> None:
+    """``batch`` finished as the path that ended its last job committed (no sweep ran):
+    ``on_failure`` and ``on_finish`` enqueued once, with ``failed`` of ``total``."""
+    called = _callbacks(batch)
+    assert set(called) == {"on_failure", "on_finish"}
+    assert (called["on_finish"]["batch"]["total"], called["on_finish"]["batch"]["failed"]) == (total, failed)
+    assert (batch.pending, batch.failed) == (0, failed)
+    assert Job.objects.filter(task="tests.testapp.tasks.batch_done").count() == 2
+    assert batches.sweep(Job, "default") == 0
+
+
+def test_cancelling_the_last_unfinished_job_completes_the_batch_at_once() -> None:
+    with _batch() as batch:
+        first, last = Job.objects.enqueue(noop), Job.objects.enqueue(noop)
+    _finish(first)
+    batch.refresh_from_db()
+    assert (batch.pending, batch.finished_at) == (1, None)
+    assert Job.objects.cancel([last.pk]).cancelled == 1
+    _failed_at_once(batch)
+    assert Job.objects.cancel([last.pk]).cancelled == 0  # once
+    _failed_at_once(batch)
+
+
+def test_cancelling_a_job_that_is_not_the_last_only_counts_it() -> None:
     with _batch() as batch:
         cancelled = Job.objects.enqueue(noop)
-        expired = Job.objects.enqueue(noop, expires_at=datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc))
         Job.objects.enqueue(noop)
     Job.objects.cancel([cancelled.pk])
-    run_jobs()
-    assert Job.objects.get(pk=expired.pk).end_reason == "expired"
     batch.refresh_from_db()
-    assert batch.finished_at is None  # ended without a finish: left to the sweep
+    assert (batch.pending, batch.finished_at) == (1, None)
+    run_jobs()
+    _failed_at_once(batch)
+
+
+@pytest.mark.parametrize("told", [False, True], ids=["plain", "with a receiver"])
+def test_expiring_the_last_unfinished_job_completes_the_batch_at_once(
+    told: bool, django_capture_on_commit_callbacks: Any
+) -> None:
+    heard: list[int] = []
+    receiver = lambda sender, job, **named: heard.append(job.pk)  # noqa: E731
+    with _batch() as batch:
+        done = Job.objects.enqueue(noop)
+        expired = Job.objects.enqueue(noop, expires_at=PAST)
+    _finish(done)
+    if told:
+        signals.job_expired.connect(receiver)
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            assert Job.objects.expire() == 1
+    finally:
+        signals.job_expired.disconnect(receiver)
+    assert heard == ([expired.pk] if told else [])
+    _failed_at_once(batch)
+
+
+def test_two_expiry_sweeps_ending_the_last_job_complete_the_batch_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    with _batch() as batch:
+        Job.objects.enqueue(noop, expires_at=PAST)
+    real = transient.retry_transient
+    other: list[int] = []
+
+    def other_leader_first(*args: Any, **kwargs: Any) -> Any:
+        # Another leader ends the same job between this one's read and its UPDATE.
+        monkeypatch.setattr(expiry, "retry_transient", real)
+        other.append(Job.objects.expire())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(expiry, "retry_transient", other_leader_first)
+    assert (Job.objects.expire(), other) == (0, [1])
+    _failed_at_once(batch, total=1)
+
+
+def test_a_claim_between_the_expirys_read_and_its_update_leaves_the_batch_to_the_finish(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with _batch() as batch:
+        late = Job.objects.enqueue(noop, expires_at=PAST)
+    real = transient.retry_transient
+
+    def claimed_first(*args: Any, **kwargs: Any) -> Any:
+        # A claim that checked the deadline just before it passed commits between the
+        # expiry's read and its UPDATE, which then finds the job RUNNING.
+        claim = {"status": JobStatus.RUNNING, "worker": WORKER, "attempts": 1, "started_at": PAST}
+        Job.objects.filter(pk=late.pk).update(**claim)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(expiry, "retry_transient", claimed_first)
+    assert Job.objects.expire() == 0
+    batch.refresh_from_db()
+    assert (batch.pending, batch.finished_at) == (1, None)
+    Job.objects.finish(worker_id=WORKER, succeeded={Job.objects.get(pk=late.pk): None})
+    assert set(_callbacks(batch)) == {"on_success", "on_finish"}
+
+
+def test_a_dependent_cancelled_last_completes_its_batch_at_once() -> None:
+    parent = Job.objects.enqueue(noop)  # in no batch
+    with _batch() as batch:
+        done = Job.objects.enqueue(noop)
+        Job.objects.enqueue(noop, after=[parent])
+    _finish(done)
+    Job.objects.cancel([parent.pk])
+    _failed_at_once(batch)
+
+
+def test_a_dependent_its_batchs_failed_job_cancels_completes_the_batch_in_that_finish() -> None:
+    with _batch() as batch:
+        parent = Job.objects.enqueue(fail, ("boom",), max_attempts=1)
+        Job.objects.enqueue(noop, after=[parent])
+    _finish(parent, RuntimeError("boom"))
+    _failed_at_once(batch, failed=2)
+
+
+def test_a_claimed_job_given_back_after_a_cancel_request_completes_its_batch() -> None:
+    with _batch() as batch:
+        Job.objects.enqueue(noop)
+    (claimed,) = Job.objects.claim(worker_id=WORKER, limit=1)
+    assert Job.objects.cancel([claimed.pk]).requested == 1
+    assert Job.objects.release(worker_id=WORKER, unstarted=[claimed]) == 1
+    _failed_at_once(batch, total=1)
+
+
+def test_a_deleted_job_is_left_to_the_sweep() -> None:
+    with _batch() as batch:
+        gone = Job.objects.enqueue(noop)
+    Job.objects.filter(pk=gone.pk).delete()
     assert batches.sweep(Job, "default") == 1
     assert batches.sweep(Job, "default") == 0
-    assert _callbacks(batch)["on_failure"]["batch"]["failed"] == 2
+    assert _callbacks(batch)["on_failure"]["batch"]["failed"] == 1
+
+
+def test_a_plain_cancel_and_expiry_read_no_batch() -> None:
+    ready, running = Job.objects.enqueue(noop), Job.objects.enqueue(noop)
+    Job.objects.enqueue(noop, expires_at=PAST)
+    Job.objects.claim(worker_id=WORKER, filter=Q(pk=running.pk))
+    with CaptureQueriesContext(connections["default"]) as captured:
+        assert Job.objects.cancel([ready.pk, running.pk]) == (1, 1)
+        assert Job.objects.expire() == 1
+    # As before batches: the cancel's UPDATE, the cancel request's UPDATE, its read of
+    # what waits for the jobs (now with their batches); the expiry's read and UPDATE.
+    statements = [query["sql"].split()[0] for query in captured]
+    assert [verb for verb in statements if verb in ("SELECT", "UPDATE")] == [
+        *("UPDATE", "UPDATE", "SELECT"),
+        *("SELECT", "UPDATE"),
+    ]
+    assert not [query for query in captured if "jobbatch" in query["sql"]]
 
 
 def test_jobs_added_from_inside_a_batch_job_keep_it_open_until_they_finish() -> None:
@@ -288,3 +434,51 @@ def test_pruning_deletes_a_finished_batch_with_its_last_job_never_before() -> No
     pruned = pruning.prune(Job.objects.filter(batch_id=batch.pk), everything)
     assert (pruned.deleted[JobStatus.SUCCESSFUL], pruned.batches) == (2, 1)
     assert list(JobBatch.objects.values_list("pk", flat=True)) == [open_one.pk]  # open: kept
+
+
+def _cancel_or_finish(jobs: tuple[Job, Job], index: int) -> int:
+    """Finish ``jobs[0]`` as worker ``racer-0`` held it, or cancel ``jobs[1]``."""
+    if index == 0:
+        return Job.objects.finish(worker_id="racer-0", succeeded={jobs[0]: None})
+    return Job.objects.cancel([jobs[1].pk]).cancelled
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cancel_racing_the_last_finish_on_another_connection_enqueues_the_callbacks_once() -> None:
+    for round_ in range(20):
+        with _batch() as batch:
+            one, two = Job.objects.enqueue(noop), Job.objects.enqueue(noop)
+        (first,) = Job.objects.claim(worker_id="racer-0", filter=Q(pk=one.pk))
+        assert at_once(2, functools.partial(_cancel_or_finish, (first, two))) == [1, 1]
+        assert set(_callbacks(batch)) == {"on_failure", "on_finish"}
+        assert (batch.pending, batch.succeeded, batch.failed) == (0, 1, 1)
+        assert Job.objects.filter(task="tests.testapp.tasks.batch_done").count() == 2 * (round_ + 1)
+
+
+@needs_a_server
+@pytest.mark.django_db(transaction=True)
+def test_a_finish_whose_connection_drops_while_it_counts_its_batch_down_writes_nothing_and_its_retry_completes_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with _batch() as batch:
+        first, last = Job.objects.enqueue(noop), Job.objects.enqueue(noop)
+    _finish(first)
+    (claimed,) = Job.objects.claim(worker_id=WORKER, filter=Q(pk=last.pk))
+    complete = batches.complete
+
+    def severed_first(*args: Any) -> bool:
+        sever()  # pending is counted down, the callbacks not yet enqueued
+        return complete(*args)
+
+    monkeypatch.setattr(batches, "complete", severed_first)
+    with pytest.raises(DatabaseError):
+        Job.objects.finish(worker_id=WORKER, succeeded={claimed: None})
+    monkeypatch.setattr(batches, "complete", complete)
+    batch.refresh_from_db()
+    assert (batch.pending, batch.finished_at, batch.callback_jobs) == (1, None, {})
+    assert Job.objects.get(pk=last.pk).status == JobStatus.RUNNING
+    assert not Job.objects.filter(task="tests.testapp.tasks.batch_done").exists()
+    assert Job.objects.finish(worker_id=WORKER, succeeded={claimed: None}) == 1  # a new connection
+    assert set(_callbacks(batch)) == {"on_success", "on_finish"}
+    assert batches.sweep(Job, "default") == 0
+    assert Job.objects.filter(task="tests.testapp.tasks.batch_done").count() == 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import threading
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -13,13 +14,14 @@ from django.db import OperationalError, connections, transaction
 from django.db.models import Q
 
 from django_sqlqueue import workflows
-from django_sqlqueue.db import dependencies, finishing
+from django_sqlqueue.db import dependencies, finishing, notifying
 from django_sqlqueue.db.clock import database_now
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.maintenance.services import maintenance_services
 from django_sqlqueue.models import Job, JobDependency, JobStatus
 from django_sqlqueue.testing import run_jobs
 from tests.support.admin_helpers import make_job
+from tests.support.wakeups import received
 from tests.testapp.models import Receipt
 from tests.testapp.tasks import add, fail, gather, noop, record, sync_order
 
@@ -369,3 +371,46 @@ def test_a_finish_finds_the_jobs_that_are_waited_for() -> None:
     parent, alone = Job.objects.enqueue(noop), Job.objects.enqueue(noop)
     Job.objects.enqueue(noop, after=[parent])
     assert dependencies.awaited("default", [alone, parent]) == [parent.pk]
+
+
+@pytest.fixture
+def woken(request: pytest.FixtureRequest) -> Iterator[Callable[[float], list[str]]]:
+    """What reached an idle worker of this database since the last call, waiting up to
+    the seconds given for it: the payloads of the NOTIFYs it hears on PostgreSQL, the
+    queues named by the datagrams on its wake-up socket elsewhere."""
+    if notifying.notifies("default"):
+        listener = notifying.listening_connection("default")
+
+        def heard(wait: float) -> list[str]:
+            first = [notify.payload for notify in listener.connection.notifies(timeout=wait, stop_after=1)]
+            return first + [notify.payload for notify in listener.connection.notifies(timeout=0.1)] if first else []
+
+        yield heard
+        listener.close()
+    else:
+        bell = request.getfixturevalue("bell")
+        yield lambda wait: [datagram.decode() for datagram in received(bell)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_release_wakes_idle_workers_when_it_commits_and_not_when_it_rolls_back(
+    woken: Callable[[float], list[str]],
+) -> None:
+    """A chain's next step is released by the finish of the step before: the workers
+    that wait for work hear of it as of an enqueue (the finishing worker's next claim
+    takes it anyway), once the release is visible, and never for one rolled back."""
+    parent = Job.objects.enqueue(noop, queue="first")
+    child = Job.objects.enqueue(noop, queue="then", after=[parent])
+    claimed = _claim_all()
+    assert woken(1.0), "the enqueues woke nobody"
+    with transaction.atomic():
+        Job.objects.finish(worker_id=WORKER, succeeded={claimed[parent.pk]: None})
+        assert _status(child) == JobStatus.READY
+        transaction.set_rollback(True)
+    assert woken(0.5) == []
+    with transaction.atomic():
+        Job.objects.finish(worker_id=WORKER, succeeded={claimed[parent.pk]: None})
+        assert _status(child) == JobStatus.READY
+        assert woken(0.5) == [], "woken before the release was committed"
+    # PostgreSQL's workers claim from every queue they serve on any NOTIFY; a datagram names the queues.
+    assert woken(1.0) == ["" if notifying.notifies("default") else "then"]

@@ -406,6 +406,50 @@ def test_enqueue_many_returns_ids_and_database_times() -> None:
     assert len(queries) == 2  # the jobs' run_at came back with the INSERT
 
 
+def test_enqueue_many_reads_the_clock_once_and_gets_back_only_the_ids() -> None:
+    """Every time is a value once the database's now is read (COPY's way on PostgreSQL):
+    the jobs come back as the table holds them, with nothing loaded anew."""
+    when = datetime.datetime(2031, 1, 1, tzinfo=datetime.timezone.utc)
+    built = [
+        Job.objects.build(noop, [1]),
+        Job.objects.build(noop, delay=60),
+        Job.objects.build(noop, run_at=when, expires_at=when + datetime.timedelta(days=1)),
+        Job.objects.build(noop, expires_in=3600),
+    ]
+    with CaptureQueriesContext(connection) as queries:
+        jobs = Job.objects.enqueue_many(built)
+    if connection.vendor != "postgresql":
+        assert [query["sql"].split()[0] for query in queries] == ["SELECT", "INSERT"]
+        assert queries[1]["sql"].partition(" RETURNING ")[2] in ("", connection.ops.quote_name("id"))
+    names: tuple[str, ...] = ("run_at", "enqueued_at", "expires_at", "status", "args")
+    if connection.features.can_return_rows_from_bulk_insert:
+        names = ("id", *names)
+    with CaptureQueriesContext(connection) as queries:
+        assert [[getattr(job, name) for name in names] for job in jobs] == [
+            [getattr(job, name) for name in names] for job in Job.objects.order_by("id")
+        ]
+    assert len(queries) == 1
+    now = jobs[0].enqueued_at
+    assert [job.run_at for job in jobs] == [now, now + datetime.timedelta(seconds=60), when, now]
+    assert [job.expires_at for job in jobs] == [
+        None,
+        None,
+        when + datetime.timedelta(days=1),
+        now + datetime.timedelta(hours=1),
+    ]
+    assert all(job.created and not job._state.adding for job in jobs)
+
+
+def test_enqueue_many_checks_options_shared_by_earlier_jobs_by_their_type_too() -> None:
+    """Options found good on one job are not checked again on the next, unless a value
+    equal to a good one is of another type: True is 1 to a set, not a priority."""
+    jobs = [Job.objects.build(noop, priority=1) for _ in range(3)]
+    jobs[2].priority = True
+    with pytest.raises(InvalidJobError, match="priority must be an integer from -100 to 100, not True"):
+        Job.objects.enqueue_many(jobs)
+    assert Job.objects.count() == 0
+
+
 def test_enqueue_many_uses_few_statements() -> None:
     if connection.vendor == "postgresql":
         pytest.skip("PostgreSQL takes many jobs by COPY (test_copying.py)")

@@ -15,10 +15,11 @@ from tests.testapp.tasks import noop
 pytestmark = pytest.mark.django_db(transaction=True)  # the service closes its connections
 
 
-def test_a_turn_completes_a_batch_whose_jobs_were_cancelled() -> None:
+def test_a_turn_completes_a_batch_whose_jobs_were_deleted_before_they_finished() -> None:
     with Job.objects.batch(on_finish=noop) as batch:
         job = Job.objects.enqueue(noop)
-    Job.objects.cancel([job.pk])
+    Job.objects.filter(pk=job.pk).delete()  # as the admin's Delete does: no end counted
+    assert JobBatch.objects.get(pk=batch.pk).finished_at is None
     assert BatchesService().run(0.0) == SWEEP_SECONDS
     batch = JobBatch.objects.get(pk=batch.pk)
     assert (batch.failed, set(batch.callback_jobs)) == (1, {"on_finish"})

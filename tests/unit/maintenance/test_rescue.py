@@ -42,6 +42,20 @@ def test_expired_worker_jobs_go_back_with_the_rescue_recorded() -> None:
     assert not Worker.objects.filter(name="dead").exists()
 
 
+def test_a_rescue_that_ends_a_batchs_last_job_completes_the_batch_in_its_own_finish() -> None:
+    register("dead", seconds_ago=120)
+    with Job.objects.batch(on_failure=noop) as batch:
+        hold("dead", 1, max_attempts=1)
+    with Job.objects.batch(on_failure=noop) as open_one:  # its job is given back unstarted
+        hold("dead", 1)
+    assert rescue_worker(
+        "dead", WorkerLost("gone"), started=set(Job.objects.filter(batch_id=batch.pk).values_list("pk", flat=True))
+    ) == Rescued(Counter({"failed": 1}), 1)
+    batch.refresh_from_db()
+    open_one.refresh_from_db()
+    assert (batch.failed, set(batch.callback_jobs), open_one.finished_at) == (1, {"on_failure"}, None)
+
+
 def test_expired_worker_job_with_attempts_spent_fails() -> None:
     register("dead", seconds_ago=120)
     [job] = hold("dead", 1, max_attempts=1)

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 
 from django_sqlqueue.bench import measure
 from django_sqlqueue.db.designs import DESIGNS
 from django_sqlqueue.management.commands.sqlqueue_bench import nothing_else_to_run
-from django_sqlqueue.models import Job
+from django_sqlqueue.models import Job, JobDependency
 from tests.support.workers import UNGUARDED_MANAGE_PY, run_script
 
 
@@ -180,3 +180,61 @@ def test_the_designs_table_shows_a_figure_per_design_and_round(monkeypatch: pyte
 def scratch_tables() -> list[str]:
     with connection.cursor() as cursor:
         return [name for name in connection.introspection.table_names(cursor) if "sqlqueue_bench" in name]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_workflow_benchmark_times_a_chord_and_a_chain_and_removes_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DB_NAME", str(connection.settings_dict["NAME"]))
+    kept = Job.objects.enqueue("tests.testapp.tasks.add", (1, 2))
+    waiting = Job.objects.enqueue("tests.testapp.tasks.add", (3, 4), after=[kept])
+    out = StringIO()
+    call_command(
+        "sqlqueue_bench", workflow=True, chord=20, chain=4, processes=2, batch_size=5, as_json=True, stdout=out
+    )
+    figures = json.loads(out.getvalue())
+    assert figures["database"].startswith(connection.vendor)
+    assert (figures["processes"], figures["batch_size"], figures["queues"]) == (2, 5, "its own")
+    chord, chain = figures["chord"], figures["chain"]
+    assert (chord["jobs"], chain["steps"]) == (20, 4)
+    assert min(chord["enqueue_s"], chord["run_s"], chain["enqueue_s"], chain["run_s"]) > 0
+    assert chord["callback_ms"] >= 0  # released by the last job's finish, claimed after it
+    assert chain["per_step_ms"] == pytest.approx(chain["run_s"] * 1000 / 4)
+    # Only the benchmark's own jobs and links are gone.
+    assert sorted(Job.objects.values_list("pk", flat=True)) == [kept.pk, waiting.pk]
+    assert list(JobDependency.objects.values_list("child_id", "parent_id")) == [(waiting.pk, kept.pk)]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_workflow_benchmark_prints_its_figures(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DB_NAME", str(connection.settings_dict["NAME"]))
+    out = StringIO()
+    call_command("sqlqueue_bench", workflow=True, chord=10, chain=3, processes=1, stdout=out)
+    lines = out.getvalue().splitlines()
+    assert (
+        lines[0]
+        == f"django-sqlqueue workflows: {connection.vendor} {connection.display_name}, 1 processes, batches of 100"
+    )
+    assert lines[1] == (
+        "(this project's settings as they are; the workers claim from every queue, as runworkers does by default)"
+    )
+    number = r"\d+\.\d+"
+    assert re.fullmatch(
+        rf"chord: 10 jobs and a callback after them all: enqueued in {number} s, run in {number} s "
+        rf"\([\d,]+ jobs/s\); the callback started {number} ms after the last of them finished",
+        lines[2],
+    ), lines[2]
+    assert re.fullmatch(
+        rf"chain: 3 steps, each after the one before: enqueued in {number} s, run in {number} s, {number} ms per step",
+        lines[3],
+    ), lines[3]
+    assert len(lines) == 4
+    assert not Job.objects.exists()
+    assert not JobDependency.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_workflow_benchmark_is_not_run_with_the_designs() -> None:
+    with pytest.raises(CommandError, match="--workflow and --designs measure different things"):
+        call_command("sqlqueue_bench", workflow=True, designs=["partial"], stdout=StringIO())
