@@ -1,7 +1,9 @@
 """The indexes each database builds for the jobs table (``db/indexes.py``): on
 PostgreSQL the admin's indexes hold finished jobs only, and every query that read them
 whole can still read them; the waiting jobs' index is read where they are counted and
-filtered, and on MySQL/MariaDB holds a job only while it waits."""
+filtered, and on MySQL/MariaDB holds a job only while it waits; there the admin's
+indexes hold a finished job's status on a hidden column, written by its finish alone, and
+what reads them names that column."""
 
 from __future__ import annotations
 
