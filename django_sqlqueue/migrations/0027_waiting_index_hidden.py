@@ -5,10 +5,11 @@ rewritten by every claim and finish of every job, and is now an index on a hidde
 On PostgreSQL and SQLite the index is the partial one it was, and this migration
 changes nothing there.
 
-On MariaDB the old index is dropped and the new column and index added in place (online
-DDL: claims and finishes go on; the build reads the table once, a few seconds per
-million jobs). Until it is built, the admin's "waiting" filter and the count of waiting
-jobs read the table."""
+On MariaDB the old index is dropped and the new column and index added in place, in one
+``ALTER TABLE``, which MariaDB runs under a shared lock (a virtual column's change cannot
+be combined with another at ``LOCK=NONE``): claims and finishes wait for the build, which
+reads the table once (seconds per million jobs). Until it is built, the admin's
+"waiting" filter and the count of waiting jobs read the table."""
 
 from __future__ import annotations
 
