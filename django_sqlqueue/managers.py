@@ -805,8 +805,11 @@ def _options_problem(job: AbstractJob, seen: set[tuple[Any, ...]] | None) -> str
     options = (job.queue, job.priority, job.max_attempts, job.timeout, job.concurrency_key, job.concurrency_limit)
     # With their types: True is 1 to a set, and a good priority, but not to the check.
     key = (*options, job.unique_key, *map(type, options))
-    if seen is not None and key in seen:
-        return None
+    try:
+        if seen is not None and key in seen:
+            return None
+    except TypeError:  # an option that is no hashable value: the checks below say what is wrong
+        seen = None
     problem = (
         job_options_problem(queue=job.queue, priority=job.priority, max_attempts=job.max_attempts, timeout=job.timeout)
         or concurrency_problem(job.concurrency_key, job.concurrency_limit)

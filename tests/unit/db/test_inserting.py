@@ -450,6 +450,14 @@ def test_enqueue_many_checks_options_shared_by_earlier_jobs_by_their_type_too() 
     assert Job.objects.count() == 0
 
 
+def test_enqueue_many_refuses_an_option_that_is_no_hashable_value_by_what_is_wrong() -> None:
+    jobs = [Job.objects.build(noop, priority=1) for _ in range(2)]
+    jobs[1].priority = [1]  # type: ignore[assignment]
+    with pytest.raises(InvalidJobError, match=r"priority must be an integer from -100 to 100, not \[1\]"):
+        Job.objects.enqueue_many(jobs)
+    assert Job.objects.count() == 0
+
+
 def test_enqueue_many_uses_few_statements() -> None:
     if connection.vendor == "postgresql":
         pytest.skip("PostgreSQL takes many jobs by COPY (test_copying.py)")
