@@ -16,7 +16,7 @@ from django.db.backends.ddl_references import Statement
 from django.db.models.sql import Query
 from django.db.models.sql.compiler import SQLCompiler
 
-from django_sqlqueue.db.indexes import HiddenColumn, hidden_column
+from django_sqlqueue.db.indexes import HiddenColumn, add_hidden_sql, drop_hidden_sql, hidden_column
 
 #: Per status a failure group's jobs are in: which jobs of that status, and when each was
 #: seen failing (a failed job when it finished; a retrying one does not finish, so when
@@ -65,23 +65,21 @@ class FailureIndex(models.Index):
         groups = [(_condition_sql(model, schema_editor, q), seen) for q, seen in FAILURE_GROUPS.values()]
         in_group = " OR ".join(condition for condition, _seen in groups)
         seen_at = " ".join(f"WHEN {condition} THEN {qn(seen)}" for condition, seen in groups)
-        return Statement(
-            f"ALTER TABLE {qn(model._meta.db_table)} "
-            f"ADD COLUMN {qn(MYSQL_STATUS_COLUMN)} {field('status').db_type(schema_editor.connection)} "
-            f"AS (CASE WHEN {in_group} THEN {qn('status')} END) VIRTUAL, "
-            f"ADD COLUMN {qn(MYSQL_SEEN_COLUMN)} {field('finished_at').db_type(schema_editor.connection)} "
-            f"AS (CASE {seen_at} END) VIRTUAL, "
-            f"ADD INDEX {qn(self.name)} ({', '.join(qn(column) for column in self.MYSQL_COLUMNS)})"
-        )
+        hidden = [
+            (
+                MYSQL_STATUS_COLUMN,
+                field("status").db_type(schema_editor.connection),
+                f"CASE WHEN {in_group} THEN {qn('status')} END",
+            ),
+            (MYSQL_SEEN_COLUMN, field("finished_at").db_type(schema_editor.connection), f"CASE {seen_at} END"),
+        ]
+        add_index = f"ADD INDEX {qn(self.name)} ({', '.join(qn(column) for column in self.MYSQL_COLUMNS)})"
+        return add_hidden_sql(model, schema_editor, hidden, add_index)
 
     def remove_sql(self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, **kwargs: Any) -> Any:
         if schema_editor.connection.features.supports_partial_indexes:
             return super().remove_sql(model, schema_editor, **kwargs)
-        qn = schema_editor.quote_name
-        return Statement(
-            f"ALTER TABLE {qn(model._meta.db_table)} DROP INDEX {qn(self.name)}, "
-            f"DROP COLUMN {qn(MYSQL_STATUS_COLUMN)}, DROP COLUMN {qn(MYSQL_SEEN_COLUMN)}"
-        )
+        return drop_hidden_sql(model, schema_editor, self.name, [MYSQL_STATUS_COLUMN, MYSQL_SEEN_COLUMN])
 
 
 def _condition_sql(model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, condition: models.Q) -> str:

@@ -52,6 +52,29 @@ class StatusIndex(models.Index):
 MYSQL_STATUS_COLUMNS = {JobStatus.WAITING: "waiting_queue"}
 
 
+def add_hidden_sql(
+    model: type[models.Model],
+    schema_editor: BaseDatabaseSchemaEditor,
+    columns: Sequence[tuple[str, str | None, str]],
+    add: str,
+) -> Statement:
+    """MySQL/MariaDB: one ``ALTER TABLE`` that adds the hidden ``VIRTUAL`` ``columns``
+    (each its name, type and expression) and then ``add`` (the ``ADD INDEX`` or ``ADD
+    CONSTRAINT`` on them): how every index here that stands in for a partial one is made."""
+    qn = schema_editor.quote_name
+    added = "".join(f"ADD COLUMN {qn(name)} {kind} AS ({expression}) VIRTUAL, " for name, kind, expression in columns)
+    return Statement(f"ALTER TABLE {qn(model._meta.db_table)} {added}{add}")
+
+
+def drop_hidden_sql(
+    model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, name: str, columns: Sequence[str]
+) -> Statement:
+    """MySQL/MariaDB: the ``ALTER TABLE`` that drops index ``name`` and then the hidden ``columns`` it was on."""
+    qn = schema_editor.quote_name
+    dropped = "".join(f", DROP COLUMN {qn(column)}" for column in columns)
+    return Statement(f"ALTER TABLE {qn(model._meta.db_table)} DROP INDEX {qn(name)}{dropped}")
+
+
 class HiddenStatusIndex(models.Index):
     """The jobs in one status by one field, as :class:`StatusIndex` holds them on
     PostgreSQL and SQLite (a partial index); on MySQL/MariaDB not led by ``status``, so
@@ -82,17 +105,14 @@ class HiddenStatusIndex(models.Index):
             )
         qn, (field,) = schema_editor.quote_name, self.fields
         column, kind = MYSQL_STATUS_COLUMNS[JobStatus(self.status)], model._meta.get_field(field)
-        return Statement(
-            f"ALTER TABLE {qn(model._meta.db_table)} ADD COLUMN {qn(column)} {kind.db_type(schema_editor.connection)} "
-            f"AS (CASE WHEN {qn('status')} = {schema_editor.quote_value(str(self.status))} THEN {qn(field)} END) "
-            f"VIRTUAL, ADD INDEX {qn(self.name)} ({qn(column)})"
-        )
+        held = f"CASE WHEN {qn('status')} = {schema_editor.quote_value(str(self.status))} THEN {qn(field)} END"
+        hidden = [(column, kind.db_type(schema_editor.connection), held)]
+        return add_hidden_sql(model, schema_editor, hidden, f"ADD INDEX {qn(self.name)} ({qn(column)})")
 
     def remove_sql(self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, **kwargs: Any) -> Any:
         if schema_editor.connection.features.supports_partial_indexes:
             return super().remove_sql(model, schema_editor, **kwargs)
-        qn, column = schema_editor.quote_name, MYSQL_STATUS_COLUMNS[JobStatus(self.status)]
-        return Statement(f"ALTER TABLE {qn(model._meta.db_table)} DROP INDEX {qn(self.name)}, DROP COLUMN {qn(column)}")
+        return drop_hidden_sql(model, schema_editor, self.name, [MYSQL_STATUS_COLUMNS[JobStatus(self.status)]])
 
 
 class InStatus(models.Lookup):
@@ -225,21 +245,17 @@ class HiddenFinishedIndex(FinishedIndex):
             return super().create_sql(model, schema_editor, using=using, **kwargs)
         qn, column = schema_editor.quote_name, MYSQL_FINISHED_COLUMN
         columns = ", ".join(qn(column if field == "status" else field) for field in self.fields)
-        added = ""
+        hidden = []
         if self.adds_column:
             finished = ", ".join(schema_editor.quote_value(str(status)) for status in FINISHED)
             status_type = model._meta.get_field("status").db_type(schema_editor.connection)
-            added = (
-                f"ADD COLUMN {qn(column)} {status_type} "
-                f"AS (CASE WHEN {qn('status')} IN ({finished}) THEN {qn('status')} END) VIRTUAL, "
-            )
-        return Statement(f"ALTER TABLE {qn(model._meta.db_table)} {added}ADD INDEX {qn(self.name)} ({columns})")
+            hidden = [(column, status_type, f"CASE WHEN {qn('status')} IN ({finished}) THEN {qn('status')} END")]
+        return add_hidden_sql(model, schema_editor, hidden, f"ADD INDEX {qn(self.name)} ({columns})")
 
     def remove_sql(self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, **kwargs: Any) -> Any:
         if schema_editor.connection.vendor != "mysql" or not self.adds_column:
             return super().remove_sql(model, schema_editor, **kwargs)
-        qn, column = schema_editor.quote_name, MYSQL_FINISHED_COLUMN
-        return Statement(f"ALTER TABLE {qn(model._meta.db_table)} DROP INDEX {qn(self.name)}, DROP COLUMN {qn(column)}")
+        return drop_hidden_sql(model, schema_editor, self.name, [MYSQL_FINISHED_COLUMN])
 
 
 class KeyedIndex(models.Index):
@@ -340,18 +356,14 @@ class ActiveKeyConstraint(models.UniqueConstraint):
         qn = schema_editor.quote_name
         statuses = ", ".join(f"'{status.value}'" for status in ACTIVE)
         holding = f"{qn('status')} IN ({statuses})" + (f" OR {qn('unique_until_pruned')}" if self.kept else "")
-        return Statement(
-            f"ALTER TABLE {qn(model._meta.db_table)} ADD COLUMN {qn(MYSQL_ACTIVE_KEY_COLUMN)} VARBINARY(1020) "
-            f"AS (CASE WHEN {holding} THEN CAST({qn('unique_key')} AS BINARY) END) VIRTUAL, "
-            f"ADD CONSTRAINT {qn(self.name)} UNIQUE ({qn(MYSQL_ACTIVE_KEY_COLUMN)})"
+        key = f"CASE WHEN {holding} THEN CAST({qn('unique_key')} AS BINARY) END"
+        hidden = [(MYSQL_ACTIVE_KEY_COLUMN, "VARBINARY(1020)", key)]
+        return add_hidden_sql(
+            model, schema_editor, hidden, f"ADD CONSTRAINT {qn(self.name)} UNIQUE ({qn(MYSQL_ACTIVE_KEY_COLUMN)})"
         )
 
     def remove_sql(self, model: Any, schema_editor: BaseDatabaseSchemaEditor | None) -> Any:
         assert schema_editor is not None
         if schema_editor.connection.features.supports_partial_indexes:
             return self._partial().remove_sql(model, schema_editor)
-        qn = schema_editor.quote_name
-        return Statement(
-            f"ALTER TABLE {qn(model._meta.db_table)} DROP INDEX {qn(self.name)}, "
-            f"DROP COLUMN {qn(MYSQL_ACTIVE_KEY_COLUMN)}"
-        )
+        return drop_hidden_sql(model, schema_editor, self.name, [MYSQL_ACTIVE_KEY_COLUMN])
