@@ -43,7 +43,12 @@ class DatabaseNow(Now):
         # Doubled: the driver's wrapper turns %% into %.
         utc = "STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'now')"
         offset = local_clock(connection.timezone_name, utc, "'%s.000'", "'%+d seconds'")
-        return (f"STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'now', {offset})" if offset else utc), []
+        clock = f"STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'now', {offset})" if offset else utc
+        # SQLite compares times as text, and Django writes a datetime with six digits of
+        # fraction, '%f' has three: a job enqueued with the clock read back from here
+        # ('...:00.123000') would not be due to the clock of the same millisecond
+        # ('...:00.123'). Padded, both read the same.
+        return f"({clock} || '000')", []
 
 
 #: How far ahead :func:`local_clock` follows a zone's changes of offset: further than

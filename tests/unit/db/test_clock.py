@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from django_sqlqueue import pause_queue
 from django_sqlqueue.db import leadership
-from django_sqlqueue.db.clock import DatabaseNowPlus, database_now, local_clock
+from django_sqlqueue.db.clock import DatabaseNowPlus, clock_sql, database_now, local_clock
 from django_sqlqueue.models import Job, Leader, PausedQueue, RateBucket
 from tests.support.zones import COMBINATIONS, SERVER_ZONES, zones
 from tests.testapp.tasks import noop, paced
@@ -80,3 +80,20 @@ def test_a_zone_with_daylight_saving_time_follows_its_changes() -> None:
     assert sql.count(" THEN 3600 ") == sql.count(" THEN 7200 ") >= 10
     assert local_clock("Asia/Tokyo", "now", "'%s'", "%s") == "32400"
     assert local_clock("UTC", "now", "'%s'", "%s") == ""
+
+
+@pytest.mark.skipif(connections[DB].vendor != "sqlite", reason="SQLite compares stored times as text")
+@pytest.mark.parametrize(("use_tz", "time_zone", "server"), COMBINATIONS)
+def test_sqlites_clock_reads_as_django_writes_the_same_time(use_tz: bool, time_zone: str, server: str | None) -> None:
+    """enqueue on SQLite reads the clock once and writes the time through Django: with
+    three digits of fraction the clock ('...:00.123') sorted before the time Django wrote
+    for it ('...:00.123000'), so a job enqueued for now was not due within the same
+    millisecond (a claim right after an enqueue found nothing)."""
+    connection = connections[DB]
+    with zones(use_tz, time_zone, server), connection.cursor() as cursor:
+        cursor.execute(f"SELECT {clock_sql(connection)}", [])
+        (text,) = cursor.fetchone()
+        written = connection.ops.adapt_datetimefield_value(database_now(DB).replace(microsecond=123000))
+        assert len(text) == len(written)
+        job = Job.objects.enqueue(noop)
+        assert Job.objects.ready().filter(pk=job.pk).exists()
