@@ -30,6 +30,14 @@ HOSTS = 4
 REPORTS: list[tuple[str, list[str], list[list[Any]]]] = []
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A measurement runs for minutes by design: the suite's timeout is for the
+    correctness tests."""
+    for item in items:
+        if item.get_closest_marker("measure"):
+            item.add_marker(pytest.mark.timeout(0))
+
+
 def report(title: str, header: list[str], rows: list[list[Any]]) -> None:
     REPORTS.append((title, header, rows))
 
