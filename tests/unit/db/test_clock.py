@@ -94,6 +94,7 @@ def test_sqlites_clock_reads_as_django_writes_the_same_time(use_tz: bool, time_z
         cursor.execute(f"SELECT {clock_sql(connection)}", [])
         (text,) = cursor.fetchone()
         written = connection.ops.adapt_datetimefield_value(database_now(DB).replace(microsecond=123000))
+        assert written is not None
         assert len(text) == len(written)
         job = Job.objects.enqueue(noop)
         assert Job.objects.ready().filter(pk=job.pk).exists()
