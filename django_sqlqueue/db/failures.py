@@ -16,7 +16,7 @@ from django.db.backends.ddl_references import Statement
 from django.db.models.sql import Query
 from django.db.models.sql.compiler import SQLCompiler
 
-from django_sqlqueue.db.indexes import HiddenColumn, add_hidden_sql, drop_hidden_sql, hidden_column
+from django_sqlqueue.db.indexes import HiddenColumn, HiddenParts, drop_hidden_sql, hidden_column
 
 #: Per status a failure group's jobs are in: which jobs of that status, and when each was
 #: seen failing (a failed job when it finished; a retrying one does not finish, so when
@@ -57,10 +57,15 @@ class FailureIndex(models.Index):
     def create_sql(
         self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, using: str = "", **kwargs: Any
     ) -> Statement:
+        if (parts := self.hidden_parts(model, schema_editor)) is not None:
+            return parts.create_sql(model, schema_editor)
+        index = models.Index(fields=self.fields, name=self.name, condition=FAILURE_GROUPS["FAILED"][0])
+        return index.create_sql(model, schema_editor, using=using, **kwargs)
+
+    def hidden_parts(self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor) -> HiddenParts | None:
+        """MySQL/MariaDB: its hidden columns and index; None where it is a partial index."""
         if schema_editor.connection.features.supports_partial_indexes:
-            condition = FAILURE_GROUPS["FAILED"][0]
-            index = models.Index(fields=self.fields, name=self.name, condition=condition)
-            return index.create_sql(model, schema_editor, using=using, **kwargs)
+            return None
         qn, field = schema_editor.quote_name, model._meta.get_field
         groups = [(_condition_sql(model, schema_editor, q), seen) for q, seen in FAILURE_GROUPS.values()]
         in_group = " OR ".join(condition for condition, _seen in groups)
@@ -73,8 +78,7 @@ class FailureIndex(models.Index):
             ),
             (MYSQL_SEEN_COLUMN, field("finished_at").db_type(schema_editor.connection), f"CASE {seen_at} END"),
         ]
-        add_index = f"ADD INDEX {qn(self.name)} ({', '.join(qn(column) for column in self.MYSQL_COLUMNS)})"
-        return add_hidden_sql(model, schema_editor, hidden, add_index)
+        return HiddenParts(hidden, self.name, self.MYSQL_COLUMNS)
 
     def remove_sql(self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, **kwargs: Any) -> Any:
         if schema_editor.connection.features.supports_partial_indexes:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import models
@@ -52,18 +53,63 @@ class StatusIndex(models.Index):
 MYSQL_STATUS_COLUMNS = {JobStatus.WAITING: "waiting_queue"}
 
 
-def add_hidden_sql(
-    model: type[models.Model],
-    schema_editor: BaseDatabaseSchemaEditor,
-    columns: Sequence[tuple[str, str | None, str]],
-    add: str,
-) -> Statement:
-    """MySQL/MariaDB: one ``ALTER TABLE`` that adds the hidden ``VIRTUAL`` ``columns``
-    (each its name, type and expression) and then ``add`` (the ``ADD INDEX`` or ``ADD
-    CONSTRAINT`` on them): how every index here that stands in for a partial one is made."""
-    qn = schema_editor.quote_name
-    added = "".join(f"ADD COLUMN {qn(name)} {kind} AS ({expression}) VIRTUAL, " for name, kind, expression in columns)
-    return Statement(f"ALTER TABLE {qn(model._meta.db_table)} {added}{add}")
+@dataclass(frozen=True)
+class HiddenParts:
+    """MySQL/MariaDB: what an index that stands in for a partial one is made of: the
+    hidden ``VIRTUAL`` ``columns`` it adds (each its name, type and expression), and the
+    index ``name`` on the columns ``indexed`` (hidden or not), ``unique`` or not.
+
+    A table being created gets them in one ``ALTER TABLE`` (:meth:`create_sql`); a live
+    table in two (:meth:`online_sql`), because MariaDB cannot combine a virtual
+    column's change with another at ``LOCK=NONE`` and runs the one statement under a
+    shared lock, which stops claims and finishes for the whole build."""
+
+    columns: Sequence[tuple[str, str | None, str]]
+    name: str
+    indexed: Sequence[str]
+    unique: bool = False
+
+    @property
+    def column_names(self) -> list[str]:
+        """The hidden columns it adds (and drops)."""
+        return [name for name, _kind, _expression in self.columns]
+
+    def add(self, schema_editor: BaseDatabaseSchemaEditor) -> str:
+        """The ``ADD INDEX`` or ``ADD CONSTRAINT … UNIQUE`` clause."""
+        qn = schema_editor.quote_name
+        indexed = ", ".join(qn(column) for column in self.indexed)
+        return (
+            f"ADD CONSTRAINT {qn(self.name)} UNIQUE ({indexed})"
+            if self.unique
+            else f"ADD INDEX {qn(self.name)} ({indexed})"
+        )
+
+    def create_sql(self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor) -> Statement:
+        """One ``ALTER TABLE`` that adds the columns and then the index."""
+        return alter_sql(model, schema_editor, [*self._add_columns(schema_editor, ()), self.add(schema_editor)])
+
+    def online_sql(
+        self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, existing: Collection[str]
+    ) -> list[Statement]:
+        """The columns not among the table's ``existing`` ones in one ``ALTER TABLE``
+        (instant), then the index alone, which the server builds in place without
+        blocking writes; a column already there (an interrupted run's) is kept."""
+        added = self._add_columns(schema_editor, existing)
+        columns = [alter_sql(model, schema_editor, added)] if added else []
+        return [*columns, alter_sql(model, schema_editor, [self.add(schema_editor)])]
+
+    def _add_columns(self, schema_editor: BaseDatabaseSchemaEditor, existing: Collection[str]) -> list[str]:
+        qn = schema_editor.quote_name
+        return [
+            f"ADD COLUMN {qn(name)} {kind} AS ({expression}) VIRTUAL"
+            for name, kind, expression in self.columns
+            if name not in existing
+        ]
+
+
+def alter_sql(model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, clauses: Sequence[str]) -> Statement:
+    """MySQL/MariaDB: one ``ALTER TABLE`` of ``model``'s table with ``clauses``."""
+    return Statement(f"ALTER TABLE {schema_editor.quote_name(model._meta.db_table)} {', '.join(clauses)}")
 
 
 def drop_hidden_sql(
@@ -71,8 +117,9 @@ def drop_hidden_sql(
 ) -> Statement:
     """MySQL/MariaDB: the ``ALTER TABLE`` that drops index ``name`` and then the hidden ``columns`` it was on."""
     qn = schema_editor.quote_name
-    dropped = "".join(f", DROP COLUMN {qn(column)}" for column in columns)
-    return Statement(f"ALTER TABLE {qn(model._meta.db_table)} DROP INDEX {qn(name)}{dropped}")
+    return alter_sql(
+        model, schema_editor, [f"DROP INDEX {qn(name)}", *(f"DROP COLUMN {qn(column)}" for column in columns)]
+    )
 
 
 class HiddenStatusIndex(models.Index):
@@ -99,15 +146,21 @@ class HiddenStatusIndex(models.Index):
     def create_sql(
         self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, using: str = "", **kwargs: Any
     ) -> Statement:
+        if (parts := self.hidden_parts(model, schema_editor)) is not None:
+            return parts.create_sql(model, schema_editor)
+        return StatusIndex(status=self.status, fields=list(self.fields), name=self.name).create_sql(
+            model, schema_editor, using=using, **kwargs
+        )
+
+    def hidden_parts(self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor) -> HiddenParts | None:
+        """MySQL/MariaDB: its hidden column and index; None where it is a partial index."""
         if schema_editor.connection.features.supports_partial_indexes:
-            return StatusIndex(status=self.status, fields=list(self.fields), name=self.name).create_sql(
-                model, schema_editor, using=using, **kwargs
-            )
+            return None
         qn, (field,) = schema_editor.quote_name, self.fields
         column, kind = MYSQL_STATUS_COLUMNS[JobStatus(self.status)], model._meta.get_field(field)
         held = f"CASE WHEN {qn('status')} = {schema_editor.quote_value(str(self.status))} THEN {qn(field)} END"
         hidden = [(column, kind.db_type(schema_editor.connection), held)]
-        return add_hidden_sql(model, schema_editor, hidden, f"ADD INDEX {qn(self.name)} ({qn(column)})")
+        return HiddenParts(hidden, self.name, [column])
 
     def remove_sql(self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, **kwargs: Any) -> Any:
         if schema_editor.connection.features.supports_partial_indexes:
@@ -241,16 +294,23 @@ class HiddenFinishedIndex(FinishedIndex):
     def create_sql(
         self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, using: str = "", **kwargs: Any
     ) -> Statement:
+        if (parts := self.hidden_parts(model, schema_editor)) is not None:
+            return parts.create_sql(model, schema_editor)
+        return super().create_sql(model, schema_editor, using=using, **kwargs)
+
+    def hidden_parts(self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor) -> HiddenParts | None:
+        """MySQL/MariaDB: its index and, made with ``adds_column``, the hidden column;
+        None on PostgreSQL and SQLite."""
         if schema_editor.connection.vendor != "mysql":
-            return super().create_sql(model, schema_editor, using=using, **kwargs)
+            return None
         qn, column = schema_editor.quote_name, MYSQL_FINISHED_COLUMN
-        columns = ", ".join(qn(column if field == "status" else field) for field in self.fields)
+        indexed = [column if field == "status" else field for field in self.fields]
         hidden = []
         if self.adds_column:
             finished = ", ".join(schema_editor.quote_value(str(status)) for status in FINISHED)
             status_type = model._meta.get_field("status").db_type(schema_editor.connection)
             hidden = [(column, status_type, f"CASE WHEN {qn('status')} IN ({finished}) THEN {qn('status')} END")]
-        return add_hidden_sql(model, schema_editor, hidden, f"ADD INDEX {qn(self.name)} ({columns})")
+        return HiddenParts(hidden, self.name, indexed)
 
     def remove_sql(self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, **kwargs: Any) -> Any:
         if schema_editor.connection.vendor != "mysql" or not self.adds_column:
@@ -351,16 +411,20 @@ class ActiveKeyConstraint(models.UniqueConstraint):
 
     def create_sql(self, model: Any, schema_editor: BaseDatabaseSchemaEditor | None) -> Any:
         assert schema_editor is not None
+        if (parts := self.hidden_parts(model, schema_editor)) is not None:
+            return parts.create_sql(model, schema_editor)
+        return self._partial().create_sql(model, schema_editor)
+
+    def hidden_parts(self, model: Any, schema_editor: BaseDatabaseSchemaEditor) -> HiddenParts | None:
+        """MySQL/MariaDB: its hidden column and unique index; None where it is a partial index."""
         if schema_editor.connection.features.supports_partial_indexes:
-            return self._partial().create_sql(model, schema_editor)
+            return None
         qn = schema_editor.quote_name
         statuses = ", ".join(f"'{status.value}'" for status in ACTIVE)
         holding = f"{qn('status')} IN ({statuses})" + (f" OR {qn('unique_until_pruned')}" if self.kept else "")
         key = f"CASE WHEN {holding} THEN CAST({qn('unique_key')} AS BINARY) END"
         hidden = [(MYSQL_ACTIVE_KEY_COLUMN, "VARBINARY(1020)", key)]
-        return add_hidden_sql(
-            model, schema_editor, hidden, f"ADD CONSTRAINT {qn(self.name)} UNIQUE ({qn(MYSQL_ACTIVE_KEY_COLUMN)})"
-        )
+        return HiddenParts(hidden, self.name, [MYSQL_ACTIVE_KEY_COLUMN], unique=True)
 
     def remove_sql(self, model: Any, schema_editor: BaseDatabaseSchemaEditor | None) -> Any:
         assert schema_editor is not None

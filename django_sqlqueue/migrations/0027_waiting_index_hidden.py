@@ -5,11 +5,11 @@ rewritten by every claim and finish of every job, and is now an index on a hidde
 On PostgreSQL and SQLite the index is the partial one it was, and this migration
 changes nothing there.
 
-On MariaDB the old index is dropped and the new column and index added in place, in one
-``ALTER TABLE``, which MariaDB runs under a shared lock (a virtual column's change cannot
-be combined with another at ``LOCK=NONE``): claims and finishes wait for the build, which
-reads the table once (seconds per million jobs). Until it is built, the admin's
-"waiting" filter and the count of waiting jobs read the table."""
+On MariaDB the new column is added alone (instant), then the new index built beside the
+old one in place, without blocking claims and finishes (it reads the table once:
+seconds per million jobs), then the old index dropped and the new one renamed
+(``ReplaceIndex``); the old index serves the admin's "waiting" filter and the count of
+waiting jobs until then. If it is interrupted, run ``migrate`` again."""
 
 from __future__ import annotations
 

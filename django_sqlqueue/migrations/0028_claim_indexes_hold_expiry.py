@@ -8,7 +8,8 @@ index. The order of the indexes is unchanged (``id`` is unique before the new co
 
 Safe on a live system: on PostgreSQL each index is built beside the old one with
 ``CREATE INDEX CONCURRENTLY`` (claims go on with the old one), then swapped in
-(``ReplaceIndex``); MariaDB rebuilds each in place (online DDL). Not atomic, as
+(``ReplaceIndex``); MariaDB builds each beside the old one in place (online DDL), and
+swaps it in the same way. Not atomic, as
 ``CONCURRENTLY`` demands: if it is interrupted, run ``migrate`` again."""
 
 from __future__ import annotations

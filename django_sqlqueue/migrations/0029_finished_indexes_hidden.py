@@ -6,12 +6,14 @@ release and finish rewrote, and now hold a hidden ``VIRTUAL`` column in place of
 entries are rewritten once, by its finish. On PostgreSQL (where 0025 made them partial)
 and SQLite the indexes are the ones they were, and this migration changes nothing there.
 
-On MariaDB each old index is dropped and the new one built in place, reading the table
-once. The first build adds the hidden column in the same ``ALTER TABLE``, which MariaDB
-runs under a shared lock (an ``INPLACE`` change of a virtual column cannot be combined
-with another at ``LOCK=NONE``): claims and finishes wait for that build (17 s for both
-at 1,000,000 jobs at a load average of 3, 62 s at 8); the second is online. Until they are
-built, the overview's exact counts, the charts' hours and pruning read the table."""
+On MariaDB the first replacement adds the hidden column alone (instant); each new index
+is then built beside the old one in place, without blocking claims and finishes
+(reading the table once), and swapped in by one ``ALTER TABLE`` that drops the old one
+and renames the new (``ReplaceIndex``): the old indexes serve the overview's exact
+counts, the charts' hours and pruning until then. (Adding the column in the index's
+``ALTER TABLE``, as this migration first did, held a shared lock for the build: 17 s
+for both at 1,000,000 jobs at a load average of 3, 62 s at 8.) If it is interrupted,
+run ``migrate`` again."""
 
 from __future__ import annotations
 
