@@ -59,7 +59,7 @@ def test_a_workflow_of_a_few_hundred_jobs_runs_each_job_once_in_order(start_work
 def test_a_worker_killed_mid_parent_releases_its_child_once_after_the_rescue(
     start_workers: Callable[..., Workers],
 ) -> None:
-    parent = Job.objects.enqueue(record_then_sleep, ("parent", 3.0), max_attempts=3)
+    parent = Job.objects.enqueue(record_then_sleep, ("parent", 6.0), max_attempts=3)
     child = Job.objects.enqueue(record, ("child",), after=[parent])
     workers = start_workers("--processes", "1")
     # Killed once its task has begun: a process killed between its claim and the task's

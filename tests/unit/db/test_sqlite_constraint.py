@@ -12,6 +12,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.db import connection, models
+from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.db.indexes import ActiveKeyConstraint
 from django_sqlqueue.models import Job
@@ -76,6 +77,20 @@ def test_0030_rewords_sqlites_index_and_the_key_still_holds(at_0029_with_the_old
     assert Job.objects.enqueue(noop, unique_key="k").pk == first.pk
     migrate("0029_finished_indexes_hidden")  # back: nothing to undo
     assert KEY_FIRST in stored()
+    with CaptureQueriesContext(connection) as ran:  # again: the statement is the same
+        migrate(None)
+    assert not [query for query in ran.captured_queries if "INDEX" in query["sql"]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sqlmigrate_prints_the_drop_and_the_create_whatever_the_database_holds() -> None:
+    if connection.vendor != "sqlite":
+        pytest.skip("0030 writes statements on SQLite only")
+    out = StringIO()
+    call_command("sqlmigrate", "django_sqlqueue", "0030", stdout=out)
+    printed = out.getvalue()
+    assert f'DROP INDEX IF EXISTS "{NAME}"' in printed
+    assert KEY_FIRST in printed
 
 
 @pytest.mark.django_db(transaction=True)
