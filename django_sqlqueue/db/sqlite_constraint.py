@@ -42,18 +42,14 @@ class RemakeSQLiteConstraint(Operation):
             return
         (constraint,) = [constraint for constraint in model._meta.constraints if constraint.name == self.name]
         wanted = constraint.create_sql(model, schema_editor)
-        if schema_editor.collect_sql:
-            # sqlmigrate: the statements for any database, not the one it looks at.
-            schema_editor.execute(f"DROP INDEX IF EXISTS {schema_editor.quote_name(self.name)}")
-            schema_editor.execute(wanted)
-            return
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = %s", [self.name])
-            stored = cursor.fetchone()
-        if stored is not None and stored[0] == str(wanted):
-            return
-        if stored is not None:
-            schema_editor.execute(f"DROP INDEX {schema_editor.quote_name(self.name)}")
+        # sqlmigrate (collect_sql) prints the statements for any database, not the one it looks at.
+        if not schema_editor.collect_sql:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = %s", [self.name])
+                stored = cursor.fetchone()
+            if stored is not None and stored[0] == str(wanted):
+                return
+        schema_editor.execute(f"DROP INDEX IF EXISTS {schema_editor.quote_name(self.name)}")
         schema_editor.execute(wanted)
 
     def database_backwards(

@@ -14,6 +14,7 @@ from django_sqlqueue.db.indexes import InStatus, finished_in
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.reporting.counting import status_counts
 from django_sqlqueue.rules.lifecycle import FINISHED
+from tests.support.migrating import migrate
 from tests.testapp.tasks import noop
 
 JOB_TABLE = Job._meta.db_table
@@ -56,11 +57,6 @@ def notify_trigger_exists() -> bool:
             [JOB_TABLE],
         )
         return bool(cursor.fetchone()[0])
-
-
-def migrate(target: str | None) -> None:
-    args = ["django_sqlqueue"] if target is None else ["django_sqlqueue", target]
-    call_command("migrate", *args, verbosity=0, stdout=StringIO())
 
 
 @pytest.mark.django_db

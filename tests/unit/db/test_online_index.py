@@ -6,17 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from importlib import import_module
-from io import StringIO
 
 import pytest
 from django.apps import apps
-from django.core.management import call_command
 from django.db import connection, models, transaction
 from django.db.migrations.state import ProjectState
 
 from django_sqlqueue.db.indexes import FINISHED_JOBS, HiddenFinishedIndex, HiddenStatusIndex, StatusIndex
 from django_sqlqueue.db.online_index import ReplaceIndex
 from django_sqlqueue.models import Job
+from tests.support.migrating import migrate
 
 OLD = models.Index(fields=["finished_at", "status"], name="sqlqueue_job_finished")
 NEW = models.Index(fields=["finished_at"], name="sqlqueue_job_finished")
@@ -39,11 +38,6 @@ def mysql() -> Iterator[None]:
         pytest.skip("hidden VIRTUAL columns stand in for partial indexes on MySQL/MariaDB only")
     yield
     migrate(None)
-
-
-def migrate(target: str | None) -> None:
-    args = ["django_sqlqueue"] if target is None else ["django_sqlqueue", target]
-    call_command("migrate", *args, verbosity=0, stdout=StringIO())
 
 
 def test_the_index_keeps_its_name() -> None:

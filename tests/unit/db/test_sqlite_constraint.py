@@ -16,15 +16,11 @@ from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.db.indexes import ActiveKeyConstraint
 from django_sqlqueue.models import Job
+from tests.support.migrating import migrate
 from tests.testapp.tasks import noop
 
 NAME = "sqlqueue_job_unique_key"
 KEY_FIRST = 'WHERE ("unique_key" IS NOT NULL AND '
-
-
-def migrate(target: str | None) -> None:
-    args = ["django_sqlqueue"] if target is None else ["django_sqlqueue", target]
-    call_command("migrate", *args, verbosity=0, stdout=StringIO())
 
 
 @pytest.fixture
