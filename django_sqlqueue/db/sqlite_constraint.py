@@ -1,20 +1,35 @@
-"""A migration operation for a constraint that the code now writes differently on
-SQLite while the migration state stays the same: SQLite keeps each index's statement as
-it was run (``sqlite_master``), so a change to how ``create_sql`` words a partial
-index's condition reaches existing databases only through a migration that remakes it.
+"""Migration operations for a constraint that is now worded differently, to be cheaper
+for SQLite to evaluate, while it says the same: SQLite keeps each statement as it was
+run (``sqlite_master``), so a new wording reaches existing databases only through a
+migration that remakes the index, or for a ``CHECK`` the table.
 
 Only on SQLite, whose file lock keeps every writer out while the migration's
-transaction drops and creates the index: no job is written between the two. On
-PostgreSQL an equivalent rewording is not worth a unique index's rebuild on a live
-table, and MySQL/MariaDB's hidden-column stand-ins are not partial indexes."""
+transaction remakes it: no job is written in between. On PostgreSQL an equivalent
+rewording is not worth an index's rebuild, or a check's validating scan under an
+exclusive lock, on a live table; MySQL/MariaDB's index stand-ins are hidden columns,
+not partial indexes, and its checks cost nothing that a rewording would save."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.db import models
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
+
+
+def _sqlite_model(operation: Operation, app_label: str, connection: Any, state: ProjectState) -> Any:
+    """``operation``'s model in ``state`` when it is to be changed here: on SQLite, on a
+    database the routers let migrate it; else None."""
+    model = state.apps.get_model(app_label, operation.model_name)  # type: ignore[attr-defined]
+    if connection.vendor != "sqlite" or not operation.allow_migrate_model(connection.alias, model):
+        return None
+    return model
+
+
+#: The temporary table that holds a remade table's ``AUTOINCREMENT`` counter meanwhile.
+COUNTER = "sqlqueue_remade_counter"
 
 
 class RemakeSQLiteConstraint(Operation):
@@ -37,8 +52,8 @@ class RemakeSQLiteConstraint(Operation):
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, from_state: ProjectState, to_state: ProjectState
     ) -> None:
         connection = schema_editor.connection
-        model = to_state.apps.get_model(app_label, self.model_name)
-        if connection.vendor != "sqlite" or not self.allow_migrate_model(connection.alias, model):
+        model = _sqlite_model(self, app_label, connection, to_state)
+        if model is None:
             return
         (constraint,) = [constraint for constraint in model._meta.constraints if constraint.name == self.name]
         wanted = constraint.create_sql(model, schema_editor)
@@ -63,3 +78,60 @@ class RemakeSQLiteConstraint(Operation):
     @property
     def migration_name_fragment(self) -> str:
         return f"remake_{self.name.lower()}"
+
+
+class RewordSQLiteCheck(Operation):
+    """Replace ``model_name``'s check constraint of ``constraint``'s name by
+    ``constraint``, which says the same in other words. On SQLite the table is remade
+    (the one way it changes a ``CHECK``: a copy of every row, under its file lock),
+    keeping its ``AUTOINCREMENT`` counter, which Django's remake resets to the highest
+    id left, so ids of deleted jobs would be handed out again. Nothing elsewhere, and
+    nothing to undo: the stored condition says the same."""
+
+    reversible = True
+
+    def __init__(self, *, model_name: str, constraint: models.CheckConstraint) -> None:
+        self.model_name, self.constraint = model_name, constraint
+
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        return (self.__class__.__name__, [], {"model_name": self.model_name, "constraint": self.constraint})
+
+    def state_forwards(self, app_label: str, state: ProjectState) -> None:
+        state.remove_constraint(app_label, self.model_name.lower(), self.constraint.name)
+        state.add_constraint(app_label, self.model_name.lower(), self.constraint)
+
+    def database_forwards(
+        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, from_state: ProjectState, to_state: ProjectState
+    ) -> None:
+        model = _sqlite_model(self, app_label, schema_editor.connection, to_state)
+        if model is None:
+            return
+        table = model._meta.db_table
+        # SQL alone, no reading in Python, so that sqlmigrate prints the whole of it.
+        schema_editor.execute(
+            f"CREATE TEMP TABLE {COUNTER} AS SELECT seq FROM sqlite_sequence WHERE name = %s", [table]
+        )
+        schema_editor.add_constraint(model, self.constraint)  # SQLite: the table remade as the model says
+        schema_editor.execute(
+            f"UPDATE sqlite_sequence SET seq = MAX(seq, (SELECT seq FROM temp.{COUNTER})) "
+            f"WHERE name = %s AND EXISTS (SELECT 1 FROM temp.{COUNTER})",
+            [table],
+        )
+        schema_editor.execute(
+            f"INSERT INTO sqlite_sequence (name, seq) SELECT %s, seq FROM temp.{COUNTER} "
+            "WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = %s)",
+            [table, table],
+        )
+        schema_editor.execute(f"DROP TABLE temp.{COUNTER}")
+
+    def database_backwards(
+        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, from_state: ProjectState, to_state: ProjectState
+    ) -> None:
+        """Nothing: the new wording serves the earlier migrations as well."""
+
+    def describe(self) -> str:
+        return f"Reword check constraint {self.constraint.name} on {self.model_name} (remade on SQLite)"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return f"reword_{self.constraint.name.lower()}"

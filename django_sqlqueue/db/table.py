@@ -7,6 +7,9 @@ the statements cannot import the model without closing a circle."""
 
 from __future__ import annotations
 
+import functools
+import operator
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from django.db import models
@@ -33,6 +36,14 @@ from django_sqlqueue.rules.limits import (
     TASK_NAME_MAX_LENGTH,
     UNIQUE_KEY_MAX_LENGTH,
 )
+
+
+def any_of(field: str, values: Iterable[str]) -> models.Q:
+    """``field`` equal to one of ``values``, as equalities joined by OR rather than an
+    IN: SQLite checks the status constraint on every claim and finish, and evaluates an
+    IN of more than two values with a temporary table each time (a fifth of its work on
+    those two statements); the ORs cost it next to nothing (migration 0031)."""
+    return functools.reduce(operator.or_, (models.Q(**{field: value}) for value in values))
 
 
 class AbstractJob(models.Model):
@@ -189,7 +200,7 @@ class AbstractJob(models.Model):
             ),
             models.CheckConstraint(condition=models.Q(max_attempts__gte=1), name="sqlqueue_job_max_attempts_min"),
             models.CheckConstraint(condition=models.Q(timeout__gt=0), name="sqlqueue_job_timeout_positive"),
-            models.CheckConstraint(condition=models.Q(status__in=JobStatus.values), name="sqlqueue_job_status_valid"),
+            models.CheckConstraint(condition=any_of("status", JobStatus.values), name="sqlqueue_job_status_valid"),
             models.CheckConstraint(condition=~models.Q(queue=""), name="sqlqueue_job_queue_not_empty"),
             models.CheckConstraint(
                 condition=models.Q(concurrency_key__isnull=True, concurrency_limit__isnull=True)

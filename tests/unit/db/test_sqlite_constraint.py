@@ -7,16 +7,14 @@ each row (27% of SQLite's work per job)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from io import StringIO
 
 import pytest
-from django.core.management import call_command
 from django.db import connection, models
 from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.db.indexes import ActiveKeyConstraint
 from django_sqlqueue.models import Job
-from tests.support.migrating import migrate
+from tests.support.migrating import migrate, sqlmigrate
 from tests.testapp.tasks import noop
 
 NAME = "sqlqueue_job_unique_key"
@@ -74,7 +72,7 @@ def test_0030_rewords_sqlites_index_and_the_key_still_holds(at_0029_with_the_old
     migrate("0029_finished_indexes_hidden")  # back: nothing to undo
     assert KEY_FIRST in stored()
     with CaptureQueriesContext(connection) as ran:  # again: the statement is the same
-        migrate(None)
+        migrate("0030_unique_key_index_tests_the_key_first")
     assert not [query for query in ran.captured_queries if "INDEX" in query["sql"]]
 
 
@@ -82,9 +80,7 @@ def test_0030_rewords_sqlites_index_and_the_key_still_holds(at_0029_with_the_old
 def test_sqlmigrate_prints_the_drop_and_the_create_whatever_the_database_holds() -> None:
     if connection.vendor != "sqlite":
         pytest.skip("0030 writes statements on SQLite only")
-    out = StringIO()
-    call_command("sqlmigrate", "django_sqlqueue", "0030", stdout=out)
-    printed = out.getvalue()
+    printed = sqlmigrate("0030")
     assert f'DROP INDEX IF EXISTS "{NAME}"' in printed
     assert KEY_FIRST in printed
 
