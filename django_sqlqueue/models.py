@@ -87,10 +87,12 @@ class JobDependency(models.Model):
     with ``parent`` (``db/dependents.py``).
 
     Neither end is a database foreign key, so deleting jobs stays one fast ``DELETE``
-    (Django would read every row first to cascade): pruning deletes a pruned child's
-    links with it, and never prunes a job something still waits for; a parent deleted
-    otherwise (the admin) leaves its links, and the maintenance leader's sweep then
-    cancels (or releases, with ``after_failure="run"``) what waited for it, saying why."""
+    (Django would read every row first to cascade): pruning and the admin's delete
+    delete a deleted child's links with it, and pruning never deletes a job something
+    still waits for; a child deleted otherwise loses its links when its parent's end is
+    settled. A parent deleted otherwise (the admin) leaves its links, and the maintenance
+    leader's sweep then cancels (or releases, with ``after_failure="run"``) what waited
+    for it, saying why."""
 
     child = models.ForeignKey(
         Job, on_delete=models.DO_NOTHING, db_constraint=False, related_name="dependencies", db_index=False

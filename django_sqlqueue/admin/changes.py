@@ -19,7 +19,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import DatabaseError, IntegrityError, models, transaction
 from django.http import HttpRequest
 
-from django_sqlqueue.db import dependents
+from django_sqlqueue.db import dependencies, dependents
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.db.routing import queue_db
@@ -188,6 +188,7 @@ def _apply(change: Change, jobs: QuerySet[Job], request: HttpRequest, tally: Tal
                     done.done, done.requested = Job.objects.db_manager(alias).cancel(job.pk for job in eligible)
                 elif change.writes is None:
                     targets.delete()
+                    dependencies.forget(alias, [job.pk for job in eligible])
                 elif not change.activates:  # _activate wrote those
                     targets.update(**change.writes())
             if not change.cancels:

@@ -14,6 +14,7 @@ from django.contrib.admin import helpers
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ORDER_VAR, ChangeList
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -27,7 +28,7 @@ from rangefilter.filters import DateRangeFilterBuilder
 from django_sqlqueue.admin import changes, display, failures, overview, throughput, times, workflow
 from django_sqlqueue.admin.changes import CHANGES, Change
 from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, StatusFilter, TagFilter, TaskFilter
-from django_sqlqueue.db import dependents, pausing
+from django_sqlqueue.db import dependencies, dependents, pausing
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import Job, JobStatus, Worker
 
@@ -194,6 +195,14 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def has_delete_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
         running = obj is not None and obj.status == JobStatus.RUNNING
         return not running and super().has_delete_permission(request, obj)
+
+    def delete_model(self, request: HttpRequest, obj: Job) -> None:
+        """Delete the job and the links that made it wait (neither end of a link is a
+        foreign key), as the delete action does; what waited for it is the sweep's."""
+        pk, alias = obj.pk, str(obj._state.db)
+        with transaction.atomic(using=alias):
+            super().delete_model(request, obj)  # which forgets obj.pk
+            dependencies.forget(alias, [pk])
 
     def may_make(self, request: HttpRequest, change: Change) -> bool:
         """Whether the user holds ``change``'s own permission."""

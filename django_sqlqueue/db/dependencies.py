@@ -230,9 +230,13 @@ def _settle_chunk(
     by_count: dict[int, list[int]] = defaultdict(list)
     for child, count in counts.items():
         by_count[count].append(child)
+    found = 0
     for count, children in by_count.items():
         for chunk in chunks(children):
-            jobs.filter(pk__in=chunk).update(waiting_for=F("waiting_for") - count)
+            found += jobs.filter(pk__in=chunk).update(waiting_for=F("waiting_for") - count)
+    if found < len(counts):  # children deleted while they waited (not by the admin, which forgets their links)
+        kept = {pk for chunk in chunks(counts) for pk in jobs.filter(pk__in=chunk).values_list("pk", flat=True)}
+        forget(using, set(counts) - kept)
     blocked = {child: why for child, parents in finished_parents.items() if (why := blocked_reason(parents))}
     return _decide(model, using, sorted(counts), blocked)
 
@@ -352,7 +356,9 @@ def waited_for() -> models.Exists:
 
 
 def forget(using: str, children: Collection[int]) -> None:
-    """Delete the links of deleted jobs ``children`` (pruning, in its transaction)."""
+    """Delete the links of deleted jobs ``children``, in the transaction that deleted them
+    (pruning, the admin's delete) or in the one that settles their parent's end (a job
+    deleted otherwise while it waited), so that no link outlives its child."""
     for chunk in chunks(children):
         link_rows(using).filter(child_id__in=chunk).delete()
 

@@ -25,12 +25,14 @@ from django_sqlqueue.rules.lifecycle import (
     OUTCOMES,
     RELEASE_CANCELLED,
     RETRY,
+    SNOOZE,
+    SNOOZE_SPENT,
     SUCCEED,
     SUCCEED_UNKEPT,
     TRANSITIONS,
     UNBLOCK,
 )
-from tests.testapp.tasks import add, fail, fail_once, noop, sync_order
+from tests.testapp.tasks import add, fail, fail_once, noop, snooze, sync_order
 
 Received = list[tuple[str, int, str, Any, Any]]
 
@@ -117,6 +119,16 @@ def test_a_retried_then_successful_job_sends_each_signal_once(received: Received
         ("retried", job.pk, JobStatus.READY, RETRY.name, "RuntimeError"),
         ("succeeded", job.pk, JobStatus.SUCCESSFUL, SUCCEED.name, "once"),
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_snooze_sends_snoozed_once_and_the_one_past_max_snoozes_failed(received: Received) -> None:
+    job = Job.objects.enqueue(snooze, [0])  # due again at once: run_jobs runs it until it fails
+    received.clear()
+    assert testing.run_jobs(scheduled=True) == testing.Ran(snoozed=2, failed=1)
+    snoozed = ("snoozed", job.pk, JobStatus.READY, SNOOZE.name, "Snooze")
+    assert received == [snoozed, snoozed, ("failed", job.pk, JobStatus.FAILED, SNOOZE_SPENT.name, "SnoozedTooOften")]
+    assert signals.job_snoozed is signals.job_ended[SNOOZE.outcome]
 
 
 @pytest.mark.django_db

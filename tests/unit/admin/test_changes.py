@@ -16,10 +16,10 @@ from django_sqlqueue.admin import changes
 from django_sqlqueue.db import dependents
 from django_sqlqueue.models import Job, JobDependency, JobStatus
 from django_sqlqueue.testing import run_jobs
-from tests.support.admin_helpers import action, make_job, staff_client
+from tests.support.admin_helpers import CHANGELIST, action, make_job, staff_client
 from tests.support.severed import needs_a_server, sever
 from tests.testapp.models import Receipt
-from tests.testapp.tasks import fail, record
+from tests.testapp.tasks import fail, noop, record
 
 pytestmark = pytest.mark.django_db
 
@@ -306,6 +306,16 @@ def test_delete_asks_first_then_skips_running_jobs(admin_client: Client) -> None
     assert messages(admin_client, response) == ["Deleted 1 job. Skipped 1 job: running."]
     assert list(statuses()) == [running.pk]
     assert list(LogEntry.objects.values_list("object_id", "action_flag")) == [(str(failed.pk), DELETION)]
+
+
+def test_deleting_a_waiting_job_deletes_the_links_that_made_it_wait(admin_client: Client) -> None:
+    parent = Job.objects.enqueue(noop)
+    by_action, by_page = Job.objects.enqueue(noop, after=[parent]), Job.objects.enqueue(noop, after=[parent])
+    action(admin_client, "delete_selected", [by_action], post="yes")
+    assert list(JobDependency.objects.values_list("child_id", flat=True)) == [by_page.pk]
+    assert admin_client.post(f"{CHANGELIST}{by_page.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not JobDependency.objects.exists()
+    assert list(statuses()) == [parent.pk]
 
 
 def test_select_across_changes_the_whole_filtered_set(admin_client: Client) -> None:

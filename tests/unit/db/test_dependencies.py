@@ -7,15 +7,17 @@ import datetime
 import threading
 import time
 from collections.abc import Callable, Iterator
+from io import StringIO
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.db import OperationalError, connections, transaction
 from django.db.models import Q
 
 from django_sqlqueue import workflows
 from django_sqlqueue.db import dependencies, finishing, notifying
-from django_sqlqueue.db.clock import database_now
+from django_sqlqueue.db.clock import DatabaseNowPlus, database_now
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.maintenance.services import maintenance_services
 from django_sqlqueue.models import Job, JobDependency, JobStatus
@@ -172,6 +174,38 @@ def test_the_sweep_cancels_what_waits_for_a_deleted_job_and_pruning_waits() -> N
         child.errors[-1]["message"] == f"Cancelled without running: job {parent.pk}, which it waits for, was deleted."
     )
     assert dependencies.sweep(Job, "default") == 0
+
+
+def test_pruning_keeps_a_job_something_waits_for_and_deletes_links_with_their_child() -> None:
+    parent = Job.objects.enqueue(noop)
+    child = Job.objects.enqueue(noop, after=[parent])
+    two_days_ago = DatabaseNowPlus(-datetime.timedelta(days=2))
+    # Finished long ago without settling (as a path that does not settle leaves it).
+    Job.objects.filter(pk=parent.pk).update(status=JobStatus.SUCCESSFUL, finished_at=two_days_ago)
+    call_command("sqlqueue_prune", stdout=StringIO())
+    assert Job.objects.filter(pk=parent.pk).exists()  # its child still waits for it
+    assert dependencies.sweep(Job, "default") == 1
+    assert _status(child) == JobStatus.READY
+    Job.objects.filter(pk=child.pk).update(status=JobStatus.SUCCESSFUL, finished_at=two_days_ago)
+    call_command("sqlqueue_prune", stdout=StringIO())
+    assert not Job.objects.filter(pk__in=[parent.pk, child.pk]).exists()
+    assert not JobDependency.objects.exists()  # the pruned child's link went with it
+
+
+def test_a_child_deleted_while_it_waited_loses_its_link_when_its_parent_ends() -> None:
+    parent, other = Job.objects.enqueue(noop), Job.objects.enqueue(noop)
+    gone = Job.objects.enqueue(noop, after=[parent])
+    kept = Job.objects.enqueue(noop, after=[parent, other])
+    Job.objects.filter(pk=gone.pk).delete()  # by the project's own code: nothing forgets its link
+    claimed = _claim_all()
+    Job.objects.finish(worker_id=WORKER, succeeded={claimed[parent.pk]: None})
+    assert list(JobDependency.objects.values_list("child_id", "parent_id", "settled").order_by("parent_id")) == [
+        (kept.pk, parent.pk, True),
+        (kept.pk, other.pk, False),
+    ]
+    Job.objects.finish(worker_id=WORKER, succeeded={claimed[other.pk]: None})
+    assert _status(kept) == JobStatus.READY
+    assert not JobDependency.objects.filter(settled=False).exists()  # plain finishes read nothing more
 
 
 def test_the_sweep_releases_what_a_finished_parent_left_waiting() -> None:
