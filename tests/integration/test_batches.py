@@ -7,15 +7,15 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from django.db.models import Max
 
 from django_sqlqueue.models import Job, JobBatch, JobStatus, Worker
+from tests.support.batches import recording_callbacks
 from tests.support.workers import Workers, wait_until
 from tests.testapp.models import Receipt
-from tests.testapp.tasks import batch_done, fan_out, record
+from tests.testapp.tasks import fan_out, record
 
 pytestmark = pytest.mark.slow
 
@@ -23,18 +23,10 @@ JOBS = 250
 FANS, CHILDREN = 10, 10
 
 
-def _callbacks() -> dict[str, Any]:
-    return {
-        "on_success": (batch_done, ("ok",)),
-        "on_failure": (batch_done, ("ko",)),
-        "on_finish": (batch_done, ("end",)),
-    }
-
-
 def test_a_batch_with_fan_out_drained_by_two_processes_fires_its_callbacks_once(
     start_workers: Callable[..., Workers],
 ) -> None:
-    with Job.objects.batch(**_callbacks(), description="drain") as batch:
+    with Job.objects.batch(**recording_callbacks(), description="drain") as batch:
         Job.objects.enqueue_many([Job.objects.build(record, (f"job-{n}",)) for n in range(JOBS)])
         Job.objects.enqueue_many([Job.objects.build(fan_out, (f"fan-{n}", CHILDREN)) for n in range(FANS)])
     workers = start_workers("--burst", "--processes", "2")
@@ -56,7 +48,7 @@ def test_a_batch_with_fan_out_drained_by_two_processes_fires_its_callbacks_once(
 def test_a_worker_killed_mid_batch_leaves_the_callbacks_to_fire_once_after_the_rescue(
     start_workers: Callable[..., Workers],
 ) -> None:
-    with Job.objects.batch(**_callbacks()) as batch:
+    with Job.objects.batch(**recording_callbacks()) as batch:
         Job.objects.enqueue_many([Job.objects.build(record, (f"job-{n}", 0.02)) for n in range(200)])
     workers = start_workers("--processes", "2")
     some_done = Job.objects.filter(batch_id=batch.pk, status=JobStatus.SUCCESSFUL)
