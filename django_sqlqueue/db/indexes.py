@@ -364,7 +364,7 @@ MYSQL_ACTIVE_KEY_COLUMN = "unique_key_active"
 
 
 class ActiveKeyConstraint(models.UniqueConstraint):
-    """At most one active (``READY`` or ``RUNNING``) job per ``unique_key``; with
+    """At most one active (``WAITING``, ``READY`` or ``RUNNING``) job per ``unique_key``; with
     ``kept``, a job whose ``unique_until_pruned`` is set holds its key whatever its
     status, until it is deleted (migration 0017; 0016 made it without).
 
