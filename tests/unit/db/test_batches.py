@@ -420,6 +420,35 @@ def test_two_last_jobs_finishing_at_once_on_two_connections_enqueue_the_callback
         assert Job.objects.filter(task="tests.testapp.tasks.batch_done").count() == 2 * (round_ + 1)
 
 
+def _finish_crosswise(held: list[dict[Job, None]], index: int) -> int:
+    """Finish the jobs ``held[index]`` as worker ``racer-<index>`` holds them."""
+    return Job.objects.finish(worker_id=f"racer-{index}", succeeded=held[index])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_finishes_each_ending_two_batches_crosswise_at_once_neither_deadlock_nor_double() -> None:
+    """Each finish counts down both batches, its jobs named in the other's order: the
+    batch rows are locked in id order whatever the finish's order, so neither waits for
+    the other for ever (PostgreSQL and MariaDB would end one with a deadlock error)."""
+    for round_ in range(10):
+        made, jobs = [], []
+        for _ in range(2):
+            with _batch() as batch:
+                jobs.append(Job.objects.enqueue_many([Job.objects.build(noop) for _ in range(2)]))
+            made.append(batch)
+        (a1, a2), (b1, b2) = jobs
+        held = []
+        for index, ordered in enumerate([(a1, b1), (b2, a2)]):  # the second in the other order
+            pks = [job.pk for job in ordered]
+            claimed = {job.pk: job for job in Job.objects.claim(worker_id=f"racer-{index}", filter=Q(pk__in=pks))}
+            held.append({claimed[pk]: None for pk in pks})
+        assert at_once(2, functools.partial(_finish_crosswise, held)) == [2, 2]
+        for batch in made:
+            assert set(_callbacks(batch)) == {"on_success", "on_finish"}
+            assert (batch.pending, batch.succeeded, batch.failed) == (0, 2, 0)
+        assert Job.objects.filter(task="tests.testapp.tasks.batch_done").count() == 4 * (round_ + 1)
+
+
 def test_pruning_deletes_a_finished_batch_with_its_last_job_never_before() -> None:
     with _batch() as batch:
         Job.objects.enqueue_many([Job.objects.build(noop) for _ in range(2)])
