@@ -301,7 +301,7 @@ class JobManager(models.Manager[JobT]):
         when any job cannot be run as given."""
         jobs = list(jobs)
         _hooked(jobs)
-        seen: set[tuple[Any, ...]] = set()
+        seen: dict[tuple[Any, ...], RegisteredTask] = {}
         for job in jobs:
             _validate(job, seen=seen)
         return self._write(jobs, batch_size=batch_size, on_conflict=on_conflict) if jobs else []
@@ -771,21 +771,33 @@ def _hooked(jobs: Iterable[AbstractJob]) -> None:
                 hook(job)
 
 
-def _validate(job: AbstractJob, *, bind: bool = True, seen: set[tuple[Any, ...]] | None = None) -> None:
+def _validate(
+    job: AbstractJob, *, bind: bool = True, seen: dict[tuple[Any, ...], RegisteredTask] | None = None
+) -> None:
     """Everything :meth:`JobManager.build` checks, checked again on the job as it is
     now: ``enqueue_many`` takes jobs a caller may have changed since. With ``bind`` (not
     for a template without arguments), the arguments must fit the task's function too.
-    ``seen`` holds the options (and their types) found good on jobs checked before,
-    which most jobs of one ``enqueue_many`` share: checked once, not for every job."""
-    registered = get_task(job.task)
-    missing = [name for name in ("queue", "priority", "max_attempts") if getattr(job, name) is None]
+    ``seen`` maps the task and options (with their types) of jobs checked before, which
+    most jobs of one ``enqueue_many`` share, to their registered task: looked up and
+    checked once, not for every job."""
+    shared = _SHARED(job)
+    # With their types: True is 1 to a dict, and a good priority, but not to the check.
+    key = (*shared, *map(type, shared))
+    try:
+        registered = None if seen is None else seen.get(key)
+    except TypeError:  # an option that is no hashable value: the checks below say what is wrong
+        registered, seen = None, None
+    known = registered is not None
+    if registered is None:
+        registered = get_task(job.task)
+    missing = [] if known else [name for name in ("queue", "priority", "max_attempts") if getattr(job, name) is None]
     if missing:
         problem: str | None = f"{', '.join(missing)} not set: make jobs with Job.objects.build()"
     else:
         problem = (
             arguments_problem(job.args, job.kwargs)
             or (registered.binding_problem(job.args, job.kwargs) if bind else None)
-            or _options_problem(job, seen)
+            or (None if known else _options_problem(job))
             # No meta and no tags, as most jobs have, without a call each.
             or (None if job.meta == {} else meta_problem(job.meta))
             or (None if job.new_tags == () else tags_problem(job.new_tags))
@@ -799,22 +811,19 @@ def _validate(job: AbstractJob, *, bind: bool = True, seen: set[tuple[Any, ...]]
         )
     if problem:
         raise InvalidJobError(f"Cannot enqueue {job.task}: {problem}.")
+    if seen is not None and not known:
+        seen[key] = registered
 
 
-def _options_problem(job: AbstractJob, seen: set[tuple[Any, ...]] | None) -> str | None:
-    options = (job.queue, job.priority, job.max_attempts, job.timeout, job.concurrency_key, job.concurrency_limit)
-    # With their types: True is 1 to a set, and a good priority, but not to the check.
-    key = (*options, job.unique_key, *map(type, options))
-    try:
-        if seen is not None and key in seen:
-            return None
-    except TypeError:  # an option that is no hashable value: the checks below say what is wrong
-        seen = None
-    problem = (
+#: A job's task and the options :func:`_validate` checks once for all the jobs that share them.
+_SHARED = operator.attrgetter(
+    "task", "queue", "priority", "max_attempts", "timeout", "concurrency_key", "concurrency_limit", "unique_key"
+)
+
+
+def _options_problem(job: AbstractJob) -> str | None:
+    return (
         job_options_problem(queue=job.queue, priority=job.priority, max_attempts=job.max_attempts, timeout=job.timeout)
         or concurrency_problem(job.concurrency_key, job.concurrency_limit)
         or unique_key_problem(job.unique_key)
     )
-    if problem is None and seen is not None:
-        seen.add(key)
-    return problem

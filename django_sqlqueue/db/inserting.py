@@ -412,10 +412,16 @@ def _reader(
 def _saved(job: AbstractJob, using: str, returned: dict[str, Any]) -> None:
     """Make ``job`` look as ``save()`` leaves it; times the database did not return are
     loaded on first access."""
-    for name, value in returned.items():
-        setattr(job, name, value)
-    for name in ("run_at", "enqueued_at", "expires_at"):
-        if name not in returned and hasattr(job.__dict__.get(name), "resolve_expression"):
-            del job.__dict__[name]
-    job._state.adding = False
-    job._state.db = using
+    values = job.__dict__
+    # The fields' attributes are plain entries of the instance's dict, as setattr() leaves them.
+    values.update(returned)
+    for name in _DATABASE_TIMES.difference(returned):
+        if hasattr(values.get(name), "resolve_expression"):
+            del values[name]
+    state = job._state
+    state.adding = False
+    state.db = using
+
+
+#: The times of a new job's row the database may have worked out.
+_DATABASE_TIMES = frozenset(("run_at", "enqueued_at", "expires_at"))

@@ -13,7 +13,7 @@ the one place that builds jobs so; a built job equals ``Job(**fields)`` field fo
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -115,7 +115,7 @@ def unsaved(model: type[JobT], **values: Any) -> JobT:
         raise TypeError(f"{model.__qualname__}() got unexpected keyword arguments: {', '.join(unknown)}")
     for name, value in values.items():
         attributes[defaults.attnames[name]] = value
-    return _made(model, attributes.items(), saved_on=None)
+    return _made(model, attributes, saved_on=None)
 
 
 class _Defaults:
@@ -138,9 +138,11 @@ def _defaults(model: type[AbstractJob]) -> _Defaults:
     return _Defaults(model)
 
 
-def _made(model: type[JobT], attributes: Iterable[tuple[str, Any]], *, saved_on: str | None) -> JobT:
-    """A ``model`` instance holding ``attributes`` (every concrete field's), as
-    ``__init__`` leaves one: saved on the database ``saved_on``, or new when None."""
+def _made(
+    model: type[JobT], attributes: Mapping[str, Any] | Iterable[tuple[str, Any]], *, saved_on: str | None
+) -> JobT:
+    """A ``model`` instance holding ``attributes`` (every concrete field's, a dict or
+    pairs), as ``__init__`` leaves one: saved on the database ``saved_on``, or new when None."""
     job = model.__new__(model)
     job.__dict__.update(attributes)
     job._state = state = ModelState()
@@ -151,5 +153,8 @@ def _made(model: type[JobT], attributes: Iterable[tuple[str, Any]], *, saved_on:
 
 
 def _init_heard(model: type[AbstractJob]) -> bool:
-    """Whether a receiver of ``pre_init`` or ``post_init`` listens for ``model``."""
+    """Whether a receiver of ``pre_init`` or ``post_init`` listens for ``model``; with
+    none connected at all, as in most projects, without a look-up for the model."""
+    if not pre_init.receivers and not post_init.receivers:
+        return False
     return pre_init.has_listeners(model) or post_init.has_listeners(model)

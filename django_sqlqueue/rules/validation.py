@@ -225,7 +225,7 @@ def arguments_problem(args: Any, kwargs: Any) -> str | None:
         return f"args must be a list or tuple, not {type(args).__name__}"
     if not isinstance(kwargs, dict):
         return f"kwargs must be a dict, not {type(kwargs).__name__}"
-    return json_problem(list(args), "args") or json_problem(kwargs, "kwargs")
+    return json_problem(args, "args") or json_problem(kwargs, "kwargs")
 
 
 def meta_problem(meta: Any) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import re
 import zoneinfo
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +17,7 @@ from django.db import IntegrityError, connection, connections, transaction
 from django.db.models import Index
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from django_sqlqueue import checks
 from django_sqlqueue.db import inserting
@@ -25,7 +27,7 @@ from django_sqlqueue.rules.validation import MAX_DELAY
 from tests.support.hostile import HOLDS_NUL, HOLDS_SURROGATE, PAST_64_BITS, TOO_DEEP, holding_itself, nested
 from tests.support.middleware import NOTED
 from tests.support.spies import counting
-from tests.testapp.tasks import noop, report, send_welcome
+from tests.testapp.tasks import add, noop, report, send_welcome
 
 pytestmark = pytest.mark.django_db
 
@@ -447,6 +449,25 @@ def test_enqueue_many_checks_options_shared_by_earlier_jobs_by_their_type_too() 
     jobs[2].priority = True
     with pytest.raises(InvalidJobError, match="priority must be an integer from -100 to 100, not True"):
         Job.objects.enqueue_many(jobs)
+    assert Job.objects.count() == 0
+
+
+def test_enqueue_many_checks_each_jobs_own_task_arguments_and_times_after_shared_options() -> None:
+    """What jobs checked before spare a job is its task's look-up and its options' checks:
+    a job of another task, or with arguments or a run time of its own, is checked as itself."""
+    tomorrow = timezone.now() + datetime.timedelta(days=1)
+    changes: list[tuple[dict[str, Any], str]] = [
+        ({"task": "tests.testapp.tasks.report"}, "its arguments do not fit report(name)"),
+        ({"args": [1]}, "its arguments do not fit add(a, b)"),
+        ({"run_at": tomorrow.replace(tzinfo=None)}, "is naive but USE_TZ is on"),
+        ({"meta": {"at": datetime.date(2030, 1, 1)}}, "meta['at'] is a datetime.date"),
+    ]
+    for changed, problem in changes:
+        jobs = [Job.objects.build(add, [n, 1]) for n in range(3)]
+        for name, value in changed.items():
+            setattr(jobs[2], name, value)
+        with pytest.raises(InvalidJobError, match=re.escape(problem)):
+            Job.objects.enqueue_many(jobs)
     assert Job.objects.count() == 0
 
 
