@@ -19,25 +19,36 @@ from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
 
 
-def _sqlite_model(operation: Operation, app_label: str, connection: Any, state: ProjectState) -> Any:
-    """``operation``'s model in ``state`` when it is to be changed here: on SQLite, on a
-    database the routers let migrate it; else None."""
-    model = state.apps.get_model(app_label, operation.model_name)  # type: ignore[attr-defined]
-    if connection.vendor != "sqlite" or not operation.allow_migrate_model(connection.alias, model):
-        return None
-    return model
+class _OnSQLiteOnly(Operation):
+    """An operation on ``model_name`` that writes on SQLite only, and has nothing to
+    undo: what it leaves says the same as what it replaced, so it serves the earlier
+    migrations as well."""
+
+    reversible = True
+    model_name: str
+
+    def _sqlite_model(self, app_label: str, connection: Any, state: ProjectState) -> Any:
+        """The model in ``state`` when it is to be changed here: on SQLite, on a database
+        the routers let migrate it; else None."""
+        model = state.apps.get_model(app_label, self.model_name)
+        if connection.vendor != "sqlite" or not self.allow_migrate_model(connection.alias, model):
+            return None
+        return model
+
+    def database_backwards(
+        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, from_state: ProjectState, to_state: ProjectState
+    ) -> None:
+        """Nothing: see the class."""
 
 
 #: The temporary table that holds a remade table's ``AUTOINCREMENT`` counter meanwhile.
 COUNTER = "sqlqueue_remade_counter"
 
 
-class RemakeSQLiteConstraint(Operation):
+class RemakeSQLiteConstraint(_OnSQLiteOnly):
     """Remake ``model_name``'s constraint ``name`` on SQLite when its stored statement
     is not the one its ``create_sql`` writes now; nothing elsewhere, and nothing to undo
     (the stored statement it replaces said the same, only slower to evaluate)."""
-
-    reversible = True
 
     def __init__(self, *, model_name: str, name: str) -> None:
         self.model_name, self.name = model_name, name
@@ -52,7 +63,7 @@ class RemakeSQLiteConstraint(Operation):
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, from_state: ProjectState, to_state: ProjectState
     ) -> None:
         connection = schema_editor.connection
-        model = _sqlite_model(self, app_label, connection, to_state)
+        model = self._sqlite_model(app_label, connection, to_state)
         if model is None:
             return
         (constraint,) = [constraint for constraint in model._meta.constraints if constraint.name == self.name]
@@ -67,11 +78,6 @@ class RemakeSQLiteConstraint(Operation):
         schema_editor.execute(f"DROP INDEX IF EXISTS {schema_editor.quote_name(self.name)}")
         schema_editor.execute(wanted)
 
-    def database_backwards(
-        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, from_state: ProjectState, to_state: ProjectState
-    ) -> None:
-        """Nothing: the remade index serves the earlier migrations as well."""
-
     def describe(self) -> str:
         return f"Remake constraint {self.name} on {self.model_name} on SQLite if its statement changed"
 
@@ -80,15 +86,13 @@ class RemakeSQLiteConstraint(Operation):
         return f"remake_{self.name.lower()}"
 
 
-class RewordSQLiteCheck(Operation):
+class RewordSQLiteCheck(_OnSQLiteOnly):
     """Replace ``model_name``'s check constraint of ``constraint``'s name by
     ``constraint``, which says the same in other words. On SQLite the table is remade
     (the one way it changes a ``CHECK``: a copy of every row, under its file lock),
     keeping its ``AUTOINCREMENT`` counter, which Django's remake resets to the highest
     id left, so ids of deleted jobs would be handed out again. Nothing elsewhere, and
     nothing to undo: the stored condition says the same."""
-
-    reversible = True
 
     def __init__(self, *, model_name: str, constraint: models.CheckConstraint) -> None:
         self.model_name, self.constraint = model_name, constraint
@@ -103,7 +107,7 @@ class RewordSQLiteCheck(Operation):
     def database_forwards(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, from_state: ProjectState, to_state: ProjectState
     ) -> None:
-        model = _sqlite_model(self, app_label, schema_editor.connection, to_state)
+        model = self._sqlite_model(app_label, schema_editor.connection, to_state)
         if model is None:
             return
         table = model._meta.db_table
@@ -123,11 +127,6 @@ class RewordSQLiteCheck(Operation):
             [table, table],
         )
         schema_editor.execute(f"DROP TABLE temp.{COUNTER}")
-
-    def database_backwards(
-        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, from_state: ProjectState, to_state: ProjectState
-    ) -> None:
-        """Nothing: the new wording serves the earlier migrations as well."""
 
     def describe(self) -> str:
         return f"Reword check constraint {self.constraint.name} on {self.model_name} (remade on SQLite)"
