@@ -17,7 +17,8 @@ import pytest
 from django.db.models import Max
 
 from django_sqlqueue import workflows
-from django_sqlqueue.models import Job, JobStatus, Worker
+from django_sqlqueue.models import Job, JobBatch, JobStatus, Worker
+from tests.support.batches import recording_callbacks
 from tests.support.workers import Workers, wait_until
 from tests.testapp.models import Receipt
 from tests.testapp.tasks import fail, gather, record, record_then_sleep
@@ -96,14 +97,16 @@ def _last_finished(jobs: list[Job]) -> datetime.datetime:
 def test_workers_killed_again_and_again_mid_workflow_run_every_job_in_order(
     start_workers: Callable[..., Workers],
 ) -> None:
-    """A chord of 2,000 jobs and a chain of 200 steps, the worker processes SIGKILLed
-    several times while they run (the supervisor starts others, the rescue gives their
-    jobs back): every job ends SUCCESSFUL, each once but for attempts a kill cut short
-    (at most one more run each, a WorkerLost in its errors), each after the jobs it waits for."""
-    group, final = workflows.chord(
-        [Job.objects.build(record, (f"leaf-{n}",)) for n in range(2000)], Job.objects.build(gather, ("final",))
-    )
-    steps = workflows.chain(Job.objects.build(record, (f"step-{n}", 0.01)) for n in range(200))
+    """A chord of 2,000 jobs and a chain of 200 steps, all of one batch, the worker
+    processes SIGKILLed several times while they run (the supervisor starts others, the
+    rescue gives their jobs back): every job ends SUCCESSFUL, each once but for attempts a
+    kill cut short (at most one more run each, a WorkerLost in its errors), each after the
+    jobs it waits for; the batch's callbacks fire once each."""
+    with Job.objects.batch(**recording_callbacks()) as batch:
+        group, final = workflows.chord(
+            [Job.objects.build(record, (f"leaf-{n}",)) for n in range(2000)], Job.objects.build(gather, ("final",))
+        )
+        steps = workflows.chain(Job.objects.build(record, (f"step-{n}", 0.01)) for n in range(200))
     workers = start_workers("--processes", "2")
     for _ in range(3):
         wait_until(Job.objects.filter(status=JobStatus.RUNNING).exists, timeout=60, why=workers.text)
@@ -114,6 +117,10 @@ def test_workers_killed_again_and_again_mid_workflow_run_every_job_in_order(
     everything = [*group, final, *steps]
     done = Job.objects.filter(pk__in=[job.pk for job in everything], status=JobStatus.SUCCESSFUL)
     wait_until(lambda: done.count() == len(everything), timeout=600, why=workers.text)
+    # The last finish enqueues the callbacks: the workers run them before they stop (a
+    # stop gives back what they claimed and had not started, READY again).
+    callbacks = Job.objects.filter(task="tests.testapp.tasks.batch_done")
+    wait_until(lambda: callbacks.filter(status=JobStatus.SUCCESSFUL).count() == 2, timeout=60, why=workers.text)
     assert workers.stop() == 0, workers.text()
     lost = dict(Job.objects.filter(pk__in=[job.pk for job in everything]).values_list("pk", "errors"))
     for job in everything:
@@ -124,3 +131,7 @@ def test_workers_killed_again_and_again_mid_workflow_run_every_job_in_order(
     assert _last_finished(group) <= _times(final)[0]
     assert all(_times(before)[1] <= _times(after)[0] for before, after in itertools.pairwise(steps))
     assert Job.objects.get(pk=final.pk).result == {str(job.pk): None for job in group}
+    batch = JobBatch.objects.get(pk=batch.pk)
+    assert (batch.total, batch.succeeded, batch.failed) == (len(everything), len(everything), 0)
+    ran = dict(Receipt.objects.filter(token__in=["ok", "ko", "end"]).values_list("token", "runs"))
+    assert ran == {"ok": 1, "end": 1}
