@@ -296,7 +296,8 @@ class Settings:
         process, in a subfolder per database. ``None`` picks ``$XDG_RUNTIME_DIR/sqlqueue``,
         or ``sqlqueue-<uid>`` in the temporary folder; a path (absolute, this user's, that
         others cannot write to) puts it there; ``False`` turns the wake-up off (workers
-        poll). PostgreSQL's workers ``LISTEN`` instead."""
+        poll). PostgreSQL's workers ``LISTEN`` instead. On MySQL/MariaDB the claims of a
+        host's workers also take turns on a file there (none with ``False``)."""
         if value is None or value is False:
             return value
         if not isinstance(value, (str, os.PathLike)) or not os.path.isabs(value):

@@ -13,6 +13,7 @@ from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.db.candidate_window import CandidateWindow
+from django_sqlqueue.db.claim_turn import claim_turns
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.instances import job_rows
@@ -98,9 +99,10 @@ def claim(
     # SET LOCAL would outlive the claim in a caller's transaction: there, no pin.
     pinned = index_ordered and connection.vendor == "postgresql" and not connection.in_atomic_block
     if connection.vendor == "mysql":  # no UPDATE … RETURNING
-        claimed = retry_transient(
-            candidates.using, lambda: _claim_without_returning(candidates, worker_id, limit, admitted, plain=plain)
-        )
+        with claim_turns(candidates.model, connection).held():
+            claimed = retry_transient(
+                candidates.using, lambda: _claim_without_returning(candidates, worker_id, limit, admitted, plain=plain)
+            )
     else:
         claimed = _claim_returning(candidates, worker_id, limit, admitted, plain=plain, pinned=pinned)
     # Made from the rows of ``candidates.model``: instances of it.

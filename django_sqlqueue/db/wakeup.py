@@ -86,6 +86,22 @@ def wakeup_folder(alias: str) -> Path | None:
     return folder
 
 
+def make_folder(alias: str) -> Path | None:
+    """``alias``'s wake-up folder (:func:`wakeup_folder`), made if need be; None where
+    there is none. Raises ``OSError`` when it cannot be made, or :class:`UnsafeFolder`
+    when it (or the folder it is in) is open to others."""
+    folder = wakeup_folder(alias)
+    if folder is None:
+        return None
+    for made in (folder.parent, folder):
+        with contextlib.suppress(FileExistsError):
+            made.mkdir(mode=0o700)
+    # The folder nobody else may enter, in one nobody else may write to (and so swap it).
+    for path, closed in ((folder.parent, 0o022), (folder, 0o077)):
+        check_private(path, os.lstat(path), closed)
+    return folder
+
+
 def _base(setting: str | None) -> Path:
     if setting:
         return Path(setting)

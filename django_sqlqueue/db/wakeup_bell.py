@@ -14,7 +14,7 @@ import socket
 from collections.abc import Iterable
 from pathlib import Path
 
-from django_sqlqueue.db.wakeup import SUFFIX, check_private, wakeup_folder
+from django_sqlqueue.db.wakeup import SUFFIX, make_folder
 
 logger = logging.getLogger(__name__)
 
@@ -26,20 +26,14 @@ def wakes(payload: bytes, queues: Iterable[str] | None) -> bool:
 
 def bind(alias: str) -> socket.socket | None:
     """A new non-blocking socket bound in ``alias``'s wake-up folder (made if need be),
-    for a worker to wait on; None where there is no folder (:func:`wakeup_folder`).
+    for a worker to wait on; None where there is no folder (:func:`~django_sqlqueue.db.wakeup.wakeup_folder`).
     The sockets that no process listens on any more (workers killed) are removed first.
 
     Raises ``OSError`` when the folder cannot be made or used (it is someone else's, or
     open to others; the socket's path is too long): the worker then polls."""
-    folder = wakeup_folder(alias)
+    folder = make_folder(alias)
     if folder is None:
         return None
-    for made in (folder.parent, folder):
-        with contextlib.suppress(FileExistsError):
-            made.mkdir(mode=0o700)
-    # The folder nobody else may enter, in one nobody else may write to (and so swap it).
-    for path, closed in ((folder.parent, 0o022), (folder, 0o077)):
-        check_private(path, os.lstat(path), closed)
     _remove_stale(folder)
     path = folder / f"{os.getpid()}-{secrets.token_hex(4)}{SUFFIX}"
     bell = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)

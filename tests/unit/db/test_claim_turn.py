@@ -1,0 +1,153 @@
+"""The host's claim turn (``db/claim_turn.py``): one holder at a time, a dead holder's
+turn free at once, a live holder that does not let go waited for a bounded time, and
+no turn (and no error) where there is no folder; MySQL/MariaDB's claims take it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection, connections
+
+from django_sqlqueue.db import claim_turn, wakeup
+from django_sqlqueue.db.claim_turn import FILE_NAME, ClaimTurn
+from django_sqlqueue.models import Job
+from tests.support.wakeups import no_notify
+from tests.testapp.tasks import noop
+
+pytestmark = no_notify
+
+
+def _turn() -> ClaimTurn:
+    """A turn of its own, as another thread's connection has (a ``flock`` belongs to an open file)."""
+    return ClaimTurn(Job, connection)
+
+
+@pytest.fixture
+def quick(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(claim_turn, "MOST_WAIT", 0.05)
+
+
+@pytest.mark.django_db
+def test_a_turn_held_keeps_the_next_claimer_waiting_until_it_is_let_go(folder: Path) -> None:
+    first, second = _turn(), _turn()
+    order: list[str] = []
+
+    def claim_second() -> None:
+        with second.held() as had:
+            order.append(f"second {had}")
+
+    with first.held() as had:
+        assert had
+        waiting = threading.Thread(target=claim_second)
+        waiting.start()
+        time.sleep(0.05)
+        order.append("first lets go")
+    waiting.join(5)
+    assert order == ["first lets go", "second True"]
+    assert (folder / FILE_NAME).stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.django_db
+def test_a_holder_that_does_not_let_go_is_waited_for_a_bounded_time(folder: Path, quick: None) -> None:
+    with _turn().held():
+        started = time.monotonic()
+        with _turn().held() as had:
+            waited = time.monotonic() - started
+    assert not had
+    assert 0.05 <= waited < 1
+
+
+@pytest.mark.django_db
+def test_a_killed_holders_turn_is_free_at_once(folder: Path, quick: None) -> None:
+    assert wakeup.make_folder("default") == folder
+    with subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time\n"
+            "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+            "print('held', flush=True)\n"
+            "time.sleep(60)\n",
+            str(folder / FILE_NAME),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as holder:
+        try:
+            assert holder.stdout is not None
+            assert holder.stdout.readline() == "held\n"
+            with _turn().held() as had:
+                assert not had
+        finally:
+            holder.kill()
+    with _turn().held() as had:
+        assert had
+
+
+@pytest.mark.django_db
+def test_without_a_folder_claims_take_no_turn(settings: Any) -> None:
+    settings.SQLQUEUE_WAKEUP_DIR = False
+    with _turn().held() as had:
+        assert not had
+
+
+@pytest.mark.django_db
+def test_a_folder_that_cannot_be_made_gives_no_turn_and_no_error(settings: Any, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    settings.SQLQUEUE_WAKEUP_DIR = str(tmp_path / "file" / "run")
+    with _turn().held() as had:
+        assert not had
+
+
+@pytest.mark.django_db
+def test_a_forked_child_opens_the_file_again(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    turn = _turn()
+    with turn.held():
+        pass
+    inherited = turn._closing
+    assert inherited is not None
+    monkeypatch.setattr(os, "getpid", lambda: -1)
+    with turn.held() as had:
+        assert had
+    assert not inherited.alive  # closed in the child
+    assert turn._closing is not None
+    assert turn._closing.alive
+
+
+@pytest.fixture
+def turns_taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    taken: list[bool] = []
+    take = claim_turn._take
+
+    def counted(descriptor: int) -> bool:
+        taken.append(had := take(descriptor))
+        return had
+
+    monkeypatch.setattr(claim_turn, "_take", counted)
+    return taken
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mysql_claims_take_the_turn_and_others_do_not(folder: Path, turns_taken: list[bool]) -> None:
+    Job.objects.enqueue(noop)
+    assert len(Job.objects.claim(worker_id="w", limit=5)) == 1
+    assert turns_taken == ([True] if connection.vendor == "mysql" else [])
+
+
+@pytest.mark.skipif(connection.vendor != "mysql", reason="MySQL/MariaDB's claims take turns")
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_goes_ahead_without_its_turn_when_the_holder_does_not_let_go(folder: Path, quick: None) -> None:
+    Job.objects.enqueue(noop)
+    held = ClaimTurn(Job, connections["default"])
+    with held.held() as had:
+        assert had
+        claimed = Job.objects.claim(worker_id="w", limit=5)
+    assert len(claimed) == 1
