@@ -1,5 +1,6 @@
-"""``Job.objects.enqueue()``, ``build()`` and ``enqueue_many()`` (``managers.py``) and the
-INSERT of ``db/inserting.py``: defaults, validation, and the caller's transaction."""
+"""``Job.objects.enqueue()``, ``build()`` and ``enqueue_many()`` (``enqueueing.py``, which
+builds and checks each job with ``db/building.py``) and the INSERT of
+``db/inserting.py``: defaults, validation, and the caller's transaction."""
 
 from __future__ import annotations
 

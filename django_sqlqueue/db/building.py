@@ -1,0 +1,249 @@
+"""New jobs, built and checked before they are written: the options a job gets when
+its enqueue names none (its task's ``@job(...)``, then the settings), its run and
+expiry times, the ``SQLQUEUE_ENQUEUE_HOOKS`` it goes through, and the checks it passes
+again just before it is written (a caller may change a built job).
+
+The manager's enqueueing verbs (``django_sqlqueue.enqueueing``) call these for every
+job, hundreds of thousands at a time: what follows from the settings and the task is
+worked out once (:func:`remembered`, and :func:`validate`'s ``seen``), not for each job."""
+
+from __future__ import annotations
+
+import datetime
+import operator
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
+
+from django.conf import settings
+
+from django_sqlqueue.conf import conf, remembered
+from django_sqlqueue.db import instances
+from django_sqlqueue.db.clock import DatabaseNowPlus
+from django_sqlqueue.exceptions import InvalidJobError
+from django_sqlqueue.rules.registry import RegisteredTask, get_task
+from django_sqlqueue.rules.tags import tags_problem
+from django_sqlqueue.rules.validation import (
+    arguments_problem,
+    concurrency_problem,
+    delay_problem,
+    expiry_problem,
+    job_options_problem,
+    meta_problem,
+    run_at_problem,
+    unique_key_problem,
+)
+
+if TYPE_CHECKING:
+    from typing import Unpack
+
+    from django_sqlqueue.db.table import AbstractJob, JobT
+
+
+class PlainOptions(TypedDict, total=False):
+    """The options a job's row holds beside its arguments, and all that
+    :meth:`JobManager.enqueue_rows` takes (the same for every row). One left out or
+    ``None`` comes from the task's ``@job(...)``, then from settings."""
+
+    queue: str | None
+    priority: int | None
+    #: When the job may run first (aware when ``USE_TZ`` is on); not with ``delay``.
+    run_at: datetime.datetime | None
+    #: Seconds (or a timedelta) from the database's now; not with ``run_at``.
+    delay: datetime.timedelta | float | None
+    max_attempts: int | None
+    timeout: datetime.timedelta | float | None
+    #: Never started from this time on (aware when ``USE_TZ`` is on): it ends ``CANCELLED``,
+    #: ``end_reason`` "expired"; not with ``expires_in``.
+    expires_at: datetime.datetime | None
+    #: Seconds (or a timedelta) from the database's now to its ``expires_at``.
+    expires_in: datetime.timedelta | float | None
+    #: Free JSON shown on its admin page (default ``{}``); its task may add to it.
+    meta: dict[str, Any] | None
+
+
+class JobOptions(PlainOptions, total=False):
+    """The options of :meth:`JobManager.enqueue` and :meth:`JobManager.build`: those of
+    :class:`PlainOptions`, and a job's keys."""
+
+    #: Never more than ``concurrency_limit`` jobs with this key run at once.
+    concurrency_key: str | None
+    concurrency_limit: int | None
+    #: At most one ready or running job has it (default: derived by ``@job(unique=...)``).
+    unique_key: str | None
+    #: ``"pruned"``: the job keeps its key after it ends, until it is pruned (default ``"finished"``).
+    unique_until: str | None
+    #: Jobs (saved, of the same database) or ids it waits for: it runs once they have all finished.
+    after: Iterable[Any] | None
+    #: ``"cancel"`` (default): cancelled when one of ``after`` fails; ``"run"``: runs all the same.
+    after_failure: str | None
+    #: Added to the task's ``@job(tags=...)``; ``Job.objects.tagged(tag)`` finds the job by any.
+    tags: Sequence[str] | None
+    #: The batch (a ``JobBatch`` or its id) it joins; inside ``with Job.objects.batch()``, the open one.
+    batch: Any | None
+
+
+def unkeyed(
+    model: type[JobT], registered: RegisteredTask, args: Any, kwargs: Any, **options: Unpack[PlainOptions]
+) -> JobT:
+    """An unsaved ``model`` job of ``registered`` with its options filled in as
+    ``JobManager.build`` says, and no concurrency or unique key yet."""
+    run_at, delay = options.get("run_at"), options.get("delay")
+    if run_at is not None and delay is not None:
+        raise InvalidJobError("Pass run_at or delay, not both.")
+    defaults = _TaskDefaults.of(registered)
+    job = instances.unsaved(model, task=registered.name, args=args, kwargs=kwargs, **defaults.under(options))
+    if run_at is not None:
+        job.run_at = _checked_run_at(run_at)
+    elif delay is not None:
+        job.run_at = DatabaseNowPlus(_checked_delay(delay))
+    expires_at, expires_in = options.get("expires_at"), options.get("expires_in")
+    if expires_at is None and expires_in is None:
+        expires_in = registered.expires_in
+    if (expires_at is not None or expires_in is not None) and (
+        problem := expiry_problem(
+            expires_at=expires_at, expires_in=expires_in, run_at=run_at, delay=delay, use_tz=settings.USE_TZ
+        )
+    ):
+        raise InvalidJobError(f"Cannot enqueue {registered.name}: {problem}.")
+    if expires_in is not None:
+        job.expires_at = DatabaseNowPlus(_checked_delay(expires_in))
+    else:
+        job.expires_at = expires_at
+    meta = options.get("meta")
+    job.meta = {} if meta is None else meta
+    return job
+
+
+class _TaskDefaults(NamedTuple):
+    """The options a job of ``task`` gets when its enqueue names none: the task's own
+    ``@job(...)`` options, else the settings'. Worked out once per settings in force
+    (:func:`remembered`), not for every job built."""
+
+    task: RegisteredTask
+    queue: str
+    priority: int
+    max_attempts: int
+    timeout: float | None
+
+    @classmethod
+    def of(cls, task: RegisteredTask) -> _TaskDefaults:
+        defaults = remembered(("task defaults", task.name), lambda: cls.made(task))
+        # A task registered again (a module reload) has other options under its name.
+        return defaults if defaults.task is task else cls.made(task)
+
+    @classmethod
+    def made(cls, task: RegisteredTask) -> _TaskDefaults:
+        return cls(
+            task,
+            queue=first(task.queue, conf.SQLQUEUE_DEFAULT_QUEUE),
+            priority=first(task.priority, 0),
+            max_attempts=first(task.max_attempts, conf.SQLQUEUE_MAX_ATTEMPTS),
+            timeout=_seconds(first(task.timeout, conf.SQLQUEUE_TIMEOUT)),
+        )
+
+    def under(self, options: PlainOptions) -> dict[str, Any]:
+        """The job's options: those ``options`` gives (not None), else these."""
+        queue, priority = options.get("queue"), options.get("priority")
+        max_attempts, timeout = options.get("max_attempts"), options.get("timeout")
+        return {
+            "queue": self.queue if queue is None else queue,
+            "priority": self.priority if priority is None else priority,
+            "max_attempts": self.max_attempts if max_attempts is None else max_attempts,
+            "timeout": self.timeout if timeout is None else _seconds(timeout),
+        }
+
+
+def first(*values: Any) -> Any:
+    """The first of ``values`` that is not None (an option from the call, then the
+    task's, then the default), or None."""
+    return next((value for value in values if value is not None), None)
+
+
+def _seconds(value: Any) -> Any:
+    return value.total_seconds() if isinstance(value, datetime.timedelta) else value
+
+
+def _checked_run_at(run_at: Any) -> datetime.datetime:
+    if problem := run_at_problem(run_at, use_tz=settings.USE_TZ):
+        raise InvalidJobError(f"{problem}.")
+    return cast("datetime.datetime", run_at)
+
+
+def _checked_delay(delay: Any) -> datetime.timedelta:
+    if problem := delay_problem(delay):
+        raise InvalidJobError(f"{problem}.")
+    return delay if isinstance(delay, datetime.timedelta) else datetime.timedelta(seconds=delay)
+
+
+def _expires_at_problem(expires_at: Any) -> str | None:
+    """An ``expires_at`` set on a built job since: None, an expression (the database's
+    now plus an ``expires_in`` build() checked) or a time."""
+    if expires_at is None or hasattr(expires_at, "resolve_expression"):
+        return None
+    return run_at_problem(expires_at, use_tz=settings.USE_TZ, name="expires_at")
+
+
+def hooked(jobs: Iterable[AbstractJob]) -> None:
+    """Pass each of ``jobs`` to the ``SQLQUEUE_ENQUEUE_HOOKS``, in order, before they
+    are checked: what a hook sets is checked as the caller's own. The setting's
+    callables are looked up once per settings in force, not on every enqueue."""
+    if hooks := remembered(("enqueue hooks", ""), lambda: conf.SQLQUEUE_ENQUEUE_HOOKS):
+        for job in jobs:
+            for hook in hooks:
+                hook(job)
+
+
+def validate(job: AbstractJob, *, bind: bool = True, seen: dict[tuple[Any, ...], RegisteredTask] | None = None) -> None:
+    """Everything :meth:`JobManager.build` checks, checked again on the job as it is
+    now: ``enqueue_many`` takes jobs a caller may have changed since. With ``bind`` (not
+    for a template without arguments), the arguments must fit the task's function too.
+    ``seen`` maps the task and options (with their types) of jobs checked before, which
+    most jobs of one ``enqueue_many`` share, to their registered task: looked up and
+    checked once, not for every job."""
+    shared = _SHARED(job)
+    # With their types: True is 1 to a dict, and a good priority, but not to the check.
+    key = (*shared, *map(type, shared))
+    try:
+        registered = None if seen is None else seen.get(key)
+    except TypeError:  # an option that is no hashable value: the checks below say what is wrong
+        registered, seen = None, None
+    known = registered is not None
+    if registered is None:
+        registered = get_task(job.task)
+    missing = [] if known else [name for name in ("queue", "priority", "max_attempts") if getattr(job, name) is None]
+    if missing:
+        problem: str | None = f"{', '.join(missing)} not set: make jobs with Job.objects.build()"
+    else:
+        problem = (
+            arguments_problem(job.args, job.kwargs)
+            or (registered.binding_problem(job.args, job.kwargs) if bind else None)
+            or (None if known else _options_problem(job))
+            # No meta and no tags, as most jobs have, without a call each.
+            or (None if job.meta == {} else meta_problem(job.meta))
+            or (None if job.new_tags == () else tags_problem(job.new_tags))
+            or _expires_at_problem(job.expires_at)
+            # An expression is the database's now, or now plus a delay build() checked.
+            or (
+                None
+                if hasattr(job.run_at, "resolve_expression")
+                else run_at_problem(job.run_at, use_tz=settings.USE_TZ)
+            )
+        )
+    if problem:
+        raise InvalidJobError(f"Cannot enqueue {job.task}: {problem}.")
+    if seen is not None and not known:
+        seen[key] = registered
+
+
+#: A job's task and the options :func:`validate` checks once for all the jobs that share them.
+_SHARED = operator.attrgetter(
+    "task", "queue", "priority", "max_attempts", "timeout", "concurrency_key", "concurrency_limit", "unique_key"
+)
+
+
+def _options_problem(job: AbstractJob) -> str | None:
+    return (
+        job_options_problem(queue=job.queue, priority=job.priority, max_attempts=job.max_attempts, timeout=job.timeout)
+        or concurrency_problem(job.concurrency_key, job.concurrency_limit)
+        or unique_key_problem(job.unique_key)
+    )
