@@ -19,7 +19,7 @@ from django.db import models, transaction
 
 from django_sqlqueue import signals
 from django_sqlqueue.db import batches, charsets, dependencies, inserting, tagging
-from django_sqlqueue.db.building import JobOptions, PlainOptions, first, hooked, unkeyed, validate
+from django_sqlqueue.db.building import JobOptions, PlainOptions, first, hooked, plain_job, unkeyed, validate
 from django_sqlqueue.db.keys import unique
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.table import JobT
@@ -71,6 +71,14 @@ class EnqueueingManager(models.Manager[JobT]):
         ``JobBatch`` or its id), or inside ``with Job.objects.batch()``, it joins that
         batch (see the Batches guide)."""
         registered = get_task(task)
+        options: tuple[Any, ...] = (queue, priority, run_at, delay, max_attempts, timeout, expires_at, expires_in, meta)
+        options += (concurrency_key, concurrency_limit, unique_key, unique_until, after, after_failure, tags, batch)
+        # None compares by identity first: no option given, as for most jobs built.
+        if options.count(None) == len(options):
+            # meta={} (what None gives) builds the template the long way.
+            plain = plain_job(self.model, registered, args, kwargs, lambda: self.build(registered.name, meta={}))
+            if plain is not None:
+                return plain
         job = unkeyed(
             self.model,
             registered,

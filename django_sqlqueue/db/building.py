@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import datetime
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
 from django.conf import settings
 
 from django_sqlqueue.conf import conf, remembered
-from django_sqlqueue.db import instances
+from django_sqlqueue.db import batches, instances
 from django_sqlqueue.db.clock import DatabaseNowPlus
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.rules.registry import RegisteredTask, get_task
@@ -112,6 +112,46 @@ def unkeyed(
     meta = options.get("meta")
     job.meta = {} if meta is None else meta
     return job
+
+
+def plain_job(
+    model: type[JobT], registered: RegisteredTask, args: Any, kwargs: Any, made: Callable[[], JobT]
+) -> JobT | None:
+    """The job ``build(task, args, kwargs)`` makes when no option is given, as most of
+    ``enqueue_many``'s jobs are built: a copy of the job ``made()`` built the long way
+    once (for the settings in force), with these arguments, in the batch open now.
+    Working each option out again cost ``enqueue_many`` about a fifth of its time a job.
+
+    None where a copy would not be that job: the task derives a key from the arguments
+    (``@job(unique=...)``, ``@job(concurrency=...)``), a receiver of the model's init
+    signals would miss the copies, or the template is another model's or of a task
+    registered again since (a module reloaded)."""
+    if registered.unique is not None or registered.concurrency or instances.init_heard(model):
+        return None
+    template = remembered(("plain job", registered.name), lambda: _PlainTemplate.of(made()))
+    if template.task is not registered or template.model is not model:
+        return None
+    return instances.copied(
+        model,
+        template.attributes,
+        args=list(args) if isinstance(args, (list, tuple)) else args,
+        kwargs={} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs,
+        meta={},
+        batch_id=batches.OPEN.get(),
+    )
+
+
+class _PlainTemplate(NamedTuple):
+    """A job built with no option and no arguments: what :func:`plain_job` copies."""
+
+    task: RegisteredTask
+    model: type[AbstractJob]
+    attributes: dict[str, Any]
+
+    @classmethod
+    def of(cls, job: AbstractJob) -> _PlainTemplate:
+        attributes = {name: value for name, value in job.__dict__.items() if name != "_state"}
+        return cls(get_task(job.task), type(job), attributes)
 
 
 class _TaskDefaults(NamedTuple):

@@ -73,7 +73,7 @@ class JobRows:
         database; ``converted`` when the values already are what Django reads."""
         values = rows if converted else self.converted(rows)
         model, using, attnames = self.model, self.connection.alias, self.attnames
-        if _init_heard(model):
+        if init_heard(model):
             return [model.from_db(using, attnames, row) for row in values]
         return [_made(model, zip(attnames, row, strict=True), saved_on=using) for row in values]
 
@@ -105,7 +105,7 @@ job_rows = PerConnection(JobRows)
 def unsaved(model: type[JobT], **values: Any) -> JobT:
     """``model(**values)``: a new job with ``values`` for those fields, every other field
     its default (a ``db_default`` one the database's, as ``Model.__init__`` leaves it)."""
-    if _init_heard(model):
+    if init_heard(model):
         return model(**values)
     defaults = _defaults(model)
     attributes = dict(defaults.fixed)
@@ -116,6 +116,18 @@ def unsaved(model: type[JobT], **values: Any) -> JobT:
     for name, value in values.items():
         attributes[defaults.attnames[name]] = value
     return _made(model, attributes, saved_on=None)
+
+
+def copied(model: type[JobT], attributes: Mapping[str, Any], **values: Any) -> JobT:
+    """A new ``model`` job holding another new job's ``attributes`` (its ``__dict__``
+    but its state), each callable default made afresh (a list or dict of its own),
+    then ``values``."""
+    job = _made(model, attributes, saved_on=None)
+    held = job.__dict__
+    for _name, attname, make in _defaults(model).made:
+        held[attname] = make()
+    held.update(values)
+    return job
 
 
 class _Defaults:
@@ -152,7 +164,7 @@ def _made(
     return job
 
 
-def _init_heard(model: type[AbstractJob]) -> bool:
+def init_heard(model: type[AbstractJob]) -> bool:
     """Whether a receiver of ``pre_init`` or ``post_init`` listens for ``model``; with
     none connected at all, as in most projects, without a look-up for the model."""
     if not pre_init.receivers and not post_init.receivers:

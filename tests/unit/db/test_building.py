@@ -1,0 +1,78 @@
+"""Building jobs (``db/building.py``): a job built with no option but its arguments is a
+copy of a template (``plain_job``), and must be the job the long way builds, attribute
+for attribute, with nothing shared between two of them. That a receiver of the model's
+init signals hears every job built: ``test_instances``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from django_sqlqueue.db import building
+from django_sqlqueue.models import Job
+from django_sqlqueue.rules.registry import get_task
+from tests.testapp.tasks import expiring, import_rows, noop, one_at_a_time, per_tenant, report, send_welcome, sync_order
+
+
+def _attributes(job: Job) -> dict[str, Any]:
+    held = {name: value for name, value in job.__dict__.items() if name != "_state"}
+    expires_at = held.pop("expires_at")  # a new expression each time the long way: compared by its delay
+    held["expires_in"] = getattr(expires_at, "delay", expires_at)
+    return held
+
+
+def _the_long_way(task: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Job:
+    return Job.objects.build(task, args, kwargs, meta={})  # an option given: no template
+
+
+@pytest.mark.parametrize(
+    ("task", "args", "kwargs"),
+    [
+        (noop, (), None),
+        (report, ("daily",), None),
+        (send_welcome, (7,), {"greeting": "Hi"}),
+        (expiring, ("t",), None),
+        (import_rows, ("s3",), None),
+        (one_at_a_time, (), None),
+    ],
+)
+def test_a_job_built_with_arguments_alone_is_the_job_the_long_way_builds(
+    task: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
+) -> None:
+    Job.objects.build(task, ("first",))  # the template, made by the first such build
+    assert _attributes(Job.objects.build(task, args, kwargs)) == _attributes(_the_long_way(task, args, kwargs))
+
+
+def test_two_copies_share_no_list_or_dict() -> None:
+    first, second = Job.objects.build(noop), Job.objects.build(noop)
+    for name in ("args", "kwargs", "meta", "errors"):
+        assert getattr(first, name) is not getattr(second, name), name
+    first.args.append(1)
+    assert (second.args, Job.objects.build(noop).args) == ([], [])
+
+
+@pytest.mark.django_db
+def test_a_copy_joins_the_batch_open_when_it_is_built() -> None:
+    Job.objects.build(noop)
+    with Job.objects.batch() as batch:
+        inside = Job.objects.build(noop)
+    assert (inside.batch_id, Job.objects.build(noop).batch_id) == (batch.pk, None)
+
+
+def test_tasks_that_derive_keys_from_their_arguments_go_the_long_way() -> None:
+    assert building.plain_job(Job, get_task(sync_order), (1,), None, lambda: Job.objects.build(noop)) is None
+    assert building.plain_job(Job, get_task(per_tenant), ("a",), None, lambda: Job.objects.build(noop)) is None
+    assert Job.objects.build(sync_order, (1,)).unique_key != Job.objects.build(sync_order, (2,)).unique_key
+    tenants = [Job.objects.build(per_tenant, (tenant,)).concurrency_key for tenant in "ab"]
+    assert tenants[0] != tenants[1]
+
+
+def test_the_template_follows_the_settings() -> None:
+    assert Job.objects.build(noop).queue == "default"
+    with override_settings(SQLQUEUE_DEFAULT_QUEUE="elsewhere", SQLQUEUE_MAX_ATTEMPTS=9):
+        built = Job.objects.build(noop)
+    assert (built.queue, built.max_attempts) == ("elsewhere", 9)
+    assert Job.objects.build(noop).queue == "default"
