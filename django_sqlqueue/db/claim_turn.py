@@ -13,15 +13,22 @@ The turn is only about speed: the row locks and the fence on worker and attempt 
 claim exactly-once without it. So it never waits long: the kernel releases a ``flock``
 when its holder dies (SIGKILL included), and a holder that cannot go on (stopped, or a
 thread of its process holding the GIL) is waited for :data:`MOST_WAIT` at most, after
-which the claim goes ahead without its turn. Where there is no folder
+which the claim goes ahead without its turn. Each holder marks the file with its turn
+(its pid and a count), so a claimer that waited in vain knows whether the turn passed
+between others meanwhile (a long queue: it waits again at its next claim) or one holder
+kept it all along (stuck: its claims go without turns for :data:`ALONE_AFTER`, so that
+a holder stuck for minutes costs each claimer one wait in vain every few seconds, not
+one a claim). Where there is no folder
 (``SQLQUEUE_WAKEUP_DIR = False``, a system without ``flock``) or the file cannot be
 opened, claims go without turns, as they did before."""
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
+import struct
 import time
 import weakref
 from collections.abc import Iterator
@@ -44,6 +51,8 @@ FILE_NAME = "claims.lock"
 #: The longest a claim waits for its turn before it claims without it (seconds): many
 #: claims' time, where a claim takes a few milliseconds.
 MOST_WAIT = 0.25
+#: How long a claimer that waited in vain claims without turns (seconds).
+ALONE_AFTER = 2.0
 #: How long a waiting claimer sleeps between tries, at first and at most (seconds).
 FIRST_PAUSE, LONGEST_PAUSE = 0.0002, 0.005
 
@@ -58,13 +67,21 @@ class ClaimTurn:
         self._descriptor: int | None = None
         self._closing: weakref.finalize[Any, Any] | None = None
         self._pid = 0
+        #: Until when (``time.monotonic()``) it claims without turns, after a wait in vain.
+        self._alone_until = 0.0
 
     @contextlib.contextmanager
     def held(self) -> Iterator[bool]:
         """Hold the host's turn while the block runs; yields whether it was had (False
         when there is no turn to have, or it was waited for :data:`MOST_WAIT` in vain)."""
         descriptor = self._opened()
-        if descriptor is None or not _take(descriptor):
+        if descriptor is None or time.monotonic() < self._alone_until:
+            yield False
+            return
+        had = _take(descriptor)
+        if not had:
+            if had is None:
+                self._alone_until = time.monotonic() + ALONE_AFTER
             yield False
             return
         try:
@@ -97,9 +114,10 @@ def _open(alias: str) -> int | None:
         return None
 
 
-def _take(descriptor: int) -> bool:
+def _take(descriptor: int) -> bool | None:
     """Take the turn (``flock``) on ``descriptor``, trying again and again for
-    :data:`MOST_WAIT`: whether it was had."""
+    :data:`MOST_WAIT`, and mark it as this holder's: True when it was had, False when
+    not (or there is no turn to have), None when one holder kept it all that time."""
     deadline = None
     pause = FIRST_PAUSE
     while True:
@@ -111,14 +129,20 @@ def _take(descriptor: int) -> bool:
             logger.debug("Claims take no turn (%s)", error)
             return False
         else:
+            os.pwrite(descriptor, _MARK.pack(os.getpid(), next(_turns)), 0)
             return True
         now = time.monotonic()
         if deadline is None:
-            deadline = now + MOST_WAIT
+            deadline, first_holder = now + MOST_WAIT, os.pread(descriptor, _MARK.size, 0)
         elif now >= deadline:
-            return False
+            return None if os.pread(descriptor, _MARK.size, 0) == first_holder else False
         time.sleep(pause)
         pause = min(pause * 2, LONGEST_PAUSE)
+
+
+#: A holder's mark on the file: its pid, and its turns counted.
+_MARK = struct.Struct("=qQ")
+_turns = itertools.count()
 
 
 #: Each connection's :class:`ClaimTurn`.

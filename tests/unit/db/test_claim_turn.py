@@ -4,6 +4,7 @@ no turn (and no error) where there is no folder; MySQL/MariaDB's claims take it.
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -65,6 +66,52 @@ def test_a_holder_that_does_not_let_go_is_waited_for_a_bounded_time(folder: Path
 
 
 @pytest.mark.django_db
+def test_a_wait_in_vain_while_the_turn_passes_between_others_leaves_the_next_claim_waiting(
+    folder: Path, quick: None
+) -> None:
+    waiting, others = _turn(), [_turn(), _turn()]
+    stop = threading.Event()
+
+    def pass_the_turn() -> None:
+        for number in itertools.count():
+            if stop.is_set():
+                return
+            with others[number % 2].held():
+                time.sleep(0.005)
+
+    passing = threading.Thread(target=pass_the_turn)
+    passing.start()
+    try:
+        time.sleep(0.01)
+        with waiting.held() as had:
+            pass
+    finally:
+        stop.set()
+        passing.join(5)
+    assert waiting._alone_until == 0.0, f"had it: {had}"
+    with waiting.held() as had:
+        assert had
+
+
+@pytest.mark.django_db
+def test_after_a_wait_in_vain_on_a_stuck_holder_the_claimer_goes_without_turns_for_a_while(
+    folder: Path, quick: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waiting = _turn()
+    with _turn().held():
+        with waiting.held() as had:
+            assert not had
+        started = time.monotonic()
+        with waiting.held() as had:
+            assert not had
+        assert time.monotonic() - started < 0.05  # no second wait
+    assert waiting._alone_until > time.monotonic()
+    monkeypatch.setattr(waiting, "_alone_until", 0.0)  # ALONE_AFTER gone by
+    with waiting.held() as had:
+        assert had
+
+
+@pytest.mark.django_db
 def test_a_killed_holders_turn_is_free_at_once(folder: Path, quick: None) -> None:
     assert wakeup.make_folder("default") == folder
     with subprocess.Popen(
@@ -123,11 +170,11 @@ def test_a_forked_child_opens_the_file_again(folder: Path, monkeypatch: pytest.M
 
 
 @pytest.fixture
-def turns_taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    taken: list[bool] = []
+def turns_taken(monkeypatch: pytest.MonkeyPatch) -> list[bool | None]:
+    taken: list[bool | None] = []
     take = claim_turn._take
 
-    def counted(descriptor: int) -> bool:
+    def counted(descriptor: int) -> bool | None:
         taken.append(had := take(descriptor))
         return had
 
@@ -136,7 +183,7 @@ def turns_taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_mysql_claims_take_the_turn_and_others_do_not(folder: Path, turns_taken: list[bool]) -> None:
+def test_mysql_claims_take_the_turn_and_others_do_not(folder: Path, turns_taken: list[bool | None]) -> None:
     Job.objects.enqueue(noop)
     assert len(Job.objects.claim(worker_id="w", limit=5)) == 1
     assert turns_taken == ([True] if connection.vendor == "mysql" else [])
