@@ -71,6 +71,8 @@ class EnqueueingManager(models.Manager[JobT]):
         ``JobBatch`` or its id), or inside ``with Job.objects.batch()``, it joins that
         batch (see the Batches guide)."""
         registered = get_task(task)
+        args = list(args) if isinstance(args, (list, tuple)) else args
+        kwargs = {} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs
         options: tuple[Any, ...] = (queue, priority, run_at, delay, max_attempts, timeout, expires_at, expires_in, meta)
         options += (concurrency_key, concurrency_limit, unique_key, unique_until, after, after_failure, tags, batch)
         # None compares by identity first: no option given, as for most jobs built.
@@ -82,8 +84,8 @@ class EnqueueingManager(models.Manager[JobT]):
         job = unkeyed(
             self.model,
             registered,
-            list(args) if isinstance(args, (list, tuple)) else args,
-            {} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs,
+            args,
+            kwargs,
             queue=queue,
             priority=priority,
             run_at=run_at,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 import operator
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
 from django.conf import settings
@@ -117,7 +117,8 @@ def unkeyed(
 def plain_job(
     model: type[JobT], registered: RegisteredTask, args: Any, kwargs: Any, made: Callable[[], JobT]
 ) -> JobT | None:
-    """The job ``build(task, args, kwargs)`` makes when no option is given, as most of
+    """The job ``build(task, args, kwargs)`` makes when no option is given (``args`` and
+    ``kwargs`` as build() made them its own), as most of
     ``enqueue_many``'s jobs are built: a copy of the job ``made()`` built the long way
     once (for the settings in force), with these arguments, in the batch open now.
     Working each option out again cost ``enqueue_many`` about a fifth of its time a job.
@@ -134,8 +135,8 @@ def plain_job(
     return instances.copied(
         model,
         template.attributes,
-        args=list(args) if isinstance(args, (list, tuple)) else args,
-        kwargs={} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs,
+        args=args,
+        kwargs=kwargs,
         meta={},
         batch_id=batches.OPEN.get(),
     )
