@@ -192,9 +192,12 @@ class JobManager(EnqueueingManager[JobT]):
         gone = [job.pk for job in succeeded]
         # The claimed rows carry their batch (ids are never 0): a batch-less job costs no query.
         batched = any(map(_BATCH_ID, itertools.chain(succeeded, failed)))
-        if not batched and not dependencies.awaited(jobs.db, [*succeeded, *failed]):
+        if not batched and (
+            dependencies.none_unsettled_lately(jobs.db) or not dependencies.awaited(jobs.db, [*succeeded, *failed])
+        ):
             # A job nothing waits for and in no batch is finished outside a transaction, as
             # ever (db/finishing.py recovers from a refused outcome on its own connection).
+            # While no workflow is under way, that is taken for granted, unread.
             ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
             signals.send_ended(ended, jobs.db)
             # Unless a job was enqueued after one of these while this finish waited for its

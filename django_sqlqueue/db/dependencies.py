@@ -139,6 +139,7 @@ def link(model: type[AbstractJob], using: str, children: Sequence[AbstractJob], 
         inserted = jobs.filter(pk__in=pks, status=ENQUEUE.target)
         inserted.update(**written(ENQUEUE_WAITING, over=ENQUEUE, waiting_for=unfinished, runs_after_failure=runs))
     link_rows(using).bulk_create(rows, batch_size=CHUNK)
+    unsettled_here(using)
     blocked = {
         child.pk: blocked_reason({parent: statuses[parent] for parent in child.after})
         for child in children
@@ -315,6 +316,24 @@ def awaited(using: str, jobs: Collection[AbstractJob]) -> list[int]:
     return [pk for chunk in chunks(job.pk for job in jobs) for pk in read.run(chunk)]
 
 
+def none_unsettled_lately(using: str) -> bool:
+    """Whether the last look of this connection (:func:`awaited`) found no link
+    unsettled at all, so that jobs just claimed most likely have nothing waiting for
+    them: a finish then goes without its look before the ``UPDATE``, and
+    :func:`settle_finished`'s look after it settles what waits all the same, in a
+    transaction of its own. With no workflow under way, a finish reads once, not twice;
+    once one is, every finish looks first again, and settles in its own transaction.
+    False before the first look."""
+    return _awaited_reads(_link_model(), connections[using]).seen_unsettled is False
+
+
+def unsettled_here(using: str) -> None:
+    """Tell :func:`none_unsettled_lately` that this connection has just left links
+    unsettled (it linked jobs, or made them wait again): this process's next finish
+    looks before its ``UPDATE``, and settles in its own transaction."""
+    _awaited_reads(_link_model(), connections[using]).seen_unsettled = True
+
+
 class _AwaitedRead:
     """``SELECT DISTINCT parent_id FROM links WHERE settled = false AND parent_id IN (…)``
     as plain SQL, its names quoted once for each connection; first, without parameters,
@@ -329,6 +348,8 @@ class _AwaitedRead:
         parent, settled = columns["parent"], columns["settled"]
         table = qn(model._meta.db_table)
         self._connection = connection
+        #: What the last :meth:`any_unsettled` found; None before it was asked.
+        self.seen_unsettled: bool | None = None
         self._any = f"SELECT 1 FROM {table} WHERE {settled} = %s LIMIT 1"
         self._head = f"SELECT DISTINCT {parent} FROM {table} WHERE {settled} = %s AND {parent} IN "
 
@@ -336,7 +357,8 @@ class _AwaitedRead:
         """Whether any link at all is unsettled."""
         with self._connection.cursor() as cursor:
             cursor.execute(self._any, [False])
-            return cursor.fetchone() is not None
+            self.seen_unsettled = cursor.fetchone() is not None
+        return self.seen_unsettled
 
     def run(self, ids: Sequence[int]) -> list[int]:
         """The ids among ``ids`` that an unsettled link waits for."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from django.db import models
 
-from django_sqlqueue.db.dependencies import chunks, link_rows
+from django_sqlqueue.db.dependencies import chunks, link_rows, unsettled_here
 from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.rules.dependencies import BLOCKING
 from django_sqlqueue.rules.lifecycle import RETRY_DEPENDENT, JobStatus
@@ -79,6 +79,7 @@ def retry_dependents(model: type[AbstractJob], using: str, retried: Collection[i
     again = set(retried) | found
     for chunk in chunks(found):
         link_rows(using).filter(child_id__in=chunk, parent_id__in=again).update(settled=False)
+    unsettled_here(using)
     counts: dict[int, list[int]] = defaultdict(list)
     for chunk in chunks(found):
         unsettled = link_rows(using).filter(child_id__in=chunk, settled=False).values("child_id")

@@ -355,7 +355,9 @@ def analyze_empty_jobs_table() -> None:
 def candidate_plan(statements: list[str]) -> str:
     """The plan of the statement that read a claim's candidates (the one ordered by
     claim order), explained again after the ``SET`` statements before it (which set how
-    PostgreSQL plans for the rest of the claim's transaction), then rolled back."""
+    PostgreSQL plans for the rest of the claim's transaction, sent on their own or in
+    one query with the claim), then rolled back."""
+    statements = [part for sql in statements for part in (sql.split("; ", 1) if sql.startswith("SET ") else [sql])]
     reading = next(index for index, sql in enumerate(statements) if "ORDER BY" in sql)
     explain = {"postgresql": "EXPLAIN", "mysql": "EXPLAIN", "sqlite": "EXPLAIN QUERY PLAN"}[connection.vendor]
     with transaction.atomic(), connection.cursor() as cursor:
@@ -408,6 +410,46 @@ def test_walk_is_pinned_only_in_the_claims_own_transaction_and_where_an_index_ho
             cursor.execute("SHOW enable_sort")
             assert cursor.fetchone() == ("on",)  # the caller's transaction plans as it did
     assert not [query for query in captured.captured_queries if query["sql"].startswith("SET")]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="only PostgreSQL plans by settings a claim changes")
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("several", [True, False], ids=["one query", "server-side binding"])
+def test_the_pin_goes_with_the_claim_in_one_query_where_the_driver_sends_several(
+    monkeypatch: pytest.MonkeyPatch, settings: Any, several: bool
+) -> None:
+    # The plain claim, whose statement is kept: rate limits claim in two transactions.
+    settings.SQLQUEUE_RATE_LIMITS = {}
+    monkeypatch.setattr(concurrency, "_KEYS_SEEN", set())
+    assert claiming._sends_several(connection)  # Django's default: client-side binding
+    if not several:
+        monkeypatch.setattr(claiming, "_sends_several", lambda connection: False)
+    enqueue(2)
+    with CaptureQueriesContext(connection) as captured:
+        assert len(Job.objects.claim(worker_id="w", limit=1)) == 1
+    sent = [query["sql"] for query in captured.captured_queries]
+    if several:
+        # One round trip, run by PostgreSQL as one transaction: no BEGIN, no COMMIT.
+        assert len(sent) == 1, sent
+        assert sent[0].startswith("SET LOCAL enable_sort = off; UPDATE"), sent
+    else:
+        assert [sql.split()[0] for sql in sent] == ["BEGIN", "SET", "UPDATE", "COMMIT"], sent
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW enable_sort")
+        assert cursor.fetchone() == ("on",)  # the pin ended with the claim's transaction
+    assert Job.objects.filter(status=JobStatus.RUNNING).count() == 1
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="psycopg's cursors")
+@pytest.mark.django_db
+def test_server_side_binding_sends_each_statement_on_its_own() -> None:
+    other = connections.create_connection("default")
+    options = {**other.settings_dict["OPTIONS"], "server_side_binding": True}
+    other.settings_dict = {**other.settings_dict, "OPTIONS": options}
+    try:
+        assert not claiming._sends_several(other)
+    finally:
+        other.close()
 
 
 # Locks: a claim never waits on rows another transaction holds.

@@ -14,6 +14,7 @@ import pytest
 from django.core.management import call_command
 from django.db import OperationalError, connections, transaction
 from django.db.models import Q
+from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue import workflows
 from django_sqlqueue.db import dependencies, finishing, notifying
@@ -399,6 +400,42 @@ def test_a_finish_with_no_link_unsettled_reads_one_row_and_no_jobs_id(
         assert dependencies.awaited("default", unread) == []
     with django_assert_num_queries(0):
         assert dependencies.awaited("default", []) == []
+
+
+def _links_read(captured: CaptureQueriesContext) -> int:
+    table = JobDependency._meta.db_table
+    return sum(table in query["sql"] for query in captured.captured_queries)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_no_workflow_under_way_a_finish_reads_the_links_once_and_still_releases_a_job_linked_elsewhere() -> None:
+    first, second = Job.objects.enqueue(noop), Job.objects.enqueue(noop)
+    claimed = _claim_all()
+    Job.objects.finish(worker_id=WORKER, succeeded={claimed[first.pk]: None})  # looks after: nothing unsettled
+    with CaptureQueriesContext(connections["default"]) as captured:
+        Job.objects.finish(worker_id=WORKER, succeeded={claimed[second.pk]: None})
+    assert _links_read(captured) == 1  # after its UPDATE only
+    # Another process (here a thread, on its own connection) links a job to one this
+    # worker then claims: the finish that took no look first settles right after.
+    linked: dict[str, Job] = {}
+
+    def link_elsewhere() -> None:
+        linked["parent"] = Job.objects.enqueue(noop)
+        linked["child"] = Job.objects.enqueue(noop, after=[linked["parent"]])
+        connections.close_all()
+
+    thread = threading.Thread(target=link_elsewhere)
+    thread.start()
+    thread.join()
+    parent = _claim_all()[linked["parent"].pk]
+    Job.objects.finish(worker_id=WORKER, succeeded={parent: None})
+    assert _status(linked["child"]) == JobStatus.READY
+    assert JobDependency.objects.get(child=linked["child"]).settled
+    # Now that it saw a link unsettled, the next finish looks first again.
+    third = Job.objects.enqueue(noop)
+    with CaptureQueriesContext(connections["default"]) as captured:
+        Job.objects.finish(worker_id=WORKER, succeeded={_claim_all()[third.pk]: None})
+    assert _links_read(captured) == 2
 
 
 def test_a_finish_finds_the_jobs_that_are_waited_for() -> None:
