@@ -31,7 +31,7 @@ def chord(queue: str, count: int, processes: int, batch_size: int, *, every_queu
         (Job.objects.build(noop, queue=queue) for _ in range(count)), Job.objects.build(noop, queue=queue)
     )
     enqueued = time.perf_counter() - began
-    jobs = burst(queue, processes, batch_size, every_queue=every_queue)
+    jobs = burst(queue, processes, batch_size, every_queue=every_queue).jobs
     its = Q(pk=callback.pk)
     times = jobs.aggregate(last=Max("finished_at", filter=~its), callback=Max("started_at", filter=its))
     return {
@@ -48,7 +48,7 @@ def chain(queue: str, steps: int, processes: int, batch_size: int, *, every_queu
     began = time.perf_counter()
     workflows.chain(Job.objects.build(noop, queue=queue) for _ in range(steps))
     enqueued = time.perf_counter() - began
-    run = seconds(burst(queue, processes, batch_size, every_queue=every_queue))
+    run = seconds(burst(queue, processes, batch_size, every_queue=every_queue).jobs)
     return {"enqueue_s": enqueued, "run_s": run, "per_step_ms": run / steps * 1000}
 
 
