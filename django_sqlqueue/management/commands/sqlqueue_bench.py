@@ -107,7 +107,8 @@ class Command(QueueCommand):
         **options: Any,
     ) -> None:
         connection = connections[queue_db(Job)]
-        raw = RawDatabase.of(connection, jobs_table(connection.ops.quote_name(Job._meta.db_table)))
+        table = connection.ops.quote_name(Job._meta.db_table)
+        raw = RawDatabase.of(connection, jobs_table(table))
         prefix = f"sqlqueue-bench-{secrets.token_hex(3)}"
         if workflow and designs:
             raise CommandError("--workflow and --designs measure different things: give one of them.")
@@ -157,8 +158,8 @@ class Command(QueueCommand):
                 figures["drain_whole"] = {"app": app_drain.whole, **ceilings}
             if backlog:
                 ceiling.insert_many_per_statement(raw, f"{prefix}-backlog", backlog)
-                ceiling.insert_many_per_statement(raw, f"{prefix}-finished", backlog)
-                Job.objects.filter(queue=f"{prefix}-finished").update(status="SUCCESSFUL")
+                succeeded = RawDatabase.of(connection, jobs_table(table, succeeded=True))
+                ceiling.insert_many_per_statement(succeeded, f"{prefix}-finished", backlog)
                 measure.enqueue_many(f"{prefix}-drain2", jobs)
                 figures["drain_with_backlog"] = {
                     "app": measure.drain(f"{prefix}-drain2", jobs, processes, batch_size).running,

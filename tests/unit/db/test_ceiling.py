@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
+from django_sqlqueue.bench import ceiling
 from django_sqlqueue.db.ceiling import RawDatabase, jobs_table
 from django_sqlqueue.db.clock import database_now
+from django_sqlqueue.models import Job, JobStatus
 
 
 @pytest.mark.skipif(connection.vendor == "sqlite", reason="a SQLite database is its file's name")
@@ -52,3 +54,15 @@ def test_the_raw_clock_is_the_queues_own_without_use_tz(settings: Any) -> None:
     if isinstance(raw_now, str):  # SQLite's text
         raw_now = datetime.datetime.fromisoformat(raw_now)
     assert abs(raw_now - database_now(DEFAULT_DB_ALIAS)) < datetime.timedelta(seconds=5)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_finished_backlog_is_written_as_jobs_that_succeeded_not_updated_after() -> None:
+    table = connection.ops.quote_name(Job._meta.db_table)
+    ceiling.insert_many_per_statement(RawDatabase.of(connection, jobs_table(table, succeeded=True)), "done", 3)
+    ceiling.insert_many_per_statement(RawDatabase.of(connection, jobs_table(table)), "ready", 2)
+    rows = Job.objects.order_by("pk").values_list("queue", "status", "finished_at")
+    assert [(queue, status, finished is not None) for queue, status, finished in rows] == [
+        *[("done", JobStatus.SUCCESSFUL, True)] * 3,
+        *[("ready", JobStatus.READY, False)] * 2,
+    ]
