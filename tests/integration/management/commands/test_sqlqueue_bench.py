@@ -12,7 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from django_sqlqueue.bench import measure
+from django_sqlqueue.bench import ceiling, measure
 from django_sqlqueue.db.designs import DESIGNS
 from django_sqlqueue.management.commands.sqlqueue_bench import nothing_else_to_run
 from django_sqlqueue.models import Job, JobDependency
@@ -87,6 +87,27 @@ def test_the_table_shows_each_figure_against_its_ceiling(monkeypatch: pytest.Mon
     assert lines[8].startswith("  (drain: runworkers --burst, from its start to its exit, and by the database's clock;")
     assert lines[9].startswith("latency, enqueue commit to start: p50 ")
     assert re.search(r"\(from its INSERT; the enqueue, commit included, took p50 \d+\.\d ms\)$", lines[9])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_our_tables_raw_claim_reads_its_candidates_before_it_locks_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On MySQL/MariaDB a locking read walked and locked the ready jobs of other queues:
+    beside a million, MariaDB ran out of room for locks and stopped itself."""
+    drained: list[tuple[str, bool]] = []
+
+    def raw_drain(database: Any, *args: Any) -> ceiling.Drained:
+        drained.append((database.table.name, database.table.read_then_lock))
+        return ceiling.Drained(1000.0, 0.0)
+
+    monkeypatch.setattr(ceiling, "drain", raw_drain)
+    monkeypatch.setattr(measure, "drain", lambda *args, **kwargs: measure.Drain(1000.0, 500.0))
+    monkeypatch.setattr(
+        measure, "latency", lambda *args, **kwargs: dict.fromkeys(["p50", "p95", "p99", "enqueue_p50"], 1.0)
+    )
+    call_command("sqlqueue_bench", jobs=20, processes=1, stdout=StringIO())
+    ours = connection.ops.quote_name(Job._meta.db_table)
+    assert (ours, True) in drained
+    assert [read_then_lock for name, read_then_lock in drained if name != ours] == [False]  # the minimal table
 
 
 @pytest.mark.slow
