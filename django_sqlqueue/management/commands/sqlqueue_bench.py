@@ -163,7 +163,7 @@ class Command(QueueCommand):
                 figures["drain_whole"] = {"app": app_drain.whole, **ceilings}
             if backlog:
                 ceiling.insert_many_per_statement(raw, f"{prefix}-backlog", backlog)
-                succeeded = RawDatabase.of(connection, jobs_table(table, succeeded=True))
+                succeeded = replace(raw, table=jobs_table(table, succeeded=True))
                 ceiling.insert_many_per_statement(succeeded, f"{prefix}-finished", backlog)
                 measure.enqueue_many(f"{prefix}-drain2", jobs)
                 figures["drain_with_backlog"] = {
