@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import models, transaction
 
 from django_sqlqueue import signals
-from django_sqlqueue.db import batches, charsets, dependencies, inserting, tagging
+from django_sqlqueue.db import batches, charsets, collector, dependencies, inserting, tagging
 from django_sqlqueue.db.building import JobOptions, PlainOptions, first, hooked, plain_job, unkeyed, validate
 from django_sqlqueue.db.keys import unique
 from django_sqlqueue.db.routing import queue_db
@@ -73,12 +73,13 @@ class EnqueueingManager(models.Manager[JobT]):
         registered = get_task(task)
         args = list(args) if isinstance(args, (list, tuple)) else args
         kwargs = {} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs
-        options: tuple[Any, ...] = (queue, priority, run_at, delay, max_attempts, timeout, expires_at, expires_in, meta)
-        options += (concurrency_key, concurrency_limit, unique_key, unique_until, after, after_failure, tags, batch)
-        # None compares by identity first: no option given, as for most jobs built.
-        if options.count(None) == len(options):
-            # meta={} (what None gives) builds the template the long way.
-            plain = plain_job(self.model, registered, args, kwargs, lambda: self.build(registered.name, meta={}))
+        # The options a template may hold (see plain_job), and the others.
+        common = (queue, priority, max_attempts, timeout)
+        others: tuple[Any, ...] = (run_at, delay, expires_at, expires_in, meta, concurrency_key, concurrency_limit)
+        others += (unique_key, unique_until, after, after_failure, tags, batch)
+        # None compares by identity first: no other option given, as for most jobs built.
+        if others.count(None) == len(others):
+            plain = plain_job(self.model, registered, args, kwargs, common, self.build)
             if plain is not None:
                 return plain
         job = unkeyed(
@@ -159,15 +160,21 @@ class EnqueueingManager(models.Manager[JobT]):
         active job that holds its ``unique_key``, as :meth:`enqueue` says; with
         ``on_conflict="raise"`` a conflict writes none of them (a savepoint).
 
+        Python's cyclic garbage collector is paused for the call (for every thread of
+        the process, as the collector is one; jobs a generator builds for it included):
+        each collection would walk every job made so far and free none.
+
         Raises :class:`~django_sqlqueue.exceptions.UnknownTaskError` or
         :class:`~django_sqlqueue.exceptions.InvalidJobError` and writes nothing
         when any job cannot be run as given."""
-        jobs = list(jobs)
-        hooked(jobs)
-        seen: dict[tuple[Any, ...], RegisteredTask] = {}
-        for job in jobs:
-            validate(job, seen=seen)
-        return self._write(jobs, batch_size=batch_size, on_conflict=on_conflict) if jobs else []
+        # Jobs built by a generator are built here, so under the pause too.
+        with collector.paused():
+            jobs = list(jobs)
+            hooked(jobs)
+            seen: dict[tuple[Any, ...], RegisteredTask] = {}
+            for job in jobs:
+                validate(job, seen=seen)
+            return self._write(jobs, batch_size=batch_size, on_conflict=on_conflict) if jobs else []
 
     def enqueue_rows(
         self,

@@ -115,21 +115,45 @@ def unkeyed(
 
 
 def plain_job(
-    model: type[JobT], registered: RegisteredTask, args: Any, kwargs: Any, made: Callable[[], JobT]
+    model: type[JobT],
+    registered: RegisteredTask,
+    args: Any,
+    kwargs: Any,
+    options: tuple[Any, ...],
+    build: Callable[..., JobT],
 ) -> JobT | None:
-    """The job ``build(task, args, kwargs)`` makes when no option is given (``args`` and
-    ``kwargs`` as build() made them its own), as most of
-    ``enqueue_many``'s jobs are built: a copy of the job ``made()`` built the long way
-    once (for the settings in force), with these arguments, in the batch open now.
-    Working each option out again cost ``enqueue_many`` about a fifth of its time a job.
+    """The job ``build(task, args, kwargs)`` makes when no option is given but those of
+    ``options`` (the queue, priority, max_attempts and timeout it names, or None), as
+    most of ``enqueue_many``'s jobs are built (``args`` and ``kwargs`` as build() made
+    them its own): a copy of the job ``build`` built the long way once for these
+    options (and the settings in force), with these arguments, in the batch open now.
+    Working each option out again cost ``enqueue_many`` about a third of its time a job.
 
     None where a copy would not be that job: the task derives a key from the arguments
     (``@job(unique=...)``, ``@job(concurrency=...)``), a receiver of the model's init
     signals would miss the copies, or the template is another model's or of a task
-    registered again since (a module reloaded)."""
+    registered again since (a module reloaded); and where ``options`` are no value to
+    look a template up by, or the task has :data:`MOST_TEMPLATES` already (a caller
+    naming a new queue or priority for every job), so the long way says what is wrong
+    with them, and memory stays bounded."""
     if registered.unique is not None or registered.concurrency or instances.init_heard(model):
         return None
-    template = remembered(("plain job", registered.name), lambda: _PlainTemplate.of(made()))
+    templates: dict[tuple[Any, ...], _PlainTemplate] = remembered(("plain jobs", registered.name), dict)
+    # With their types: True is 1 to a dict, but a priority only to the long way's checks.
+    key = (*options, *map(type, options))
+    try:
+        template = templates.get(key)
+    except TypeError:  # an option that is no hashable value
+        return None
+    if template is None:
+        if len(templates) >= MOST_TEMPLATES:
+            return None
+        queue, priority, max_attempts, timeout = options
+        # meta={} (what None gives) builds the template the long way.
+        made = build(
+            registered.name, queue=queue, priority=priority, max_attempts=max_attempts, timeout=timeout, meta={}
+        )
+        template = templates[key] = _PlainTemplate.of(made)
     if template.task is not registered or template.model is not model:
         return None
     return instances.copied(
@@ -142,8 +166,14 @@ def plain_job(
     )
 
 
+#: The most templates :func:`plain_job` keeps for one task: one for each combination of
+#: options its jobs are built with, which is a handful in most projects.
+MOST_TEMPLATES = 64
+
+
 class _PlainTemplate(NamedTuple):
-    """A job built with no option and no arguments: what :func:`plain_job` copies."""
+    """A job built with no arguments and no option but common ones (or none): what
+    :func:`plain_job` copies."""
 
     task: RegisteredTask
     model: type[AbstractJob]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from django.db.models.expressions import DatabaseDefault
 
 from django_sqlqueue.db.clock import DatabaseNowPlus, database_now, time_at
+from django_sqlqueue.db.instances import saved
 from django_sqlqueue.rules.lifecycle import JobStatus
 
 if TYPE_CHECKING:
@@ -60,10 +61,7 @@ def copy_jobs(
             run_at = time_at(job.run_at, now)
             expires_at = time_at(job.expires_at, now)
             write((pk, *row, now_text if run_at is now else run_at, expires_at, now_text, *same))
-            state = job._state
-            job.__dict__.update(id=pk, run_at=run_at, expires_at=expires_at, enqueued_at=now)
-            state.adding = False
-            state.db = connection.alias
+            saved(job, connection.alias, {"id": pk, "run_at": run_at, "expires_at": expires_at, "enqueued_at": now})
 
 
 def copy_rows(

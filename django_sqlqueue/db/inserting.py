@@ -26,6 +26,7 @@ from django.db.models.expressions import DatabaseDefault
 from django_sqlqueue.db import packets
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus, database_now, time_at
 from django_sqlqueue.db.copying import copy_jobs, copy_rows
+from django_sqlqueue.db.instances import saved
 from django_sqlqueue.db.literals import Literals
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.wakeup import wake_on_commit
@@ -179,9 +180,9 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
             elif times:
                 ids = [pk for (pk,) in cursor.fetchall()] if tail else [None] * len(chunk)
                 for job, pk, (run_at, expires_at) in zip(chunk, ids, itertools.islice(known, len(chunk)), strict=True):
-                    _saved(
-                        job, using, {"id": pk, "run_at": run_at, "expires_at": expires_at, "enqueued_at": enqueued_at}
-                    )
+                    # Every time is a value here: none is left to load.
+                    written = {"id": pk, "run_at": run_at, "expires_at": expires_at, "enqueued_at": enqueued_at}
+                    saved(job, using, written)
             elif tail:
                 for job, row in zip(chunk, cursor.fetchall(), strict=True):
                     _saved(job, using, read(row))
@@ -289,39 +290,43 @@ def _values(
 ) -> Iterator[tuple[int, int, str, list[Any] | None]]:
     """``VALUES (…), (…)``: each row's bound values (see :data:`_BOUND`), then its
     times (:data:`_TIMED`) as SQL with their parameters; yields each statement with the
-    range of ``rows`` it writes. Where statements are cut is known before the first
-    goes: a row too large for any (``most_bytes``, :mod:`~django_sqlqueue.db.packets`)
-    is refused with nothing written."""
+    range of ``rows`` it writes. On MySQL/MariaDB the values are written into the
+    statement's text (:mod:`~django_sqlqueue.db.literals`), which then goes with no
+    parameters, and where statements are cut is known before the first goes: a row
+    too large for any (``most_bytes``, :mod:`~django_sqlqueue.db.packets`) is refused
+    with nothing written."""
     connection = compiler.connection
-    marks = ", ".join("%s" for _ in _BOUND)
     # A time binds one value at most: the time, or a delay.
     most_params = connection.features.max_query_params
     per_row = len(_BOUND) + len(_TIMED)
     rows_per_insert = batch_size if most_params is None else min(batch_size, most_params // per_row)
-    if most_bytes is None:
-        starts = list(range(0, len(rows), rows_per_insert))
-    else:
-        sizes = [packets.row_bytes(values) for values, _ in rows]
-        starts = packets.cut(sizes, rows_per_insert, most_bytes, [values[_TASK_POSITION] for values, _ in rows])
-    # MySQL/MariaDB: the values written into the statement's text (db/literals), which
-    # then goes with no parameters.
-    literals = Literals(connection, len(_BOUND)) if connection.vendor == "mysql" else None
-    for start, end in itertools.pairwise([*starts, len(rows)]):
-        chunk = rows[start:end]
+    if connection.vendor == "mysql":
+        literals = Literals(connection, len(_BOUND))
+        same = literals.sql(constants, ())
+        # Each row's text made once and measured as it is sent, all before the first
+        # statement goes: held until then beside the rows' JSON, escaped.
+        texts = [
+            f"({literals.row(values)}, {', '.join([literals.sql(*time) for time in times])}, {same})"
+            for values, times in rows
+        ]
+        if most_bytes is None:
+            starts = list(range(0, len(rows), rows_per_insert))
+        else:
+            tasks = [values[_TASK_POSITION] for values, _ in rows]
+            starts = packets.cut(list(map(packets.text_bytes, texts)), rows_per_insert, most_bytes, tasks)
+        for start, end in itertools.pairwise([*starts, len(rows)]):
+            yield start, end, "VALUES " + ", ".join(texts[start:end]), None
+        return
+    marks = ", ".join("%s" for _ in _BOUND)
+    for start in range(0, len(rows), rows_per_insert):
         sql: list[str] = []
         params: list[Any] = []
-        if literals is not None:
-            same = literals.sql(constants, ())
-            for values, times in chunk:
-                sql.append(f"({literals.row(values)}, {', '.join(literals.sql(*time) for time in times)}, {same})")
-            yield start, end, "VALUES " + ", ".join(sql), None
-            continue
-        for values, times in chunk:
+        for values, times in rows[start : start + rows_per_insert]:
             sql.append(f"({marks}, {', '.join(time for time, _ in times)}, {constants})")
             params += values
             for _, time_params in times:
                 params += time_params
-        yield start, end, "VALUES " + ", ".join(sql), params
+        yield start, min(start + rows_per_insert, len(rows)), "VALUES " + ", ".join(sql), params
 
 
 def _unnest(jobs: Sequence[JobT], batch_size: int, compiler: SQLCompiler, now: str, constants: str) -> Statements[JobT]:
@@ -412,15 +417,11 @@ def _reader(
 def _saved(job: AbstractJob, using: str, returned: dict[str, Any]) -> None:
     """Make ``job`` look as ``save()`` leaves it; times the database did not return are
     loaded on first access."""
+    saved(job, using, returned)
     values = job.__dict__
-    # The fields' attributes are plain entries of the instance's dict, as setattr() leaves them.
-    values.update(returned)
     for name in _DATABASE_TIMES.difference(returned):
         if hasattr(values.get(name), "resolve_expression"):
             del values[name]
-    state = job._state
-    state.adding = False
-    state.db = using
 
 
 #: The times of a new job's row the database may have worked out.

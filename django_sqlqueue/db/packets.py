@@ -2,24 +2,22 @@
 refuses a statement larger than ``max_allowed_packet`` (16 MiB by default), and
 MariaDB ends the connection that sent it.
 
-Rows are counted at their worst as SQL text: every byte of a string escaped (two
-bytes), so a statement cut here always fits, and rows of ordinary size still go a
-thousand at a time. The other databases bind parameters apart from the statement and
-take any size the columns do."""
+Rows are measured as the SQL text they are sent as (their values escaped,
+:mod:`~django_sqlqueue.db.literals`), so a statement cut here always fits, and rows of
+ordinary size still go a thousand at a time. The other databases bind parameters apart
+from the statement and take any size the columns do."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.exceptions import InvalidJobError
 
-#: What a statement holds beside its rows' values (its text, the columns, the times).
+#: What a statement holds beside its rows (its text before ``VALUES``, the columns, a
+#: ``RETURNING``).
 _STATEMENT_OVERHEAD = 64 * 1024
-#: A row's SQL beside its strings: placeholders, numbers, times, the constant columns.
-_ROW_OVERHEAD = 512
 
 
 def most_statement_bytes(connection: BaseDatabaseWrapper) -> int | None:
@@ -33,11 +31,11 @@ def most_statement_bytes(connection: BaseDatabaseWrapper) -> int | None:
     return int(packet) - _STATEMENT_OVERHEAD
 
 
-def row_bytes(values: Sequence[Any]) -> int:
-    """The most bytes ``values`` (a row's bound values) take as SQL text."""
-    # Joined, the strings are measured with one call, not one each.
-    text = "".join([value for value in values if type(value) is str])
-    return _ROW_OVERHEAD + 2 * (len(text) if text.isascii() else len(text.encode()))
+def text_bytes(row: str) -> int:
+    """The bytes ``row`` (a row's SQL text) takes in a statement, with the comma and
+    space that part it from the next: as UTF-8, which no character set the connection
+    may use makes longer."""
+    return 2 + (len(row) if row.isascii() else len(row.encode()))
 
 
 def cut(sizes: Sequence[int], rows_per_statement: int, most_bytes: int, tasks: Sequence[str]) -> list[int]:
@@ -50,7 +48,7 @@ def cut(sizes: Sequence[int], rows_per_statement: int, most_bytes: int, tasks: S
     for index, size in enumerate(sizes):
         if size > most_bytes:
             raise InvalidJobError(
-                f"Cannot enqueue {tasks[index]}: its arguments and options take up to {size:,} bytes as SQL, more "
+                f"Cannot enqueue {tasks[index]}: its arguments and options take {size:,} bytes as SQL, more "
                 f"than the {most_bytes + _STATEMENT_OVERHEAD:,} of the server's max_allowed_packet: pass a "
                 "reference to the data (a row's id, a file's name) rather than the data, or raise max_allowed_packet."
             )

@@ -1,17 +1,21 @@
-"""Building jobs (``db/building.py``): a job built with no option but its arguments is a
-copy of a template (``plain_job``), and must be the job the long way builds, attribute
-for attribute, with nothing shared between two of them. That a receiver of the model's
+"""Building jobs (``db/building.py``): a job built with no option but its arguments (and
+its queue, priority, max_attempts or timeout) is a copy of a template (``plain_job``),
+and must be the job the long way builds, attribute for attribute, with nothing shared
+between two of them. That a receiver of the model's
 init signals hears every job built: ``test_instances``."""
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.test import override_settings
 
+from django_sqlqueue.conf import remembered
 from django_sqlqueue.db import building
+from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.models import Job
 from django_sqlqueue.rules.registry import get_task
 from tests.testapp.tasks import expiring, import_rows, noop, one_at_a_time, per_tenant, report, send_welcome, sync_order
@@ -24,8 +28,10 @@ def _attributes(job: Job) -> dict[str, Any]:
     return held
 
 
-def _the_long_way(task: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Job:
-    return Job.objects.build(task, args, kwargs, meta={})  # an option given: no template
+def _the_long_way(
+    task: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None = None, **options: Any
+) -> Job:
+    return Job.objects.build(task, args, kwargs, meta={}, **options)  # meta given: no template
 
 
 @pytest.mark.parametrize(
@@ -46,6 +52,43 @@ def test_a_job_built_with_arguments_alone_is_the_job_the_long_way_builds(
     assert _attributes(Job.objects.build(task, args, kwargs)) == _attributes(_the_long_way(task, args, kwargs))
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"queue": "emails"},
+        {"priority": 5},
+        {"max_attempts": 7, "timeout": 2.5},
+        {"queue": "emails", "priority": -3, "max_attempts": 1, "timeout": datetime.timedelta(minutes=1)},
+    ],
+)
+@pytest.mark.parametrize(("task", "args"), [(noop, ()), (report, ("daily",)), (expiring, ("t",))])
+def test_a_job_built_with_common_options_is_the_job_the_long_way_builds(
+    task: Callable[..., Any], args: tuple[Any, ...], options: dict[str, Any]
+) -> None:
+    Job.objects.build(task, ("first",), **options)  # the template for these options
+    assert _attributes(Job.objects.build(task, args, **options)) == _attributes(_the_long_way(task, args, **options))
+    # Another queue or priority is another template, not this one's.
+    assert _attributes(Job.objects.build(task, args)) == _attributes(_the_long_way(task, args))
+
+
+def test_an_option_of_another_type_is_another_template() -> None:
+    assert type(Job.objects.build(noop, priority=True).priority) is bool  # refused when enqueued
+    assert type(Job.objects.build(noop, priority=1).priority) is int
+
+
+def test_options_no_template_can_hold_go_the_long_way() -> None:
+    unhashable: Any = [1]
+    assert Job.objects.build(noop, priority=unhashable).priority == unhashable  # refused when enqueued
+    with pytest.raises(InvalidJobError, match="priority must be an integer"):
+        Job.objects.enqueue(noop, priority=unhashable)
+
+
+def test_a_task_keeps_a_bounded_number_of_templates() -> None:
+    jobs = [Job.objects.build(report, ("x",), queue=f"tenant-{n}") for n in range(building.MOST_TEMPLATES + 10)]
+    assert [job.queue for job in jobs] == [f"tenant-{n}" for n in range(building.MOST_TEMPLATES + 10)]
+    assert len(remembered(("plain jobs", get_task(report).name), dict)) == building.MOST_TEMPLATES
+
+
 def test_two_copies_share_no_list_or_dict() -> None:
     first, second = Job.objects.build(noop), Job.objects.build(noop)
     for name in ("args", "kwargs", "meta", "errors"):
@@ -62,9 +105,12 @@ def test_a_copy_joins_the_batch_open_when_it_is_built() -> None:
     assert (inside.batch_id, Job.objects.build(noop).batch_id) == (batch.pk, None)
 
 
+_NO_OPTIONS = (None, None, None, None)
+
+
 def test_tasks_that_derive_keys_from_their_arguments_go_the_long_way() -> None:
-    assert building.plain_job(Job, get_task(sync_order), (1,), None, lambda: Job.objects.build(noop)) is None
-    assert building.plain_job(Job, get_task(per_tenant), ("a",), None, lambda: Job.objects.build(noop)) is None
+    for task, args in ((sync_order, (1,)), (per_tenant, ("a",))):
+        assert building.plain_job(Job, get_task(task), args, None, _NO_OPTIONS, Job.objects.build) is None
     assert Job.objects.build(sync_order, (1,)).unique_key != Job.objects.build(sync_order, (2,)).unique_key
     tenants = [Job.objects.build(per_tenant, (tenant,)).concurrency_key for tenant in "ab"]
     assert tenants[0] != tenants[1]

@@ -13,8 +13,9 @@ from tests.testapp.tasks import noop
 mysql_only = pytest.mark.skipif(connection.vendor != "mysql", reason="max_allowed_packet is MySQL/MariaDB's")
 
 
-def test_a_row_counts_each_byte_of_its_strings_twice() -> None:
-    assert packets.row_bytes(["ab", 5, None, "é"]) == packets.row_bytes([]) + 4 + 4
+def test_a_row_counts_the_bytes_of_its_text_and_its_comma() -> None:
+    assert packets.text_bytes("('ab', 5)") == 11
+    assert packets.text_bytes("('é')") == 8
 
 
 def test_statements_are_cut_by_rows_and_by_bytes() -> None:
@@ -24,7 +25,7 @@ def test_statements_are_cut_by_rows_and_by_bytes() -> None:
 
 
 def test_a_row_no_statement_holds_is_refused_naming_its_task() -> None:
-    with pytest.raises(InvalidJobError, match="Cannot enqueue big: its arguments and options take up to 1,001 bytes"):
+    with pytest.raises(InvalidJobError, match="Cannot enqueue big: its arguments and options take 1,001 bytes"):
         packets.cut([1, 1001], 10, 1000, ["small", "big"])
 
 
@@ -51,9 +52,14 @@ def test_jobs_larger_together_than_a_packet_are_written() -> None:
 def test_a_job_larger_than_a_packet_is_refused_and_nothing_is_written() -> None:
     packet = packets.most_statement_bytes(connection)
     assert packet is not None
-    jobs = [Job.objects.build(noop, [1]), Job.objects.build(noop, ["x" * (packet // 2 + 1)])]
+    # Each quote is escaped: two bytes of the statement.
+    jobs = [Job.objects.build(noop, [1]), Job.objects.build(noop, ["'" * (packet // 2 + 1)])]
     with pytest.raises(InvalidJobError, match=r"more than the [0-9,]+ of the server's max_allowed_packet"):
         Job.objects.enqueue_many(jobs)
     assert Job.objects.count() == 0
+    # As many bytes unescaped fit: a row is measured as it is sent, not at its worst.
+    (written,) = Job.objects.enqueue_many([Job.objects.build(noop, ["x" * (packet // 2 + 1)])])
+    assert len(Job.objects.get(pk=written.pk).args[0]) == packet // 2 + 1
+    Job.objects.all().delete()
     with transaction.atomic():  # the connection goes on
         assert len(Job.objects.enqueue_many([Job.objects.build(noop, [n]) for n in range(2)])) == 2
