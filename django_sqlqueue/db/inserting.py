@@ -300,6 +300,7 @@ def _values(
     most_params = connection.features.max_query_params
     per_row = len(_BOUND) + len(_TIMED)
     rows_per_insert = batch_size if most_params is None else min(batch_size, most_params // per_row)
+    texts: list[str] | None = None
     if connection.vendor == "mysql":
         literals = Literals(connection, len(_BOUND))
         same = literals.sql(constants, ())
@@ -309,24 +310,24 @@ def _values(
             f"({literals.row(values)}, {', '.join([literals.sql(*time) for time in times])}, {same})"
             for values, times in rows
         ]
-        if most_bytes is None:
-            starts = list(range(0, len(rows), rows_per_insert))
-        else:
-            tasks = [values[_TASK_POSITION] for values, _ in rows]
-            starts = packets.cut(list(map(packets.text_bytes, texts)), rows_per_insert, most_bytes, tasks)
-        for start, end in itertools.pairwise([*starts, len(rows)]):
-            yield start, end, "VALUES " + ", ".join(texts[start:end]), None
-        return
+    if most_bytes is None or texts is None:
+        starts = list(range(0, len(rows), rows_per_insert))
+    else:
+        tasks = [values[_TASK_POSITION] for values, _ in rows]
+        starts = packets.cut(list(map(packets.text_bytes, texts)), rows_per_insert, most_bytes, tasks)
     marks = ", ".join("%s" for _ in _BOUND)
-    for start in range(0, len(rows), rows_per_insert):
+    for start, end in itertools.pairwise([*starts, len(rows)]):
+        if texts is not None:
+            yield start, end, "VALUES " + ", ".join(texts[start:end]), None
+            continue
         sql: list[str] = []
         params: list[Any] = []
-        for values, times in rows[start : start + rows_per_insert]:
+        for values, times in rows[start:end]:
             sql.append(f"({marks}, {', '.join(time for time, _ in times)}, {constants})")
             params += values
             for _, time_params in times:
                 params += time_params
-        yield start, min(start + rows_per_insert, len(rows)), "VALUES " + ", ".join(sql), params
+        yield start, end, "VALUES " + ", ".join(sql), params
 
 
 def _unnest(jobs: Sequence[JobT], batch_size: int, compiler: SQLCompiler, now: str, constants: str) -> Statements[JobT]:

@@ -1,8 +1,8 @@
 """Building jobs (``db/building.py``): a job built with no option but its arguments (and
 its queue, priority, max_attempts or timeout) is a copy of a template (``plain_job``),
 and must be the job the long way builds, attribute for attribute, with nothing shared
-between two of them. That a receiver of the model's
-init signals hears every job built: ``test_instances``."""
+between two of them. That a receiver of the model's init signals hears every job
+built: ``test_instances``."""
 
 from __future__ import annotations
 
