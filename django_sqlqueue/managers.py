@@ -26,7 +26,15 @@ from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.table import JobT
 from django_sqlqueue.enqueueing import EnqueueingManager
-from django_sqlqueue.rules.lifecycle import CANCEL, CLAIM, EXPIRE, RELEASE_CANCELLED, REQUEST_CANCEL, Transition
+from django_sqlqueue.rules.lifecycle import (
+    CANCEL,
+    CLAIM,
+    EXPIRE,
+    RELEASE_CANCELLED,
+    REQUEST_CANCEL,
+    SUCCEED_UNKEPT,
+    Transition,
+)
 from django_sqlqueue.rules.validation import claim_limit_problem
 
 __all__ = ["CancelCount", "JobManager", "JobOptions", "JobQuerySet", "PlainOptions"]
@@ -189,10 +197,13 @@ class JobManager(EnqueueingManager[JobT]):
         decided. What each job written became; each sends its outcome's signal
         (``signals.job_ended``) once this commits."""
         jobs = self.on_queue_db()
-        gone = [job.pk for job in succeeded]
         # The claimed rows carry their batch (ids are never 0): a batch-less job costs no query.
         batched = any(map(_BATCH_ID, itertools.chain(succeeded, failed)))
-        if not batched and (
+        # A success that deletes its job is settled in the DELETE's transaction, always: a
+        # link left unsettled to a job no longer there reads, to the sweep, as one
+        # deleted before it finished, which cancels what waits for it.
+        deleting = bool(succeeded) and finishing.deletes_successes()
+        if not (batched or deleting) and (
             dependencies.none_unsettled_lately(jobs.db) or not dependencies.awaited(jobs.db, [*succeeded, *failed])
         ):
             # A job nothing waits for and in no batch is finished outside a transaction, as
@@ -202,7 +213,7 @@ class JobManager(EnqueueingManager[JobT]):
             signals.send_ended(ended, jobs.db)
             # Unless a job was enqueued after one of these while this finish waited for its
             # row lock (its enqueue held it): that one is released right after.
-            dependencies.settle_finished(self.model, jobs.db, [outcome.job for outcome in ended], gone_succeeded=gone)
+            dependencies.settle_finished(self.model, jobs.db, [outcome.job for outcome in ended])
             return ended
         # What waits for these is settled (db/dependencies.py), and their batches counted
         # down (db/batches.py), in the finish's transaction; what waits is looked for after
@@ -214,6 +225,7 @@ class JobManager(EnqueueingManager[JobT]):
             if batched:
                 batches.count_down(self.model, jobs.db, ended)
             if parents := dependencies.awaited(jobs.db, [outcome.job for outcome in ended]):
+                gone = [outcome.job.pk for outcome in ended if outcome.transition is SUCCEED_UNKEPT]
                 dependencies.settle(self.model, jobs.db, parents, gone_succeeded=gone)
         return ended
 

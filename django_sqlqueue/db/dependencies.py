@@ -1,21 +1,27 @@
 """Workflows in SQL: a job enqueued ``after=`` others waits (``WAITING``) until they have
 all finished, linked to each by a ``JobDependency`` row.
 
-Exactly once, without timing: each link is settled once, under its row lock
-(``settled`` moves from False to True), by its parent's finisher in the finish's
-transaction, or in the transaction that cancels its parent. What waits is looked for
-after the fenced UPDATE, so that a child linked while the finish waited for the
-parent's row lock is seen; a parent that had nothing waiting for it as its finish began
-is finished without a transaction, and such a child is settled right after
-(:func:`settle_finished`). The settling takes the settled links off their children's
-``waiting_for`` (an ``UPDATE`` under the child's row lock, so two parents finishing at
-once on two connections count down one after the other), then releases the children
-left at 0 (``unblock``) or cancels those a failed parent stops (``cancel_dependent``),
-both compare-and-set on ``status = WAITING``; a child cancelled recounts its batch
-(``batches.recount``). A finish that lost its fence leaves its
-job unfinished, so it settles nothing; a crash rolls the finish and its settling back
-whole, and the maintenance sweep settles what a crash right after a finish without a
-transaction left.
+Exactly once, without timing: each link is settled once, under its row lock (``settled``
+moves from False to True), by its parent's finisher in the finish's transaction, or in
+the transaction that cancels its parent. What waits is looked for after the fenced
+UPDATE, so that a child linked while the finish waited for the parent's row lock is
+seen; a parent that had nothing waiting for it as its finish began is finished without a
+transaction, and such a child is settled right after (:func:`settle_finished`), unless
+the finish deletes successes (``SQLQUEUE_RETENTION["SUCCESSFUL"]`` 0): their ``DELETE``
+and the settling of their links are always one transaction, whatever the finish looked
+for before, and ``job_succeeded``'s receivers run once it commits. So no link is ever
+left unsettled, for anyone to read, to a job that succeeded and is gone: the sweep takes
+a missing parent for one deleted before it finished (an admin's delete, a project's own
+``DELETE``) and cancels what waits for it, and with two hosts it either sees the
+parent's row (its delete not committed) or its links settled (committed with it). The
+settling takes the settled links off their children's ``waiting_for`` (an ``UPDATE``
+under the child's row lock, so two parents finishing at once on two connections count
+down one after the other), then releases the children left at 0 (``unblock``) or cancels
+those a failed parent stops (``cancel_dependent``), both compare-and-set on ``status =
+WAITING``; a child cancelled recounts its batch (``batches.recount``). A finish that
+lost its fence leaves its job unfinished, so it settles nothing; a crash rolls the
+finish and its settling back whole, and the maintenance sweep settles what a crash right
+after a finish without a transaction left.
 
 Enqueueing ``after=`` locks the parents' rows (in id order) and reads their statuses:
 a missing parent refuses the enqueue, an unfinished one is counted, a finished one's
@@ -183,21 +189,21 @@ def settle_cancelled(model: type[AbstractJob], using: str, jobs: models.QuerySet
     settle(model, using, [pk for pk, _, waited in rows if waited])
 
 
-def settle_finished(
-    model: type[AbstractJob], using: str, finished: Collection[AbstractJob], *, gone_succeeded: Collection[int]
-) -> None:
+def settle_finished(model: type[AbstractJob], using: str, finished: Collection[AbstractJob]) -> None:
     """After a finish wrote ``finished`` (the jobs its fence let through): :func:`settle`
     those something waits for, in a transaction of its own. Looked for after the
     finish's UPDATE, not before: a job enqueued after one of them while the finish waited
     for its row lock is linked by then (its enqueue held that lock), and one enqueued
     later finds its parent finished. A job nothing waits for costs one indexed read, as
     before. A database error here is logged, not raised: the outcomes are written, and
-    the maintenance sweep settles what is left within seconds."""
+    the maintenance sweep settles what is left within seconds: the finished rows are
+    still there (a finish that deletes successes never comes here), so it reads their
+    outcomes as they are."""
     if not (parents := awaited(using, finished)):
         return
     try:
         with transaction.atomic(using=using):
-            settle(model, using, parents, gone_succeeded=gone_succeeded)
+            settle(model, using, parents)
     except DatabaseError as error:
         logger.warning("Settling what waits for jobs %s failed (%s): the sweep settles it", parents[:10], error)
 
@@ -389,7 +395,9 @@ def sweep(model: type[AbstractJob], using: str, *, limit: int = CHUNK) -> int:
     """Settle up to ``limit`` parents whose links are unsettled though they have finished
     or are gone (a job deleted while others waited for it, or finished by a path that
     does not settle), each batch in a transaction of its own: what the maintenance
-    leader runs. How many parents it settled."""
+    leader runs. How many parents it settled. A gone parent stops its children as a
+    failure would: one that succeeded and was deleted for it never leaves a link
+    unsettled (its finish settles them in the DELETE's transaction)."""
     active = model._base_manager.using(using).filter(pk=models.OuterRef("parent_id"), status__in=list(ACTIVE))
     stale = (
         link_rows(using)

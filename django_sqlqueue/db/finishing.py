@@ -276,9 +276,8 @@ def finish(
     for job, failure in failed.items():
         outcomes[job] = after_failure(job, failure, now)
         meant.append(Ended(job, failure.transition, error=failure.error))
-    kept = conf.SQLQUEUE_RETENTION[JobStatus.SUCCESSFUL]
     done: list[Ended] = []
-    if kept == datetime.timedelta(0):
+    if deletes_successes():
         fenced = _delete_successes(jobs, worker_id, outcomes)
         successes = [ended for ended in meant if ended.transition is SUCCEED]
         done += [ended._replace(transition=SUCCEED_UNKEPT) for ended in successes if ended.job.pk not in fenced]
@@ -302,6 +301,12 @@ def finish(
         if alone := _write_alone(jobs, worker_id, outcomes[ended.job], now, ended):
             done.append(alone)
     return done
+
+
+def deletes_successes() -> bool:
+    """Whether a success deletes its job (``SQLQUEUE_RETENTION["SUCCESSFUL"]`` 0) rather
+    than writing it ``SUCCESSFUL``."""
+    return conf.SQLQUEUE_RETENTION[JobStatus.SUCCESSFUL] == datetime.timedelta(0)
 
 
 def _fenced(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[AbstractJob, Mapping[str, Any]]) -> set[int]:

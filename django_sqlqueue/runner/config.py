@@ -23,7 +23,7 @@ class WorkerOptions:
     burst: bool
     log_level: int
     processes: int = 1
-    #: Exit after this many jobs, all processes together (``--max-jobs``).
+    #: Exit once this many jobs have finished, all processes together (``--max-jobs``).
     max_jobs: int | None = None
     #: The start of every worker's name (``--name``).
     name_prefix: str = ""

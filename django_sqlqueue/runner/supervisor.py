@@ -35,14 +35,14 @@ from django_sqlqueue.maintenance.rescue import Rescued, rescue_worker
 from django_sqlqueue.maintenance.schedules import sync_settings
 from django_sqlqueue.maintenance.services import maintenance_services
 from django_sqlqueue.models import Job, Leader, Worker
-from django_sqlqueue.rules.lifecycle import FAIL, FINISHED, OUTCOME_STATUS, RETRY, SNOOZE, STOP, SUCCEED
+from django_sqlqueue.rules.lifecycle import FAIL, RETRY, SNOOZE, STOP, SUCCEED
 from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.leases import keep_lease, stopped
 from django_sqlqueue.runner.naming import holder_name, worker_name
 from django_sqlqueue.runner.spawning import main_module_hidden
 from django_sqlqueue.runner.started import StartedJobs
-from django_sqlqueue.runner.worker import Budget
+from django_sqlqueue.runner.worker import Budget, finished
 
 logger = logging.getLogger(__name__)
 #: Who met the database away, as ``unless_away`` logs it.
@@ -275,8 +275,8 @@ class Supervisor:
                 by=SUPERVISOR,
             )
         )
-        # They will run after all: --max-jobs counts the attempts written, and theirs were not.
-        Budget(self.budget).give_back(rescued.released)
+        # Those given back or charged a retry will run after all: --max-jobs counts the jobs finished.
+        Budget(self.budget).settle(rescued.count, rescued.charged)
         unless_away(lambda: Worker.objects.filter(name=child.config.name).delete(), None, by=SUPERVISOR)
         logger.warning("Worker %s %s", child.config.name, how)
 
@@ -450,7 +450,7 @@ class Supervisor:
 
     def _finished(self) -> int:
         """The jobs its processes and rescues ended (``SUCCESSFUL``, ``FAILED``, ``CANCELLED``)."""
-        return sum(count for outcome, count in self.written.items() if OUTCOME_STATUS[outcome] in FINISHED)
+        return finished(self.written)
 
     def _status(self, elapsed: float) -> None:
         """Counts in jobs, by the status written, as ``sqlqueue_stats`` counts them; and

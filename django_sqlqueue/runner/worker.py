@@ -11,7 +11,7 @@ import socket
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
@@ -26,6 +26,7 @@ from django_sqlqueue.db.pausing import REFRESH_SECONDS, PausedQueues
 from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.maintenance.rescue import rescue_worker
 from django_sqlqueue.models import Job, JobStatus, Worker
+from django_sqlqueue.rules.lifecycle import FINISHED, OUTCOME_STATUS
 from django_sqlqueue.rules.registry import autodiscover
 from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.execution import JobOutcome, attempt
@@ -51,7 +52,9 @@ RECONNECT_MAX_SECONDS = 5.0
 
 
 class Budget:
-    """The jobs left under ``--max-jobs``, shared by the supervisor's processes."""
+    """The jobs left under ``--max-jobs``, shared by the supervisor's processes: a claim
+    takes its share, and :meth:`settle` keeps charged only the jobs whose outcome
+    written finished them."""
 
     def __init__(self, shared: Any) -> None:
         self.shared = shared
@@ -68,6 +71,20 @@ class Budget:
         if self.shared is not None and count:
             with self.shared.get_lock():
                 self.shared.value += count
+
+    def settle(self, taken: int, written: Mapping[str, int]) -> None:
+        """Of ``taken`` jobs, whose outcomes written are ``written`` (counts by outcome),
+        give back all but those that ended ``SUCCESSFUL``, ``FAILED`` or ``CANCELLED``:
+        a failed attempt to retry, a snooze, a job given back unstarted (or charged
+        ``WorkerLost`` by a rescue, to run again) will run after all, and a job the
+        fence kept out was not written. ``--max-jobs`` counts the jobs finished."""
+        self.give_back(taken - finished(written))
+
+
+def finished(written: Mapping[str, int]) -> int:
+    """Of the outcomes ``written`` (counts by outcome), the jobs they ended
+    (``SUCCESSFUL``, ``FAILED``, ``CANCELLED``)."""
+    return sum(count for outcome, count in written.items() if OUTCOME_STATUS[outcome] in FINISHED)
 
 
 class WorkerProcess:
@@ -314,7 +331,6 @@ class WorkerProcess:
         succeeded = {out.job: out.result for out in outcomes if out.started and out.error is None}
         failed = {out.job: out.failure for out in outcomes if out.started and out.failure is not None}
         unstarted = [out.job for out in outcomes if not out.started]
-        self.budget.give_back(len(unstarted))
         ended = Counter(
             outcome.transition.outcome
             for outcome in self._persist(
@@ -322,6 +338,7 @@ class WorkerProcess:
             )
         )
         self._persist(lambda: Job.objects.release(worker_id=self.config.name, unstarted=unstarted))
+        self.budget.settle(len(outcomes), ended)
         if (written := sum(ended.values())) < len(succeeded) + len(failed):
             self.lost = True
             logger.warning(

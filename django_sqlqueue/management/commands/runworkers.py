@@ -52,7 +52,16 @@ class Command(QueueCommand):
             help="Most jobs one claim takes (default: SQLQUEUE_BATCH_SIZE).",
         )
         parser.add_argument("--burst", action="store_true", help="Run what is ready now, then exit 0.")
-        parser.add_argument("--max-jobs", type=positive_int, default=None, help="Exit after this many jobs.")
+        parser.add_argument(
+            "--max-jobs",
+            type=positive_int,
+            default=None,
+            help=(
+                "Exit once this many jobs have finished (SUCCESSFUL, FAILED or CANCELLED), all processes "
+                "together. A failed attempt to retry, a snooze, and a job a crashed process held that will "
+                "run again do not count."
+            ),
+        )
         parser.add_argument(
             "--max-jobs-per-process",
             type=positive_int,

@@ -106,22 +106,46 @@ def test_chaos_kill_9_a_worker_every_second_loses_nothing(start_workers: StartWo
     assert not Worker.objects.exists()
 
 
-def test_max_jobs_counts_the_attempts_written_not_the_jobs_a_crash_gave_back(start_workers: StartWorkers) -> None:
+def _with_one_crash(count: int, at: int) -> None:
+    """``count`` jobs that record their runs, the one at ``at`` killing its worker process
+    the first time it runs (``crash_once``)."""
+    Job.objects.enqueue_many(
+        Job.objects.build(crash_once, (f"token-{n}",)) if n == at else Job.objects.build(record, (f"token-{n}",))
+        for n in range(count)
+    )
+
+
+def _rescued(workers: Workers) -> int:
+    rescued = re.search(r"Rescued (\d+) job\(s\) from worker", workers.text())
+    assert rescued, workers.text()
+    return int(rescued[1])
+
+
+def test_max_jobs_counts_the_jobs_finished_not_the_jobs_a_crash_gave_back(start_workers: StartWorkers) -> None:
     """Issue 36: the claimed jobs a crashed process had not started went back to
     ``READY`` uncounted, but stayed charged to ``--max-jobs``, which ended the run early."""
     # Batches grow 1, 2, 4, 8: the crash comes first in the third, with three jobs behind it.
-    Job.objects.enqueue_many(
-        Job.objects.build(crash_once, (f"token-{n}",)) if n == 3 else Job.objects.build(record, (f"token-{n}",))
-        for n in range(40)
-    )
+    _with_one_crash(40, at=3)
     workers = start_workers("--processes", "1", "--threads", "1", "--batch-size", "8", "--max-jobs", "20")
     assert workers.wait(60) == 0, workers.text()
-    rescued = re.search(r"Rescued (\d+) job\(s\) from worker", workers.text())
-    assert rescued, workers.text()
-    assert int(rescued[1]) > 1, "the crash gave no unstarted job back: the test tested nothing"
-    # The crashed attempt and 19 others, whether or not the crashed job's retry came among them.
-    assert sum(Job.objects.values_list("attempts", flat=True)) == 20, statuses()
-    assert sum(Receipt.objects.values_list("runs", flat=True)) == 20
+    assert _rescued(workers) > 1, "the crash gave no unstarted job back: the test tested nothing"
+    assert statuses() == {JobStatus.SUCCESSFUL: 20, JobStatus.READY: 20}
+    # 20 jobs finished and the crashed attempt (its receipt counts its run), whether or
+    # not the crashed job's retry came among them.
+    assert sum(Job.objects.values_list("attempts", flat=True)) == 21, statuses()
+    assert sum(Receipt.objects.values_list("runs", flat=True)) == 21
+
+
+def test_max_jobs_counts_no_attempt_a_crash_charged_to_jobs_that_will_run_again(start_workers: StartWorkers) -> None:
+    """Issue 52: the jobs of the crashed process's batch that had run before the crash,
+    their outcomes not yet written, were charged ``WorkerLost`` by the rescue and stayed
+    charged to ``--max-jobs`` though they run again: the run ended jobs short."""
+    # Batches grow 1, 2, 4, 8, 16 (quick jobs): the crash ends the fifth, after 15 that ran.
+    _with_one_crash(70, at=30)
+    workers = start_workers("--processes", "1", "--max-jobs", "50")
+    assert workers.wait(120) == 0, workers.text()
+    assert _rescued(workers) > 1, "the crash came before any other job of its batch ran: the test tested nothing"
+    assert statuses() == {JobStatus.SUCCESSFUL: 50, JobStatus.READY: 20}, workers.text()
 
 
 def test_the_status_line_counts_the_jobs_by_the_status_written_as_sqlqueue_stats_does(
@@ -133,8 +157,8 @@ def test_the_status_line_counts_the_jobs_by_the_status_written_as_sqlqueue_stats
     Job.objects.enqueue_many(Job.objects.build(add, (n, n)) for n in range(3))
     Job.objects.enqueue(fail, ("always",), max_attempts=3)
     Job.objects.enqueue(crash, max_attempts=1)
-    # 3 + 3 + 1 attempts: the run ends once the last one is written.
-    workers = start_workers("--processes", "1", "--max-jobs", "7")
+    # 3 + 1 + 1 jobs: the run ends once the last one has finished.
+    workers = start_workers("--processes", "1", "--max-jobs", "5")
     assert workers.wait(60) == 0, workers.text()
     line = re.search(
         r"jobs succeeded (\d+), failed (\d+), cancelled (\d+) \(\d+/s\); failed attempts to retry (\d+), snoozed \d+; "

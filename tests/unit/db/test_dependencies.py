@@ -14,9 +14,10 @@ import pytest
 from django.core.management import call_command
 from django.db import OperationalError, connections, transaction
 from django.db.models import Q
+from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
-from django_sqlqueue import workflows
+from django_sqlqueue import signals, workflows
 from django_sqlqueue.db import dependencies, finishing, notifying
 from django_sqlqueue.db.clock import DatabaseNowPlus, database_now
 from django_sqlqueue.exceptions import InvalidJobError
@@ -288,7 +289,7 @@ def test_a_database_error_while_settling_after_a_finish_is_logged_and_left_to_th
     it waited for its parent's row): a database error there leaves the outcome written."""
     parent, child, claimed = _settling_that_raises(monkeypatch, OperationalError("deadlock detected"))
     ended = finishing.finish(Job.objects.all(), worker_id=WORKER, succeeded={claimed: None}, failed={})
-    dependencies.settle_finished(Job, "default", [outcome.job for outcome in ended], gone_succeeded=[])
+    dependencies.settle_finished(Job, "default", [outcome.job for outcome in ended])
     assert f"Settling what waits for jobs [{parent.pk}] failed (deadlock detected)" in caplog.text
     assert (_status(parent), _status(child)) == (JobStatus.SUCCESSFUL, JobStatus.WAITING)
     monkeypatch.undo()
@@ -402,6 +403,23 @@ def test_a_finish_with_no_link_unsettled_reads_one_row_and_no_jobs_id(
         assert dependencies.awaited("default", []) == []
 
 
+def _linked_elsewhere(task: Any, *args: Any) -> tuple[Job, Job]:
+    """A parent and a child of ``task`` waiting for it, enqueued as another process would
+    (here a thread, on its own connection): this connection has not seen them linked."""
+    linked: list[Job] = []
+
+    def link() -> None:
+        linked.append(Job.objects.enqueue(noop))
+        linked.append(Job.objects.enqueue(task, args, after=[linked[0]]))
+        connections.close_all()
+
+    thread = threading.Thread(target=link)
+    thread.start()
+    thread.join()
+    parent, child = linked
+    return parent, child
+
+
 def _links_read(captured: CaptureQueriesContext) -> int:
     table = JobDependency._meta.db_table
     return sum(table in query["sql"] for query in captured.captured_queries)
@@ -415,27 +433,64 @@ def test_with_no_workflow_under_way_a_finish_reads_the_links_once_and_still_rele
     with CaptureQueriesContext(connections["default"]) as captured:
         Job.objects.finish(worker_id=WORKER, succeeded={claimed[second.pk]: None})
     assert _links_read(captured) == 1  # after its UPDATE only
-    # Another process (here a thread, on its own connection) links a job to one this
-    # worker then claims: the finish that took no look first settles right after.
-    linked: dict[str, Job] = {}
-
-    def link_elsewhere() -> None:
-        linked["parent"] = Job.objects.enqueue(noop)
-        linked["child"] = Job.objects.enqueue(noop, after=[linked["parent"]])
-        connections.close_all()
-
-    thread = threading.Thread(target=link_elsewhere)
-    thread.start()
-    thread.join()
-    parent = _claim_all()[linked["parent"].pk]
-    Job.objects.finish(worker_id=WORKER, succeeded={parent: None})
-    assert _status(linked["child"]) == JobStatus.READY
-    assert JobDependency.objects.get(child=linked["child"]).settled
+    # Another process links a job to one this worker then claims: the finish that took
+    # no look first settles right after.
+    parent, child = _linked_elsewhere(noop)
+    Job.objects.finish(worker_id=WORKER, succeeded={_claim_all()[parent.pk]: None})
+    assert _status(child) == JobStatus.READY
+    assert JobDependency.objects.get(child=child).settled
     # Now that it saw a link unsettled, the next finish looks first again.
     third = Job.objects.enqueue(noop)
     with CaptureQueriesContext(connections["default"]) as captured:
         Job.objects.finish(worker_id=WORKER, succeeded={_claim_all()[third.pk]: None})
     assert _links_read(captured) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(SQLQUEUE_RETENTION={"SUCCESSFUL": 0})
+def test_a_success_deleted_at_once_has_released_what_waits_for_it_before_its_receivers_and_the_sweep_run() -> None:
+    first = Job.objects.enqueue(noop)
+    Job.objects.finish(worker_id=WORKER, succeeded={_claim_all()[first.pk]: None})  # no link unsettled
+    parent, child = _linked_elsewhere(record, "after-a-deleted-success")
+    seen: list[object] = []
+
+    def sweep_on_success(sender: Any, *, job: Job, **kwargs: Any) -> None:
+        seen.extend([_status(child), dependencies.sweep(Job, "default")])
+
+    signals.job_succeeded.connect(sweep_on_success)
+    try:
+        assert Job.objects.finish(worker_id=WORKER, succeeded={_claim_all()[parent.pk]: None}) == 1
+    finally:
+        signals.job_succeeded.disconnect(sweep_on_success)
+    assert seen == [JobStatus.READY, 0]
+    assert not Job.objects.filter(pk=parent.pk).exists()
+    run_jobs()
+    assert Receipt.objects.get(token="after-a-deleted-success").runs == 1
+    assert not Job.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(SQLQUEUE_RETENTION={"SUCCESSFUL": 0})
+def test_a_finish_killed_between_deleting_a_success_and_settling_its_links_deletes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    first = Job.objects.enqueue(noop)
+    Job.objects.finish(worker_id=WORKER, succeeded={_claim_all()[first.pk]: None})  # no link unsettled
+    parent, child = _linked_elsewhere(noop)
+    claimed = _claim_all()[parent.pk]
+
+    def killed(*args: Any) -> list[int]:
+        raise SystemExit("killed between the delete and the release")
+
+    monkeypatch.setattr(dependencies, "_decide", killed)
+    with pytest.raises(SystemExit):
+        Job.objects.finish(worker_id=WORKER, succeeded={claimed: None})
+    # Still RUNNING, for its worker's next finish or the rescue; nothing for the sweep.
+    assert (_status(parent), _status(child)) == (JobStatus.RUNNING, JobStatus.WAITING)
+    assert dependencies.sweep(Job, "default") == 0
+    monkeypatch.undo()
+    assert Job.objects.finish(worker_id=WORKER, succeeded={claimed: None}) == 1
+    assert _status(child) == JobStatus.READY
 
 
 def test_a_finish_finds_the_jobs_that_are_waited_for() -> None:

@@ -205,6 +205,15 @@ def test_budget_is_shared_and_given_back() -> None:
     assert Budget(None).take(1000) == 1000
 
 
+def test_budget_keeps_charged_only_the_jobs_an_outcome_written_finished() -> None:
+    shared = multiprocessing.Value("q", 10)
+    budget = Budget(shared)
+    assert budget.take(10) == 10
+    # 10 taken: 4 finished, 2 to retry, 1 snoozed, and 3 given back unstarted or fenced off.
+    budget.settle(10, {"succeeded": 2, "failed": 1, "cancelled": 1, "retried": 2, "snoozed": 1})
+    assert shared.value == 6
+
+
 def test_a_missing_table_stops_the_worker_instead_of_waiting_for_the_database(process: WorkerProcess) -> None:
     """SQLite raises OperationalError for it, which once counted as a database away."""
     table, moved = connection.ops.quote_name(Job._meta.db_table), connection.ops.quote_name("moved_away")
