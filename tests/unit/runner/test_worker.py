@@ -23,9 +23,10 @@ from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.execution import JobOutcome
 from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.worker import BATCH_SECONDS, Budget, WorkerProcess
+from tests.support.severed import needs_a_server, sever_outcome_writes
 from tests.support.workers import wait_until
 from tests.support.zones import SERVER_ZONES, zones
-from tests.testapp.tasks import add, fail
+from tests.testapp.tasks import add, fail, snooze
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -249,6 +250,28 @@ def test_the_jobs_of_a_claim_whose_answer_was_lost_are_given_back_and_run(
         Job.objects.filter(pk__in=[job.pk for job in jobs]).order_by("pk").values_list("status", "attempts", "result")
     )
     assert list(rows) == [(JobStatus.SUCCESSFUL, 1, 2 * n) for n in range(3)]
+
+
+@needs_a_server
+def test_outcomes_whose_finish_is_killed_twice_in_a_row_are_kept_and_written(
+    process: WorkerProcess, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The finish's session is killed (an administrator, a failover, a proxy), and the
+    next one's on a fresh connection too: the worker keeps the outcomes and writes them
+    once it reconnects, a success as a success, never as a refusal to store it."""
+    jobs = [claim_one(add, 2, 3), claim_one(fail, "its own"), claim_one(snooze, 60)]
+    outcomes = [process.run_job(job) for job in jobs]
+    sever_outcome_writes(monkeypatch, times=2)
+    caplog.set_level(logging.WARNING, logger="django_sqlqueue")  # whatever an earlier command set
+    process.record(outcomes)
+    rows = Job.objects.order_by("pk").values_list("status", "result", "attempts", "snoozes", "last_error_class")
+    assert list(rows) == [
+        (JobStatus.SUCCESSFUL, 5, 1, 0, ""),
+        (JobStatus.READY, None, 1, 0, "builtins.RuntimeError"),
+        (JobStatus.READY, None, 0, 1, ""),
+    ]
+    assert caplog.text.count("reconnecting in") == 2
+    assert "refused" not in caplog.text
 
 
 def lose_the_answer_and_stop(process: WorkerProcess, monkeypatch: pytest.MonkeyPatch) -> None:
