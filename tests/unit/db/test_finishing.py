@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, OperationalError, connection
 from django.db.models.sql import Query
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
@@ -20,6 +20,7 @@ from django_sqlqueue.db.finishing import MESSAGE_LIMIT, TRACEBACK_LIMIT, retry_d
 from django_sqlqueue.db.vendors import is_away, is_unwritable
 from django_sqlqueue.exceptions import WorkerLost
 from django_sqlqueue.models import Job, JobStatus
+from tests.support.locks import held_elsewhere, impatient
 from tests.support.severed import needs_a_server, sever_outcome_writes
 from tests.support.spies import counting
 from tests.support.unstorable import max_allowed_packet, refused_json
@@ -722,6 +723,22 @@ def test_a_finish_whose_session_is_killed_twice_in_a_row_writes_nothing_and_refu
     failure.refresh_from_db()
     assert (done.status, done.result, done.attempts, done.errors) == (JobStatus.SUCCESSFUL, {"total": 3}, 1, [])
     assert (failure.status, [record["message"] for record in failure.errors]) == (JobStatus.READY, ["its own"])
+
+
+@pytest.mark.slow  # MySQL's shortest lock wait is a second, and the finish retries it eight times
+@pytest.mark.django_db(transaction=True)  # the lock is held from another connection
+def test_a_finish_held_up_by_a_lock_past_its_retries_raises_it_and_refuses_nothing() -> None:
+    """SQLite's write lock held by another process (or a row lock elsewhere) past every
+    retry: the database is busy, not refusing the outcome."""
+    (job,) = claim()
+    with held_elsewhere(job), impatient(), pytest.raises(OperationalError) as excinfo:
+        Job.objects.finish(worker_id="w", succeeded={job: "ok"})
+    assert is_away(excinfo.value)
+    job.refresh_from_db()
+    assert (job.status, job.errors) == (JobStatus.RUNNING, [])
+    assert Job.objects.finish(worker_id="w", succeeded={job: "ok"}) == 1
+    job.refresh_from_db()
+    assert (job.status, job.result, job.errors) == (JobStatus.SUCCESSFUL, "ok", [])
 
 
 @pytest.mark.django_db(transaction=True)  # the server ends the connection, and with it any transaction
