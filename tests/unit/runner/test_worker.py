@@ -274,6 +274,22 @@ def test_outcomes_whose_finish_is_killed_twice_in_a_row_are_kept_and_written(
     assert "refused" not in caplog.text
 
 
+@needs_a_server
+def test_a_stopping_worker_whose_finish_is_killed_says_so_and_writes_its_outcomes(
+    process: WorkerProcess, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Stopping (SIGTERM) drops no outcome it holds: it keeps trying within the grace period."""
+    job = claim_one(add, 2, 3)
+    outcome = process.run_job(job)
+    process.stop.set()
+    sever_outcome_writes(monkeypatch, times=2)
+    caplog.set_level(logging.WARNING, logger="django_sqlqueue")  # whatever an earlier command set
+    process.record([outcome])
+    job.refresh_from_db()
+    assert (job.status, job.result, job.errors) == (JobStatus.SUCCESSFUL, 5, [])
+    assert caplog.text.count("w: stopping with outcomes not yet written: it keeps trying until the shutdown grace") == 1
+
+
 def lose_the_answer_and_stop(process: WorkerProcess, monkeypatch: pytest.MonkeyPatch) -> None:
     """The worker's next claim commits, then the answer is lost and the worker is asked
     to stop: it gives the jobs back as it exits rather than before a next claim."""
