@@ -26,7 +26,7 @@ from django_sqlqueue.runner.worker import BATCH_SECONDS, Budget, WorkerProcess
 from tests.support.severed import needs_a_server, sever_outcome_writes
 from tests.support.workers import wait_until
 from tests.support.zones import SERVER_ZONES, zones
-from tests.testapp.tasks import add, fail, snooze
+from tests.testapp.tasks import add, batch_done, fail, snooze
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -272,6 +272,25 @@ def test_outcomes_whose_finish_is_killed_twice_in_a_row_are_kept_and_written(
     ]
     assert caplog.text.count("reconnecting in") == 2
     assert "refused" not in caplog.text
+
+
+@needs_a_server
+def test_a_batch_whose_last_finish_is_killed_twice_completes_once(
+    process: WorkerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The finish, its batch's count and its callbacks' enqueue are one transaction: the
+    killed session rolls it all back, and the worker writes it all again."""
+    with Job.objects.batch(on_finish=(batch_done, ("end",))) as batch:
+        Job.objects.enqueue(add, (2, 3))
+    [job] = Job.objects.claim(worker_id="w")
+    outcome = process.run_job(job)
+    sever_outcome_writes(monkeypatch, times=2)
+    process.record([outcome])
+    job.refresh_from_db()
+    batch.refresh_from_db()
+    assert (job.status, job.result, job.errors) == (JobStatus.SUCCESSFUL, 5, [])
+    assert (batch.succeeded, batch.pending, list(batch.callback_jobs)) == (1, 0, ["on_finish"])
+    assert list(Job.objects.exclude(pk=job.pk).values_list("pk", flat=True)) == [batch.callback_jobs["on_finish"]]
 
 
 @needs_a_server
