@@ -165,7 +165,8 @@ class JobManager(EnqueueingManager[JobT]):
         attempt it claimed are written: returns how many were, so a worker knows when it
         lost one. With ``SQLQUEUE_RETENTION["SUCCESSFUL"]`` 0 a success deletes its job
         instead (one DELETE, fenced the same way), and counts as written. Raises what the
-        database raised when it is out of reach."""
+        database raised when it is out of reach or the connection was lost (a killed
+        session, however often in a row), having written nothing: call it again."""
         return sum(self.finish_by_status(worker_id=worker_id, succeeded=succeeded, failed=failed).values())
 
     def finish_by_status(

@@ -20,6 +20,7 @@ from django.db.models import Case, F, Field, Value, When
 from django.db.models.expressions import Combinable
 
 from django_sqlqueue.conf import conf
+from django_sqlqueue.db import packets
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import HeldBy, PrimaryKeyIn
 from django_sqlqueue.db.lifecycle import column_case, status_case, written
@@ -286,11 +287,11 @@ def finish(
         return done
     try:
         count = _write(jobs, worker_id, outcomes)
-    except DatabaseError as error:
-        if not _refused(jobs.db, error):
-            raise
+    except _Refused as refused:
         logger.warning(
-            "The database refused the outcomes of %d jobs (%s): writing them one job at a time", len(outcomes), error
+            "The database refused the outcomes of %d jobs (%s): writing them one job at a time",
+            len(outcomes),
+            refused.error,
         )
     else:
         if count == len(outcomes):
@@ -348,10 +349,26 @@ def _delete_successes(
 
 def _write(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[AbstractJob, Mapping[str, Any]]) -> int:
     """One UPDATE of the held jobs among ``outcomes``; in a savepoint inside a caller's
-    transaction, which a refused statement would otherwise break (PostgreSQL)."""
+    transaction, which a refused statement would otherwise break (PostgreSQL). Raises
+    :class:`_Refused` when the database refused its data, and any other error as it
+    came (a lost connection among them, for the caller to write it again)."""
     statement = outcome_updates(jobs.model, connections[jobs.db])
     sql, params = statement.sql(worker_id, outcomes)
-    return retry_transient(jobs.db, lambda: statement.run(sql, params), atomic=connections[jobs.db].in_atomic_block)
+    try:
+        return retry_transient(jobs.db, lambda: statement.run(sql, params), atomic=connections[jobs.db].in_atomic_block)
+    except DatabaseError as error:
+        if _refused(jobs.db, error, sql, params):
+            raise _Refused(error) from error
+        raise
+
+
+class _Refused(Exception):
+    """The database refused the data of an outcome's statement: no retry can write it."""
+
+    def __init__(self, error: DatabaseError) -> None:
+        super().__init__(str(error))
+        #: What the database said.
+        self.error = error
 
 
 class _OutcomeUpdate:
@@ -411,9 +428,8 @@ def _write_alone(
     job = meant.job
     try:
         return meant if _write(jobs, worker_id, {job: outcome}) else None
-    except DatabaseError as error:
-        if not _refused(jobs.db, error):
-            raise
+    except _Refused as refused:
+        error = refused.error
         if meant.transition is SUCCEED:
             what = f"{job.task} finished, but the database refused to store its return value"
         elif "errors" in outcome:
@@ -426,28 +442,27 @@ def _write_alone(
     try:
         wrote = _write(jobs, worker_id, {job: after_failure(job, failure, now)})
         return Ended(job, failure.transition, error=refusal) if wrote else None
-    except DatabaseError as error:
-        if not _refused(jobs.db, error):
-            raise
-        logger.error("Job %s: %s, and the error saying so (%s); it is FAILED", job.pk, refusal, error)
+    except _Refused as refused:
+        logger.error("Job %s: %s, and the error saying so (%s); it is FAILED", job.pk, refusal, refused.error)
     failed = written(FAIL_UNRECORDED, finished_at=now)
     return Ended(job, FAIL_UNRECORDED, error=refusal) if _write(jobs, worker_id, {job: failed}) else None
 
 
-def _refused(using: str, error: DatabaseError) -> bool:
-    """Whether the database refused the data of the statement that raised ``error``:
-    an unwritable value, or a connection that this statement lost. (MariaDB ends the
-    connection of a statement larger than ``max_allowed_packet``; past a few times that
-    size the client sees only 'server has gone away'.) A lost connection is closed: the
-    next statement opens another, and where the server is out of reach indeed, that
-    fails to connect, which is no refusal. Inside a transaction nothing can reconnect."""
+def _refused(using: str, error: DatabaseError, sql: str, params: tuple[Any, ...]) -> bool:
+    """Whether the database refused the data of the statement ``sql`` that raised
+    ``error``: an unwritable value, or a statement larger than the server allows whose
+    connection the server ended (:func:`~django_sqlqueue.db.packets.too_large`). Any
+    other lost connection (a killed session, a restart, a failover) is the database
+    away, however many times in a row, never a refusal: the worker keeps the outcome
+    and writes it again once it reconnects. A lost connection is closed, so that the
+    next statement opens another. Inside a transaction nothing can reconnect."""
     connection = connections[using]
     if connection.in_atomic_block:
         return is_unwritable(error)
     lost = connection.connection is not None and not connection.is_usable()
     if lost:
         connection.close()
-    return is_unwritable(error) or (lost and is_away(error))
+    return is_unwritable(error) or (lost and is_away(error) and packets.too_large(connection, sql, params))
 
 
 def release(

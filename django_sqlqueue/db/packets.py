@@ -1,6 +1,7 @@
 """How many new jobs one multi-row ``INSERT`` may carry on MySQL/MariaDB, whose server
 refuses a statement larger than ``max_allowed_packet`` (16 MiB by default), and
-MariaDB ends the connection that sent it.
+MariaDB ends the connection that sent it; and whether a statement whose connection
+ended was such a refusal (:func:`too_large`) or the connection lost.
 
 Rows are measured as the SQL text they are sent as (their values escaped,
 :mod:`~django_sqlqueue.db.literals`), so a statement cut here always fits, and rows of
@@ -10,6 +11,7 @@ from the statement and take any size the columns do."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, cast
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
@@ -25,10 +27,29 @@ def most_statement_bytes(connection: BaseDatabaseWrapper) -> int | None:
     the database sets no such limit."""
     if connection.vendor != "mysql":
         return None
+    return _max_allowed_packet(connection) - _STATEMENT_OVERHEAD
+
+
+def too_large(connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any]) -> bool:
+    """Whether ``sql`` with ``params`` is larger than the server's ``max_allowed_packet``
+    on ``connection``: MariaDB ends the connection of such a statement, and past a few
+    times that size the client sees only the connection ending ('server has gone
+    away'), the words of any other lost connection. Always False on the other
+    databases, which end a connection for no statement's size. Asks the server, so a
+    connection it ended is opened again (and a server still away raises)."""
+    if connection.vendor != "mysql":
+        return False
+    packet = _max_allowed_packet(connection)
+    # The text the driver sends: each value escaped into the statement.
+    literal = cast(Any, connection.connection).literal
+    return len(sql.encode()) + sum(len(literal(param)) for param in params) > packet
+
+
+def _max_allowed_packet(connection: BaseDatabaseWrapper) -> int:
     with connection.cursor() as cursor:
         cursor.execute("SELECT @@max_allowed_packet")
         (packet,) = cursor.fetchone()
-    return int(packet) - _STATEMENT_OVERHEAD
+    return int(packet)
 
 
 def text_bytes(row: str) -> int:

@@ -357,12 +357,24 @@ class WorkerProcess:
     def _persist(self, write: Callable[[], Written]) -> Written:
         """``write()``, tried until the database takes it: outcomes are all the proof
         that the jobs ran, and a rescue would run them again. (``finish`` itself turns
-        an outcome the database refuses into that job's failed attempt.)"""
+        an outcome the database refuses into that job's failed attempt; a lost
+        connection, however often, is the database away.) A stopping worker keeps
+        trying, and says so: past the shutdown grace period the supervisor kills it and
+        gives those jobs back with a ``WorkerLost`` error rather than a wrong outcome."""
+        told = False
         while True:
             try:
                 count = write()
             except Error as error:
                 self._database_down(error, keep_going=True)
+                if self.stop.is_set() and not told:
+                    told = True
+                    logger.warning(
+                        "%s: stopping with outcomes not yet written: it keeps trying until the shutdown "
+                        "grace period (SQLQUEUE_SHUTDOWN_GRACE) runs out; then it is killed, and their jobs "
+                        "rescued as WorkerLost",
+                        self.config.name,
+                    )
             else:
                 self.database_failures = 0
                 return count

@@ -3,8 +3,12 @@ session does: the holder learns of it at its next statement, which raises."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.db import connection, connections
+
+from django_sqlqueue.db import finishing
 
 #: SQLite is a file: there is no server to end a connection.
 needs_a_server = pytest.mark.skipif(
@@ -28,3 +32,21 @@ def sever(alias: str = "default") -> None:
                 cursor.execute(f"KILL CONNECTION {int(session)}")
     finally:
         killer.close()
+
+
+def sever_outcome_writes(monkeypatch: pytest.MonkeyPatch, times: int, *, after: int = 0) -> None:
+    """End the session of each of ``times`` statements that write a finish's outcomes,
+    the next ones once ``after`` more have run, just before it runs, as a conformance
+    suite that kills the finish's session does: the statement meets the connection ended."""
+    run = finishing._OutcomeUpdate.run
+    untouched, left = [after], [times]
+
+    def severed_first(update: Any, sql: str, params: tuple[Any, ...]) -> int:
+        if untouched[0]:
+            untouched[0] -= 1
+        elif left[0]:
+            left[0] -= 1
+            sever()
+        return run(update, sql, params)
+
+    monkeypatch.setattr(finishing._OutcomeUpdate, "run", severed_first)

@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import DatabaseError, OperationalError, connection
 from django.db.models.sql import Query
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
@@ -17,8 +17,11 @@ from django.test.utils import CaptureQueriesContext
 from django_sqlqueue.db import finishing
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.finishing import MESSAGE_LIMIT, TRACEBACK_LIMIT, retry_delay
+from django_sqlqueue.db.vendors import is_away, is_unwritable
 from django_sqlqueue.exceptions import WorkerLost
 from django_sqlqueue.models import Job, JobStatus
+from tests.support.locks import held_elsewhere, impatient
+from tests.support.severed import needs_a_server, sever_outcome_writes
 from tests.support.spies import counting
 from tests.support.unstorable import max_allowed_packet, refused_json
 from tests.testapp.tasks import noop
@@ -692,4 +695,75 @@ def test_a_job_whose_errors_leave_no_room_for_the_refusal_fails_with_its_errors_
     )
     assert logged.endswith(
         "and the error saying so ((1153, \"Got a packet bigger than 'max_allowed_packet' bytes\")); it is FAILED"
+    )
+
+
+# A lost connection is the database away, never a refusal
+
+
+@pytest.mark.django_db(transaction=True)  # the server ends the connection, and with it any transaction
+@needs_a_server
+def test_a_finish_whose_session_is_killed_twice_in_a_row_writes_nothing_and_refuses_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Killed (an administrator, a failover, a proxy) at the batch's UPDATE, then at the
+    one job's UPDATE on a fresh connection: each finish raises the lost connection and
+    writes nothing, and the next one writes the outcomes as the attempts ended."""
+    done, failure = claim(2, max_attempts=3)
+    sever_outcome_writes(monkeypatch, times=2)
+    for _ in range(2):
+        with pytest.raises(DatabaseError) as excinfo:
+            Job.objects.finish(worker_id="w", succeeded={done: {"total": 3}}, failed={failure: raised("its own")})
+        assert is_away(excinfo.value)
+        assert not is_unwritable(excinfo.value)
+        rows = Job.objects.order_by("pk").values_list("status", "attempts", "errors")
+        assert list(rows) == [(JobStatus.RUNNING, 1, []), (JobStatus.RUNNING, 1, [])]
+    assert Job.objects.finish(worker_id="w", succeeded={done: {"total": 3}}, failed={failure: raised("its own")}) == 2
+    done.refresh_from_db()
+    failure.refresh_from_db()
+    assert (done.status, done.result, done.attempts, done.errors) == (JobStatus.SUCCESSFUL, {"total": 3}, 1, [])
+    assert (failure.status, [record["message"] for record in failure.errors]) == (JobStatus.READY, ["its own"])
+
+
+@pytest.mark.slow  # MySQL's shortest lock wait is a second, and the finish retries it eight times
+@pytest.mark.django_db(transaction=True)  # the lock is held from another connection
+def test_a_finish_held_up_by_a_lock_past_its_retries_raises_it_and_refuses_nothing() -> None:
+    """SQLite's write lock held by another process (or a row lock elsewhere) past every
+    retry: the database is busy, not refusing the outcome."""
+    (job,) = claim()
+    with held_elsewhere(job), impatient(), pytest.raises(OperationalError) as excinfo:
+        Job.objects.finish(worker_id="w", succeeded={job: "ok"})
+    assert is_away(excinfo.value)
+    job.refresh_from_db()
+    assert (job.status, job.errors) == (JobStatus.RUNNING, [])
+    assert Job.objects.finish(worker_id="w", succeeded={job: "ok"}) == 1
+    job.refresh_from_db()
+    assert (job.status, job.result, job.errors) == (JobStatus.SUCCESSFUL, "ok", [])
+
+
+@pytest.mark.django_db(transaction=True)  # the server ends the connection, and with it any transaction
+@pytest.mark.skipif(connection.vendor != "mysql", reason="MariaDB's max_allowed_packet bounds a statement")
+def test_a_result_larger_than_max_allowed_packet_after_a_killed_session_fails_its_attempt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Both end the connection, and far over the limit the client sees the same words
+    for both ('server has gone away'): the statement's size tells the refusal. The
+    batch's UPDATE is refused; the good job's own, killed, is not."""
+    good, bad = claim(2, max_attempts=3)
+    large = "x" * (4 * max_allowed_packet())
+    sever_outcome_writes(monkeypatch, times=1, after=1)
+    with pytest.raises(DatabaseError) as excinfo:
+        Job.objects.finish(worker_id="w", succeeded={good: "fine", bad: large})
+    assert is_away(excinfo.value)
+    rows = Job.objects.order_by("pk").values_list("status", "errors")
+    assert list(rows) == [(JobStatus.RUNNING, []), (JobStatus.RUNNING, [])]
+    assert Job.objects.finish(worker_id="w", succeeded={good: "fine", bad: large}) == 2
+    good.refresh_from_db()
+    bad.refresh_from_db()
+    assert (good.status, good.result, good.errors) == (JobStatus.SUCCESSFUL, "fine", [])
+    (record,) = bad.errors
+    assert (bad.status, bad.result, record["exception_class_path"]) == (JobStatus.READY, None, INVALID_JOB)
+    assert record["message"] == (
+        "tests.testapp.tasks.noop finished, but the database refused to store its return value: "
+        "(2006, 'Server has gone away')"
     )

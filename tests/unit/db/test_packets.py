@@ -63,3 +63,20 @@ def test_a_job_larger_than_a_packet_is_refused_and_nothing_is_written() -> None:
     Job.objects.all().delete()
     with transaction.atomic():  # the connection goes on
         assert len(Job.objects.enqueue_many([Job.objects.build(noop, [n]) for n in range(2)])) == 2
+
+
+@pytest.mark.django_db
+def test_too_large_is_a_statement_past_the_packet_on_mysql_alone() -> None:
+    """MariaDB ends the connection of a statement past ``max_allowed_packet``; no other
+    database ends one for its size."""
+    if connection.vendor != "mysql":
+        assert not packets.too_large(connection, "SELECT %s", ["x" * 100_000_000])
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT @@max_allowed_packet")
+        (packet,) = cursor.fetchone()
+    sql = "SELECT %s"
+    fits = "x" * (packet - len(sql) - 10)
+    assert not packets.too_large(connection, sql, [fits])
+    # Each quote escaped: twice the bytes in the statement's text.
+    assert packets.too_large(connection, sql, ["'" * (packet // 2 + 1)])

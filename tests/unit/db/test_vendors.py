@@ -7,7 +7,9 @@ unsafe (``claim_problem``, ``version_problem``), and the drivers it runs on
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -255,6 +257,46 @@ def test_a_connection_the_server_ended_is_away() -> None:
     finally:
         with contextlib.suppress(Error):
             victim.close()
+
+
+def sqlite_raises(path: Path, statement: str, *, mode: str = "rw", timeout: float = 5) -> Error:
+    """What a real SQLite database file at ``path`` raises for ``statement`` on a
+    connection opened in ``mode``, as Django raises it."""
+    with pytest.raises(Error) as excinfo, unopened("sqlite3", None).wrap_database_errors:
+        run_on_sqlite(path, statement, mode=mode, timeout=timeout)
+    return excinfo.value
+
+
+def run_on_sqlite(path: Path, statement: str, *, mode: str, timeout: float) -> None:
+    """Run ``statement`` on its own connection, which takes strings and blobs of 1,000 bytes at most."""
+    database = sqlite3.connect(f"file:{path}?mode={mode}", uri=True, timeout=timeout, isolation_level=None)
+    try:
+        database.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1000)
+        database.execute(statement)
+    finally:
+        database.close()
+
+
+def test_real_sqlite_errors_are_away_or_unwritable(tmp_path: Path) -> None:
+    """SQLite kills no session: its errors that pass are a write lock held too long, a
+    file it cannot open or write for now; only a value past its limits is the data's."""
+    path = tmp_path / "scratch.sqlite3"
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as database:
+        database.execute("CREATE TABLE t (v TEXT)")
+        database.execute("BEGIN IMMEDIATE")
+        locked = sqlite_raises(path, "BEGIN IMMEDIATE", timeout=0)
+    read_only = sqlite_raises(path, "INSERT INTO t VALUES ('a')", mode="ro")
+    unopened_file = sqlite_raises(tmp_path / "missing" / "scratch.sqlite3", "SELECT 1")
+    too_big = sqlite_raises(path, f"INSERT INTO t VALUES ('{'x' * 2000}')")
+    decided = {
+        str(error): (is_away(error), is_unwritable(error)) for error in (locked, read_only, unopened_file, too_big)
+    }
+    assert decided == {
+        "database is locked": (True, False),
+        "attempt to write a readonly database": (True, False),
+        "unable to open database file": (True, False),
+        "string or blob too big": (False, True),
+    }
 
 
 #: Statements that fail because the schema is not what the code expects.

@@ -23,9 +23,10 @@ from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.execution import JobOutcome
 from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.worker import BATCH_SECONDS, Budget, WorkerProcess
+from tests.support.severed import needs_a_server, sever_outcome_writes
 from tests.support.workers import wait_until
 from tests.support.zones import SERVER_ZONES, zones
-from tests.testapp.tasks import add, fail
+from tests.testapp.tasks import add, batch_done, fail, snooze
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -258,6 +259,63 @@ def test_the_jobs_of_a_claim_whose_answer_was_lost_are_given_back_and_run(
         Job.objects.filter(pk__in=[job.pk for job in jobs]).order_by("pk").values_list("status", "attempts", "result")
     )
     assert list(rows) == [(JobStatus.SUCCESSFUL, 1, 2 * n) for n in range(3)]
+
+
+@needs_a_server
+def test_outcomes_whose_finish_is_killed_twice_in_a_row_are_kept_and_written(
+    process: WorkerProcess, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The finish's session is killed (an administrator, a failover, a proxy), and the
+    next one's on a fresh connection too: the worker keeps the outcomes and writes them
+    once it reconnects, a success as a success, never as a refusal to store it."""
+    jobs = [claim_one(add, 2, 3), claim_one(fail, "its own"), claim_one(snooze, 60)]
+    outcomes = [process.run_job(job) for job in jobs]
+    sever_outcome_writes(monkeypatch, times=2)
+    caplog.set_level(logging.WARNING, logger="django_sqlqueue")  # whatever an earlier command set
+    process.record(outcomes)
+    rows = Job.objects.order_by("pk").values_list("status", "result", "attempts", "snoozes", "last_error_class")
+    assert list(rows) == [
+        (JobStatus.SUCCESSFUL, 5, 1, 0, ""),
+        (JobStatus.READY, None, 1, 0, "builtins.RuntimeError"),
+        (JobStatus.READY, None, 0, 1, ""),
+    ]
+    assert caplog.text.count("reconnecting in") == 2
+    assert "refused" not in caplog.text
+
+
+@needs_a_server
+def test_a_batch_whose_last_finish_is_killed_twice_completes_once(
+    process: WorkerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The finish, its batch's count and its callbacks' enqueue are one transaction: the
+    killed session rolls it all back, and the worker writes it all again."""
+    with Job.objects.batch(on_finish=(batch_done, ("end",))) as batch:
+        Job.objects.enqueue(add, (2, 3))
+    [job] = Job.objects.claim(worker_id="w")
+    outcome = process.run_job(job)
+    sever_outcome_writes(monkeypatch, times=2)
+    process.record([outcome])
+    job.refresh_from_db()
+    batch.refresh_from_db()
+    assert (job.status, job.result, job.errors) == (JobStatus.SUCCESSFUL, 5, [])
+    assert (batch.succeeded, batch.pending, list(batch.callback_jobs)) == (1, 0, ["on_finish"])
+    assert list(Job.objects.exclude(pk=job.pk).values_list("pk", flat=True)) == [batch.callback_jobs["on_finish"]]
+
+
+@needs_a_server
+def test_a_stopping_worker_whose_finish_is_killed_says_so_and_writes_its_outcomes(
+    process: WorkerProcess, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Stopping (SIGTERM) drops no outcome it holds: it keeps trying within the grace period."""
+    job = claim_one(add, 2, 3)
+    outcome = process.run_job(job)
+    process.stop.set()
+    sever_outcome_writes(monkeypatch, times=2)
+    caplog.set_level(logging.WARNING, logger="django_sqlqueue")  # whatever an earlier command set
+    process.record([outcome])
+    job.refresh_from_db()
+    assert (job.status, job.result, job.errors) == (JobStatus.SUCCESSFUL, 5, [])
+    assert caplog.text.count("w: stopping with outcomes not yet written: it keeps trying until the shutdown grace") == 1
 
 
 def lose_the_answer_and_stop(process: WorkerProcess, monkeypatch: pytest.MonkeyPatch) -> None:
