@@ -10,17 +10,18 @@ overwritten) and a million jobs never sit in one transaction."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.admin.models import CHANGE, DELETION, LogEntry
 from django.contrib.contenttypes.models import ContentType
-from django.db import DatabaseError, IntegrityError, models, transaction
+from django.db import DatabaseError, models, transaction
 from django.http import HttpRequest
 
 from django_sqlqueue.db import dependencies, dependents
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.keys import unique
 from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import Job
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 
 #: Rows locked and written per transaction.
 CHUNK_SIZE = 1000
+#: Jobs left as they were that the message names, each with the job holding its key.
+NAMED = 10
 #: Jobs that get an admin log entry of their own per change; past this, one summary
 #: entry records how many more were changed, so retrying a million jobs does not also
 #: write a million log rows.
@@ -130,6 +133,9 @@ class Tally:
     requested: int = 0
     #: Jobs left as they were because another active job holds their ``unique_key``.
     held: int = 0
+    #: The first :data:`NAMED` of those, each with the id of the job holding its key
+    #: (None when that one ended since).
+    held_by: list[tuple[int, int | None]] = dataclasses.field(default_factory=list)
     #: Jobs a retried job's end had cancelled: brought back to wait for it again
     #: (``retries_dependents``), else left cancelled.
     dependents: int = 0
@@ -142,7 +148,16 @@ class Tally:
         self.skipped += other.skipped
         self.requested += other.requested
         self.held += other.held
+        self.held_by = (self.held_by + other.held_by)[:NAMED]
         self.dependents += other.dependents
+
+    def hold(self, alias: str, keys: Mapping[int, str | None]) -> None:
+        """Count in the jobs ``keys`` (id to unique key) left as they were, naming the
+        jobs that hold their keys."""
+        self.held += len(keys)
+        shown = dict(list(keys.items())[: max(NAMED - len(self.held_by), 0)])
+        holding = unique.holders(Job, alias, {key for key in shown.values() if key is not None})
+        self.held_by += [(pk, getattr(holding.get(key or ""), "pk", None)) for pk, key in shown.items()]
 
 
 def apply(change: Change, jobs: QuerySet[Job], request: HttpRequest) -> Tally:
@@ -178,12 +193,12 @@ def _apply(change: Change, jobs: QuerySet[Job], request: HttpRequest, tally: Tal
             # The chunk's own tally, counted in once it has committed, never before.
             done = Tally(skipped=len(locked) - len(eligible))
             held = _activate(targets, eligible, change, alias) if change.activates else set()
-            done.held = len(held)
+            done.hold(alias, {job.pk: job.unique_key for job in eligible if job.pk in held})
             eligible = [job for job in eligible if job.pk not in held]
             if eligible:
                 _log(change, request, eligible, already_logged=tally.done)
                 if change.activates:
-                    done.dependents = _dependents(change, [job.pk for job in eligible], alias)
+                    _dependents(change, [job.pk for job in eligible], alias, done)
                 if change.cancels:
                     done.done, done.requested = Job.objects.db_manager(alias).cancel(job.pk for job in eligible)
                 elif change.writes is None:
@@ -197,28 +212,23 @@ def _apply(change: Change, jobs: QuerySet[Job], request: HttpRequest, tally: Tal
 
 
 def _activate(targets: QuerySet[Job], eligible: list[Job], change: Change, alias: str) -> set[int]:
-    """Write ``change`` to ``eligible``: the jobs without a key in one UPDATE, each job with
-    one in a savepoint of its own, so that one whose key another active job holds now
-    (the unique index refuses it) is left as it is. Returns the ids of those."""
+    """Write ``change`` to ``eligible`` (``unique.update_each``): the ids of the jobs
+    left as they were because another active job holds their key now."""
     assert change.writes is not None
-    targets.filter(unique_key__isnull=True).update(**change.writes())
-    held = set()
-    for job in eligible:
-        if job.unique_key is not None:
-            try:
-                with transaction.atomic(using=alias):
-                    Job.objects.using(alias).filter(pk=job.pk).update(**change.writes())
-            except IntegrityError:
-                held.add(job.pk)
-    return held
+    keyed = [job.pk for job in eligible if job.unique_key is not None]
+    return unique.update_each(targets, keyed, alias, **change.writes())
 
 
-def _dependents(change: Change, retried: list[int], alias: str) -> int:
-    """With ``retries_dependents``, bring back what the ends of ``retried`` cancelled:
-    how many came back; else how many stay cancelled."""
-    if change.retries_dependents:
-        return dependents.retry_dependents(Job, alias, retried)
-    return len(dependents.cancelled_dependents(Job, alias, retried, lock=False))
+def _dependents(change: Change, retried: list[int], alias: str, done: Tally) -> None:
+    """With ``retries_dependents``, bring back what the ends of ``retried`` cancelled,
+    counting into ``done`` those back and those another job's unique key keeps out;
+    else count those that stay cancelled."""
+    if not change.retries_dependents:
+        done.dependents = len(dependents.cancelled_dependents(Job, alias, retried, lock=False))
+        return
+    restored = dependents.retry_dependents(Job, alias, retried)
+    done.dependents = restored.back
+    done.hold(alias, restored.held)
 
 
 def _log(change: Change, request: HttpRequest, jobs: list[Job], *, already_logged: int) -> None:
@@ -253,7 +263,12 @@ def report(change: Change, tally: Tally) -> str:
     if tally.skipped:
         message += f" Skipped {_jobs(tally.skipped)}: {change.skipped}."
     if tally.held:
-        message += f" Left {_jobs(tally.held)} as they were: another ready or running job holds their unique key."
+        message += f" Left {_jobs(tally.held)} as they were: another ready or running job holds their unique key"
+        named = "; ".join(
+            f"job {pk}: its unique key is held by {f'job {holder}' if holder else 'a job that has ended since'}"
+            for pk, holder in tally.held_by
+        )
+        message += f" ({named}{'; …' if tally.held > len(tally.held_by) else ''})."
     if tally.dependents and change.retries_dependents:
         message += f" {_jobs(tally.dependents).capitalize()} their ends had cancelled wait for them again."
     elif tally.dependents:
