@@ -10,6 +10,9 @@ overwritten) and a million jobs never sit in one transaction."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+import operator
+from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -66,15 +69,14 @@ class Change:
     retries_dependents: bool = False
 
 
-RETRY = Change(
-    name="retry",
-    label="Retry",
-    done="Retried",
-    permission="retry",
-    applies=lambda: allowed(lifecycle.ADMIN_RETRY),
+def retried(unfinished: int) -> dict[str, Any]:
+    """What a Retry writes to a job that ``unfinished`` jobs it was enqueued after have
+    not finished (``admin_retry_transition``): ready now for none, else waiting for them."""
+    transition = lifecycle.admin_retry_transition(unfinished=unfinished)
+    waits: dict[str, Any] = {"waiting_for": unfinished} if "waiting_for" in transition.writes else {}
     # A fresh budget of attempts and snoozes: the errors of the earlier ones stay in ``errors``.
-    writes=lambda: written(
-        lifecycle.ADMIN_RETRY,
+    return written(
+        transition,
         run_at=DatabaseNow(),
         attempts=0,
         snoozes=0,
@@ -85,7 +87,17 @@ RETRY = Change(
         # A person asked for it to run: a deadline it missed no longer holds.
         expires_at=None,
         end_reason="",
-    ),
+        **waits,
+    )
+
+
+RETRY = Change(
+    name="retry",
+    label="Retry",
+    done="Retried",
+    permission="retry",
+    applies=lambda: functools.reduce(operator.or_, map(allowed, lifecycle.ADMIN_RETRIES)),
+    writes=lambda: retried(0),
     skipped="not failed or cancelled",
     activates=True,
 )
@@ -192,7 +204,7 @@ def _apply(change: Change, jobs: QuerySet[Job], request: HttpRequest, tally: Tal
             eligible = list(targets.only("pk", "task", "status", "unique_key"))
             # The chunk's own tally, counted in once it has committed, never before.
             done = Tally(skipped=len(locked) - len(eligible))
-            held = _activate(targets, eligible, change, alias) if change.activates else set()
+            held = _activate(targets, eligible, alias) if change.activates else set()
             done.hold(alias, {job.pk: job.unique_key for job in eligible if job.pk in held})
             eligible = [job for job in eligible if job.pk not in held]
             if eligible:
@@ -211,12 +223,21 @@ def _apply(change: Change, jobs: QuerySet[Job], request: HttpRequest, tally: Tal
         tally.add(done)
 
 
-def _activate(targets: QuerySet[Job], eligible: list[Job], change: Change, alias: str) -> set[int]:
-    """Write ``change`` to ``eligible`` (``unique.update_each``): the ids of the jobs
-    left as they were because another active job holds their key now."""
-    assert change.writes is not None
-    keyed = [job.pk for job in eligible if job.unique_key is not None]
-    return unique.update_each(targets, keyed, alias, **change.writes())
+def _activate(targets: QuerySet[Job], eligible: list[Job], alias: str) -> set[int]:
+    """Retry ``eligible``: ready now, or waiting again for the jobs they were enqueued
+    after that have not finished, each group written by ``unique.update_each``. The
+    ids of the jobs left as they were because another active job holds their key now."""
+    unfinished = dependents.unfinished_parents(Job, alias, [job.pk for job in eligible])
+    groups: dict[int, list[Job]] = defaultdict(list)
+    for job in eligible:
+        groups[unfinished.get(job.pk, 0)].append(job)
+    held: set[int] = set()
+    for count, jobs in groups.items():
+        keyed = [job.pk for job in jobs if job.unique_key is not None]
+        rows = targets.filter(pk__in=[job.pk for job in jobs])
+        held |= unique.update_each(rows, keyed, alias, **retried(count))
+    dependents.wait_again(Job, alias, unfinished.keys() - held)
+    return held
 
 
 def _dependents(change: Change, retried: list[int], alias: str, done: Tally) -> None:

@@ -23,10 +23,38 @@ from django_sqlqueue.db.dependencies import chunks, link_rows, unsettled_here
 from django_sqlqueue.db.keys import unique
 from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.rules.dependencies import BLOCKING, stopped_by
-from django_sqlqueue.rules.lifecycle import RETRY_DEPENDENT, JobStatus
+from django_sqlqueue.rules.lifecycle import ACTIVE, RETRY_DEPENDENT, JobStatus
 
 if TYPE_CHECKING:
     from django_sqlqueue.db.table import AbstractJob
+
+
+def unfinished_parents(model: type[AbstractJob], using: str, retried: Collection[int]) -> dict[int, int]:
+    """How many of the jobs each of ``retried`` (jobs an admin retries) was enqueued
+    after have not finished, for those that some have not: its links still unsettled
+    (a job cancelled while it waited; the finish of the job it waits for counts it
+    down), and its settled links to jobs active again (retried since)."""
+    counts: dict[int, int] = {}
+    for chunk in chunks(retried):
+        links = link_rows(using).filter(child_id__in=chunk).filter(models.Q(settled=False) | _to_active(model))
+        counts.update(links.values("child_id").annotate(count=models.Count("pk")).values_list("child_id", "count"))
+    return counts
+
+
+def wait_again(model: type[AbstractJob], using: str, retried: Collection[int]) -> None:
+    """Unsettle the links of ``retried`` (made ``WAITING`` again, after
+    :func:`unfinished_parents`) to jobs active again, so that their finishes count them
+    down. Without the parents' row locks (a finish holds its job's, then its children's:
+    the other order would deadlock): a finish that looked for links just before misses
+    its own, and the maintenance sweep settles it."""
+    for chunk in chunks(retried):
+        link_rows(using).filter(child_id__in=chunk, settled=True).filter(_to_active(model)).update(settled=False)
+    unsettled_here(using)
+
+
+def _to_active(model: type[AbstractJob]) -> models.Exists:
+    """The links to an active job."""
+    return models.Exists(model._base_manager.filter(pk=models.OuterRef("parent_id"), status__in=list(ACTIVE)))
 
 
 def cancelled_dependents(model: type[AbstractJob], using: str, retried: Collection[int], *, lock: bool) -> set[int]:
@@ -103,7 +131,7 @@ class Restored:
 
 def retry_dependents(model: type[AbstractJob], using: str, retried: Collection[int]) -> Restored:
     """Bring back (``retry_dependent``) what :func:`cancelled_dependents` finds below
-    ``retried`` (jobs just made ``READY`` again in the caller's transaction): its links
+    ``retried`` (jobs just made active again in the caller's transaction): its links
     to them unsettled, ``WAITING`` for its unsettled links. Each job with a unique key
     is written in a savepoint of its own: one whose key another active job holds now
     stays cancelled, with the jobs below it that only it stopped, and the others come

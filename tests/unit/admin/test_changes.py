@@ -220,6 +220,39 @@ def test_retry_with_dependents_whose_connection_drops_midway_writes_nothing_says
     assert LogEntry.objects.count() == 1
 
 
+def test_retry_of_a_job_cancelled_while_it_waited_makes_it_wait_again(admin_client: Client) -> None:
+    parent = Job.objects.enqueue(record, ("parent",))
+    child = Job.objects.enqueue(record, ("child",), after=[parent])
+    Job.objects.cancel([child.pk])
+    response = action(admin_client, "retry", [child])
+    assert messages(admin_client, response) == ["Retried 1 job."]
+    assert Job.objects.values_list("status", "waiting_for").get(pk=child.pk) == (JobStatus.WAITING, 1)
+    response = action(admin_client, "run_now", [child])  # not before its parent either
+    assert messages(admin_client, response)[-1:] == ["Brought forward 0 jobs. Skipped 1 job: not ready or already due."]
+    assert [job.pk for job in Job.objects.claim(worker_id="w")] == [parent.pk]
+    Job.objects.filter(pk=parent.pk).update(status=JobStatus.READY, worker="", attempts=0)  # given back
+    run_jobs()
+    first, second = Receipt.objects.order_by("pk").values_list("token", flat=True)
+    assert (first, second) == ("parent", "child")
+
+
+def test_retry_of_a_cancelled_dependent_whose_parent_was_retried_waits_for_that_parent(admin_client: Client) -> None:
+    parent, child, _, _ = _failed_workflow()
+    action(admin_client, "retry", [parent])
+    response = action(admin_client, "retry", [child])
+    assert messages(admin_client, response)[-1:] == [
+        "Retried 1 job. 1 job their ends had cancelled stay cancelled:"
+        " “Retry with cancelled dependents” retries those too."
+    ]
+    assert Job.objects.values_list("status", "waiting_for").get(pk=child.pk) == (JobStatus.WAITING, 1)
+    assert [job.pk for job in Job.objects.claim(worker_id="w")] == [parent.pk]
+    Job.objects.filter(pk=parent.pk).update(status=JobStatus.READY, worker="", attempts=0)  # given back
+    Job.objects.filter(pk=parent.pk).update(task="tests.testapp.tasks.record", args=["parent"])  # fixed
+    run_jobs()
+    assert list(Receipt.objects.order_by("pk").values_list("token", flat=True)) == ["cleanup", "parent", "child"]
+    assert statuses()[child.pk] == JobStatus.SUCCESSFUL
+
+
 def test_retry_runs_an_expired_job_after_all(admin_client: Client) -> None:
     from django_sqlqueue.db import expiry
     from tests.testapp.tasks import expiring
