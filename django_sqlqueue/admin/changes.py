@@ -151,6 +151,8 @@ class Tally:
     #: Jobs a retried job's end had cancelled: brought back to wait for it again
     #: (``retries_dependents``), else left cancelled.
     dependents: int = 0
+    #: Jobs a retried job's end had cancelled left cancelled below one left for its key.
+    below_held: int = 0
     #: The database error that stopped the change (its chunk then wrote nothing), or "".
     failed: str = ""
 
@@ -162,6 +164,7 @@ class Tally:
         self.held += other.held
         self.held_by = (self.held_by + other.held_by)[:NAMED]
         self.dependents += other.dependents
+        self.below_held += other.below_held
 
     def hold(self, alias: str, keys: Mapping[int, str | None]) -> None:
         """Count in the jobs ``keys`` (id to unique key) left as they were, naming the
@@ -250,6 +253,7 @@ def _dependents(change: Change, retried: list[int], alias: str, done: Tally) -> 
     restored = dependents.retry_dependents(Job, alias, retried)
     done.dependents = restored.back
     done.hold(alias, restored.held)
+    done.below_held = restored.below_held
 
 
 def _log(change: Change, request: HttpRequest, jobs: list[Job], *, already_logged: int) -> None:
@@ -290,6 +294,8 @@ def report(change: Change, tally: Tally) -> str:
             for pk, holder in tally.held_by
         )
         message += f" ({named}{'; …' if tally.held > len(tally.held_by) else ''})."
+    if tally.below_held:
+        message += f" {_jobs(tally.below_held).capitalize()} waiting on those stay cancelled with them."
     if tally.dependents and change.retries_dependents:
         message += f" {_jobs(tally.dependents).capitalize()} their ends had cancelled wait for them again."
     elif tally.dependents:

@@ -125,8 +125,10 @@ class Restored:
 
     back: int = 0
     #: The jobs left cancelled because another active job holds their ``unique_key``
-    #: (and those only they stopped), by id: their keys.
+    #: by id: their keys.
     held: dict[int, str] = field(default_factory=dict)
+    #: The jobs left cancelled below those, which would wait for them.
+    below_held: int = 0
 
 
 def retry_dependents(model: type[AbstractJob], using: str, retried: Collection[int]) -> Restored:
@@ -138,7 +140,7 @@ def retry_dependents(model: type[AbstractJob], using: str, retried: Collection[i
     back."""
     retried = set(retried)
     jobs = model._base_manager.using(using)
-    found = cancelled_dependents(model, using, retried, lock=True)
+    found = everyone = cancelled_dependents(model, using, retried, lock=True)
     keys: dict[int, str] = {}
     for chunk in chunks(found):
         rows = jobs.filter(pk__in=chunk, unique_key__isnull=False).values_list("pk", "unique_key")
@@ -154,7 +156,7 @@ def retry_dependents(model: type[AbstractJob], using: str, retried: Collection[i
             held |= error.left
             found = _unstopped(jobs, using, retried, found - error.left)
         else:
-            return Restored(len(found), {pk: keys[pk] for pk in sorted(held)})
+            return Restored(len(found), {pk: keys[pk] for pk in sorted(held)}, len(everyone - found - held))
 
 
 class _KeysHeld(Exception):

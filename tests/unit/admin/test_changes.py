@@ -171,8 +171,8 @@ def test_retry_with_dependents_leaves_each_dependent_whose_key_is_held_and_bring
     response = action(admin_client, "retry_with_dependents", [parent])
     assert messages(admin_client, response) == [
         "Retried 1 job. Left 1 job as they were: another ready or running job holds their unique key"
-        f" (job {keyed.pk}: its unique key is held by job {holder.pk}). 1 job their ends had cancelled wait for"
-        " them again."
+        f" (job {keyed.pk}: its unique key is held by job {holder.pk}). 1 job waiting on those stay cancelled"
+        " with them. 1 job their ends had cancelled wait for them again."
     ]
     rows = statuses()
     assert [rows[job.pk] for job in (parent, keyed, below, other, holder)] == [
