@@ -29,6 +29,7 @@ from django.dispatch import Signal
 
 from django_sqlqueue.rules.lifecycle import (
     ADMIN_RETRY,
+    ADMIN_RETRY_WAITING,
     CLAIM,
     DELETE,
     ENQUEUE,
@@ -168,6 +169,8 @@ SILENT: dict[Transition, str] = {
     REQUEST_CANCEL: "the job still runs: its end sends job_cancelled (stop, or release_cancelled)",
     ADMIN_RETRY: "an admin's action, kept in the admin's history (LogEntry): the retried job "
     "sends job_started and its outcome's signal as it runs again",
+    ADMIN_RETRY_WAITING: "an admin's action, kept in the admin's history (LogEntry): the job waits again, and "
+    "sends job_unblocked when the finish of what it waits for releases it",
     RETRY_DEPENDENT: "part of an admin's Retry, kept in the admin's history with the retried job: the job "
     "waits again, and sends job_unblocked when the finish of what it waits for releases it",
     RUN_NOW: "an admin's action, kept in the admin's history: the job only becomes due sooner",

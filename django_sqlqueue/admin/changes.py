@@ -10,17 +10,21 @@ overwritten) and a million jobs never sit in one transaction."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import functools
+import operator
+from collections import defaultdict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.admin.models import CHANGE, DELETION, LogEntry
 from django.contrib.contenttypes.models import ContentType
-from django.db import DatabaseError, IntegrityError, models, transaction
+from django.db import DatabaseError, models, transaction
 from django.http import HttpRequest
 
 from django_sqlqueue.db import dependencies, dependents
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.keys import unique
 from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import Job
@@ -31,6 +35,8 @@ if TYPE_CHECKING:
 
 #: Rows locked and written per transaction.
 CHUNK_SIZE = 1000
+#: Jobs left as they were that the message names, each with the job holding its key.
+NAMED = 10
 #: Jobs that get an admin log entry of their own per change; past this, one summary
 #: entry records how many more were changed, so retrying a million jobs does not also
 #: write a million log rows.
@@ -63,15 +69,14 @@ class Change:
     retries_dependents: bool = False
 
 
-RETRY = Change(
-    name="retry",
-    label="Retry",
-    done="Retried",
-    permission="retry",
-    applies=lambda: allowed(lifecycle.ADMIN_RETRY),
+def retried(unfinished: int) -> dict[str, Any]:
+    """What a Retry writes to a job that ``unfinished`` jobs it was enqueued after have
+    not finished (``admin_retry_transition``): ready now for none, else waiting for them."""
+    transition = lifecycle.admin_retry_transition(unfinished=unfinished)
+    waits: dict[str, Any] = {"waiting_for": unfinished} if "waiting_for" in transition.writes else {}
     # A fresh budget of attempts and snoozes: the errors of the earlier ones stay in ``errors``.
-    writes=lambda: written(
-        lifecycle.ADMIN_RETRY,
+    return written(
+        transition,
         run_at=DatabaseNow(),
         attempts=0,
         snoozes=0,
@@ -82,7 +87,17 @@ RETRY = Change(
         # A person asked for it to run: a deadline it missed no longer holds.
         expires_at=None,
         end_reason="",
-    ),
+        **waits,
+    )
+
+
+RETRY = Change(
+    name="retry",
+    label="Retry",
+    done="Retried",
+    permission="retry",
+    applies=lambda: functools.reduce(operator.or_, map(allowed, lifecycle.ADMIN_RETRIES)),
+    writes=lambda: retried(0),
     skipped="not failed or cancelled",
     activates=True,
 )
@@ -130,9 +145,14 @@ class Tally:
     requested: int = 0
     #: Jobs left as they were because another active job holds their ``unique_key``.
     held: int = 0
+    #: The first :data:`NAMED` of those, each with the id of the job holding its key
+    #: (None when that one ended since).
+    held_by: list[tuple[int, int | None]] = dataclasses.field(default_factory=list)
     #: Jobs a retried job's end had cancelled: brought back to wait for it again
     #: (``retries_dependents``), else left cancelled.
     dependents: int = 0
+    #: Jobs a retried job's end had cancelled left cancelled below one left for its key.
+    below_held: int = 0
     #: The database error that stopped the change (its chunk then wrote nothing), or "".
     failed: str = ""
 
@@ -142,7 +162,17 @@ class Tally:
         self.skipped += other.skipped
         self.requested += other.requested
         self.held += other.held
+        self.held_by = (self.held_by + other.held_by)[:NAMED]
         self.dependents += other.dependents
+        self.below_held += other.below_held
+
+    def hold(self, alias: str, keys: Mapping[int, str | None]) -> None:
+        """Count in the jobs ``keys`` (id to unique key) left as they were, naming the
+        jobs that hold their keys."""
+        self.held += len(keys)
+        shown = dict(list(keys.items())[: max(NAMED - len(self.held_by), 0)])
+        holding = unique.holders(Job, alias, {key for key in shown.values() if key is not None})
+        self.held_by += [(pk, getattr(holding.get(key or ""), "pk", None)) for pk, key in shown.items()]
 
 
 def apply(change: Change, jobs: QuerySet[Job], request: HttpRequest) -> Tally:
@@ -177,13 +207,13 @@ def _apply(change: Change, jobs: QuerySet[Job], request: HttpRequest, tally: Tal
             eligible = list(targets.only("pk", "task", "status", "unique_key"))
             # The chunk's own tally, counted in once it has committed, never before.
             done = Tally(skipped=len(locked) - len(eligible))
-            held = _activate(targets, eligible, change, alias) if change.activates else set()
-            done.held = len(held)
+            held = _activate(targets, eligible, alias) if change.activates else set()
+            done.hold(alias, {job.pk: job.unique_key for job in eligible if job.pk in held})
             eligible = [job for job in eligible if job.pk not in held]
             if eligible:
                 _log(change, request, eligible, already_logged=tally.done)
                 if change.activates:
-                    done.dependents = _dependents(change, [job.pk for job in eligible], alias)
+                    _dependents(change, [job.pk for job in eligible], alias, done)
                 if change.cancels:
                     done.done, done.requested = Job.objects.db_manager(alias).cancel(job.pk for job in eligible)
                 elif change.writes is None:
@@ -196,29 +226,34 @@ def _apply(change: Change, jobs: QuerySet[Job], request: HttpRequest, tally: Tal
         tally.add(done)
 
 
-def _activate(targets: QuerySet[Job], eligible: list[Job], change: Change, alias: str) -> set[int]:
-    """Write ``change`` to ``eligible``: the jobs without a key in one UPDATE, each job with
-    one in a savepoint of its own, so that one whose key another active job holds now
-    (the unique index refuses it) is left as it is. Returns the ids of those."""
-    assert change.writes is not None
-    targets.filter(unique_key__isnull=True).update(**change.writes())
-    held = set()
+def _activate(targets: QuerySet[Job], eligible: list[Job], alias: str) -> set[int]:
+    """Retry ``eligible``: ready now, or waiting again for the jobs they were enqueued
+    after that have not finished, each group written by ``unique.update_each``. The
+    ids of the jobs left as they were because another active job holds their key now."""
+    unfinished = dependents.unfinished_parents(Job, alias, [job.pk for job in eligible])
+    groups: dict[int, list[Job]] = defaultdict(list)
     for job in eligible:
-        if job.unique_key is not None:
-            try:
-                with transaction.atomic(using=alias):
-                    Job.objects.using(alias).filter(pk=job.pk).update(**change.writes())
-            except IntegrityError:
-                held.add(job.pk)
+        groups[unfinished.get(job.pk, 0)].append(job)
+    held: set[int] = set()
+    for count, jobs in groups.items():
+        keyed = [job.pk for job in jobs if job.unique_key is not None]
+        rows = targets.filter(pk__in=[job.pk for job in jobs])
+        held |= unique.update_each(rows, keyed, alias, **retried(count))
+    dependents.wait_again(Job, alias, unfinished.keys() - held)
     return held
 
 
-def _dependents(change: Change, retried: list[int], alias: str) -> int:
-    """With ``retries_dependents``, bring back what the ends of ``retried`` cancelled:
-    how many came back; else how many stay cancelled."""
-    if change.retries_dependents:
-        return dependents.retry_dependents(Job, alias, retried)
-    return len(dependents.cancelled_dependents(Job, alias, retried, lock=False))
+def _dependents(change: Change, retried: list[int], alias: str, done: Tally) -> None:
+    """With ``retries_dependents``, bring back what the ends of ``retried`` cancelled,
+    counting into ``done`` those back and those another job's unique key keeps out;
+    else count those that stay cancelled."""
+    if not change.retries_dependents:
+        done.dependents = len(dependents.cancelled_dependents(Job, alias, retried, lock=False))
+        return
+    restored = dependents.retry_dependents(Job, alias, retried)
+    done.dependents = restored.back
+    done.hold(alias, restored.held)
+    done.below_held = restored.below_held
 
 
 def _log(change: Change, request: HttpRequest, jobs: list[Job], *, already_logged: int) -> None:
@@ -253,7 +288,14 @@ def report(change: Change, tally: Tally) -> str:
     if tally.skipped:
         message += f" Skipped {_jobs(tally.skipped)}: {change.skipped}."
     if tally.held:
-        message += f" Left {_jobs(tally.held)} as they were: another ready or running job holds their unique key."
+        message += f" Left {_jobs(tally.held)} as they were: another ready or running job holds their unique key"
+        named = "; ".join(
+            f"job {pk}: its unique key is held by {f'job {holder}' if holder else 'a job that has ended since'}"
+            for pk, holder in tally.held_by
+        )
+        message += f" ({named}{'; …' if tally.held > len(tally.held_by) else ''})."
+    if tally.below_held:
+        message += f" {_jobs(tally.below_held).capitalize()} waiting on those stay cancelled with them."
     if tally.dependents and change.retries_dependents:
         message += f" {_jobs(tally.dependents).capitalize()} their ends had cancelled wait for them again."
     elif tally.dependents:

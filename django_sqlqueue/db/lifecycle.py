@@ -47,7 +47,9 @@ CHECKED_ELSEWHERE: dict[Condition, str] = {
     Condition.UNIQUE_KEY_FREE: "the unique index on active jobs' keys",
     Condition.NOT_KEPT: "the finisher, which reads SQLQUEUE_RETENTION",
     Condition.RETENTION_PASSED: "db/pruning.py's due()",
-    Condition.WAITS_FOR_UNFINISHED: "db/dependencies.py, which counts the unfinished jobs under their row locks",
+    Condition.WAITS_FOR_UNFINISHED: "db/dependencies.py, which counts the unfinished jobs under their row locks; "
+    "db/dependents.py, from the links of a job an admin retries",
+    Condition.NOTHING_UNFINISHED: "db/dependents.py, from the links of a job an admin retries",
     Condition.DEPENDENCY_FAILED: "db/dependencies.py, from the statuses of the jobs it waits for",
     Condition.NO_DEPENDENCY_FAILED: "db/dependencies.py, from the statuses of the jobs it waits for",
 }

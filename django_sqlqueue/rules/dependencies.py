@@ -3,6 +3,7 @@ whether the finished jobs a job waits for stop it (and why, in words)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,3 +40,13 @@ def blocked_reason(finished: Mapping[int, str]) -> str | None:
             ended = "was deleted" if status == "" else f"ended {status}"
             return f"Cancelled without running: job {parent}, which it waits for, {ended}."
     return None
+
+
+_BLOCKED_BY = re.compile(r"Cancelled without running: job (\d+), which it waits for, ")
+
+
+def stopped_by(reason: str) -> int | None:
+    """The job a reason of :func:`blocked_reason` names, or None for any other text: a
+    job deleted since is known to have stopped the job cancelled with that reason."""
+    found = _BLOCKED_BY.match(reason)
+    return int(found.group(1)) if found else None

@@ -23,7 +23,8 @@ class JobStatus(models.TextChoices):
     ``READY`` also holds a failed attempt waiting for its retry (its ``run_at`` is later
     and its error is kept); ``FAILED`` is final and waits for a human in the admin."""
 
-    #: Waiting for the jobs it was enqueued ``after`` to finish; never claimed until released.
+    #: Waiting for the jobs it was enqueued ``after`` to finish (since its enqueue, or since an admin
+    #: Retry that found some unfinished); never claimed until released.
     WAITING = "WAITING", "Waiting"
     #: Waiting to be claimed: now, or from its ``run_at`` on (a retry, a snoozed or delayed job).
     READY = "READY", "Ready"
@@ -33,7 +34,7 @@ class JobStatus(models.TextChoices):
     SUCCESSFUL = "SUCCESSFUL", "Successful"
     #: Out of attempts (each raised, timed out or lost its worker): final, every error kept for the admin.
     FAILED = "FAILED", "Failed"
-    #: Cancelled before it finished: final, never run again.
+    #: Cancelled before it finished: final, never run again unless an admin retries it.
     CANCELLED = "CANCELLED", "Cancelled"
 
 
@@ -88,6 +89,7 @@ class Condition(enum.Enum):
     NOT_KEPT = 'SQLQUEUE_RETENTION["SUCCESSFUL"] is 0'
     RETENTION_PASSED = "it finished longer ago than SQLQUEUE_RETENTION keeps its status"
     WAITS_FOR_UNFINISHED = "some job it was enqueued after has not finished"
+    NOTHING_UNFINISHED = "it was enqueued after no job, or after jobs that have all finished"
     DEPENDENCIES_FINISHED = "every job it was enqueued after has finished (waiting_for = 0)"
     DEPENDENCY_FAILED = (
         'a job it was enqueued after ended FAILED or CANCELLED or was deleted, and it has after_failure="cancel"'
@@ -305,16 +307,28 @@ EXPIRE = _transition(
     "the maintenance leader's expiry sweep (a job not started by its expires_at is never started)",
     outcome="expired",
 )
+#: What an admin Retry writes besides the status: a fresh budget of attempts and
+#: snoozes, and no deadline; the earlier errors stay.
+_RETRIED = (
+    *("status", "run_at", "attempts", "snoozes", "started_at", "finished_at", "worker", "cancel_requested_at"),
+    *("expires_at", "end_reason"),
+)
 ADMIN_RETRY = _transition(
     "admin_retry",
     (JobStatus.FAILED, JobStatus.CANCELLED),
     _READY,
-    (_C.UNIQUE_KEY_FREE,),
-    (
-        *("status", "run_at", "attempts", "snoozes", "started_at", "finished_at", "worker", "cancel_requested_at"),
-        *("expires_at", "end_reason"),
-    ),
+    (_C.UNIQUE_KEY_FREE, _C.NOTHING_UNFINISHED),
+    _RETRIED,
     "the admin's Retry (a fresh budget of attempts and snoozes, and no deadline; the earlier errors stay)",
+)
+ADMIN_RETRY_WAITING = _transition(
+    "admin_retry_waiting",
+    (JobStatus.FAILED, JobStatus.CANCELLED),
+    _WAITING,
+    (_C.UNIQUE_KEY_FREE, _C.WAITS_FOR_UNFINISHED),
+    (*_RETRIED, "waiting_for"),
+    "the admin's Retry of a job some job it was enqueued after has not finished (it was cancelled while it "
+    "waited, or that job was retried since): it waits for them again, never run before them",
 )
 RETRY_DEPENDENT = _transition(
     "retry_dependent",
@@ -331,7 +345,7 @@ RUN_NOW = _transition(
     _READY,
     (_C.NOT_DUE,),
     ("run_at",),
-    "the admin's Run now",
+    "the admin's Run now (a waiting job is not ready: it runs once the jobs it waits for have finished)",
 )
 DELETE = _transition(
     "delete",
@@ -373,6 +387,7 @@ TRANSITIONS: dict[str, Transition] = {
         CANCEL,
         EXPIRE,
         ADMIN_RETRY,
+        ADMIN_RETRY_WAITING,
         RETRY_DEPENDENT,
         RUN_NOW,
         DELETE,
@@ -387,6 +402,8 @@ AFTER_FAILURE = (STOP, RETRY, FAIL)
 AFTER_SNOOZE = (SNOOZE, SNOOZE_SPENT)
 #: What a job given back unstarted becomes.
 AFTER_RELEASE = (RELEASE_CANCELLED, RELEASE)
+#: What an admin Retry makes of a failed or cancelled job: exactly one guard holds.
+ADMIN_RETRIES = (ADMIN_RETRY, ADMIN_RETRY_WAITING)
 #: What a rescue may make of a dead worker's jobs: its started ones failed, the others released.
 RESCUE = (*AFTER_FAILURE, *AFTER_RELEASE)
 #: The one-word outcomes, in ``run_jobs``' order: of an attempt, and ``expired`` (a job
@@ -437,6 +454,14 @@ _AFTER_FAILURE_BY = {
     for cancelled in (False, True)
     for left in (False, True)
 }
+
+
+def admin_retry_transition(*, unfinished: int) -> Transition:
+    """What an admin Retry makes of a job :data:`ADMIN_RETRIES` applies to, that
+    ``unfinished`` jobs it was enqueued after have not finished: ``admin_retry`` (ready
+    now) for none, else ``admin_retry_waiting``."""
+    waits = _C.WAITS_FOR_UNFINISHED if unfinished else _C.NOTHING_UNFINISHED
+    return chosen(ADMIN_RETRIES, {_C.UNIQUE_KEY_FREE, waits})
 
 
 def snooze_transition(*, snoozes: int, max_snoozes: int) -> Transition:

@@ -1,5 +1,6 @@
-"""Unique jobs: writing jobs that carry a ``unique_key``, and finding the active job
-that holds a key when the unique index (``ActiveKeyConstraint``) refused one.
+"""Unique jobs: writing jobs that carry a ``unique_key`` (new ones, and ended ones made
+active again), and finding the active job that holds a key when the unique index
+(``ActiveKeyConstraint``) refused one.
 
 The index decides, never a read before the write: two transactions inserting one key
 at once are ordered by the database (the second waits for the first to end, then
@@ -8,9 +9,9 @@ skips the key or, if the first rolled back, writes it)."""
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from django.db import connections, models, transaction
+from django.db import IntegrityError, connections, models, transaction
 from django.db.models.expressions import DatabaseDefault, RawSQL
 
 from django_sqlqueue.db import inserting
@@ -43,6 +44,23 @@ def holders(model: type[JobT], using: str, keys: Collection[str]) -> dict[str, J
         constraint = next(c for c in model._meta.constraints if isinstance(c, ActiveKeyConstraint))
         held = jobs.filter(constraint.holding(), unique_key__in=list(keys))
     return {job.unique_key: job for job in held if job.unique_key is not None}
+
+
+def update_each(rows: models.QuerySet[Any], keyed: Collection[int], using: str, **writes: Any) -> set[int]:
+    """Write ``writes`` to ``rows`` (jobs made active again): those without a
+    ``unique_key`` in one ``UPDATE``, each of ``keyed`` (the ids of those with one) in a
+    savepoint of its own, so that one whose key another active job holds now (the
+    unique index refuses it) is left as it is and the others are written. The ids of
+    those left."""
+    rows.filter(unique_key__isnull=True).update(**writes)
+    left = set()
+    for pk in sorted(keyed):
+        try:
+            with transaction.atomic(using=using):
+                rows.filter(pk=pk).update(**writes)
+        except IntegrityError:
+            left.add(pk)
+    return left
 
 
 def write(jobs: Sequence[JobT], using: str, batch_size: int, on_conflict: str) -> list[JobT]:

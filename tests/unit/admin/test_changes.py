@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from django_sqlqueue.admin import changes
-from django_sqlqueue.db import dependents
+from django_sqlqueue.db import dependencies, dependents
 from django_sqlqueue.models import Job, JobDependency, JobStatus
 from django_sqlqueue.testing import run_jobs
 from tests.support.admin_helpers import CHANGELIST, action, make_job, staff_client
@@ -130,6 +130,61 @@ def test_retry_with_dependents_leaves_a_job_another_failure_stops(admin_client: 
     assert Job.objects.values_list("status", "waiting_for").get(pk=both.pk) == (JobStatus.WAITING, 2)
 
 
+def test_retry_with_dependents_brings_back_a_job_whose_other_parent_succeeded_and_is_gone(
+    admin_client: Client, settings: Any
+) -> None:
+    settings.SQLQUEUE_RETENTION = {"SUCCESSFUL": 0}
+    done = Job.objects.enqueue(record, ("done",), priority=1)
+    parent = Job.objects.enqueue(fail, ("boom",), max_attempts=1)
+    both = Job.objects.enqueue(record, ("both",), after=[done, parent])
+    run_jobs()
+    assert statuses() == {parent.pk: JobStatus.FAILED, both.pk: JobStatus.CANCELLED}  # done: deleted on success
+    response = action(admin_client, "retry_with_dependents", [parent])
+    assert messages(admin_client, response) == ["Retried 1 job. 1 job their ends had cancelled wait for them again."]
+    assert Job.objects.values_list("status", "waiting_for").get(pk=both.pk) == (JobStatus.WAITING, 1)
+    Job.objects.filter(pk=parent.pk).update(task="tests.testapp.tasks.record", args=["parent"])  # fixed
+    run_jobs()
+    assert Receipt.objects.get(token="both").runs == 1
+
+
+def test_retry_with_dependents_still_leaves_a_job_whose_deleted_parent_stopped_it(admin_client: Client) -> None:
+    gone = Job.objects.enqueue(record, ("gone",))
+    parent = Job.objects.enqueue(fail, ("boom",), max_attempts=1)
+    both = Job.objects.enqueue(record, ("both",), after=[gone, parent])
+    Job.objects.filter(pk=gone.pk).delete()  # unfinished: its link stays unsettled
+    dependencies.sweep(Job, "default")  # the maintenance leader: cancelled, "which it waits for, was deleted"
+    run_jobs()
+    response = action(admin_client, "retry_with_dependents", [parent])
+    assert messages(admin_client, response) == ["Retried 1 job."]
+    assert statuses()[both.pk] == JobStatus.CANCELLED
+
+
+def test_retry_with_dependents_leaves_each_dependent_whose_key_is_held_and_brings_back_the_rest(
+    admin_client: Client,
+) -> None:
+    parent = Job.objects.enqueue(fail, ("boom",), max_attempts=1)
+    keyed = Job.objects.enqueue(record, ("keyed",), after=[parent], unique_key="report-1")
+    below = Job.objects.enqueue(record, ("below",), after=[keyed])
+    other = Job.objects.enqueue(record, ("other",), after=[parent])
+    run_jobs()
+    holder = Job.objects.enqueue(record, ("holder",), unique_key="report-1")
+    response = action(admin_client, "retry_with_dependents", [parent])
+    assert messages(admin_client, response) == [
+        "Retried 1 job. Left 1 job as they were: another ready or running job holds their unique key"
+        f" (job {keyed.pk}: its unique key is held by job {holder.pk}). 1 job waiting on those stay cancelled"
+        " with them. 1 job their ends had cancelled wait for them again."
+    ]
+    rows = statuses()
+    assert [rows[job.pk] for job in (parent, keyed, below, other, holder)] == [
+        JobStatus.READY,
+        JobStatus.CANCELLED,
+        JobStatus.CANCELLED,  # only the job left cancelled stops it
+        JobStatus.WAITING,
+        JobStatus.READY,
+    ]
+    assert set(JobDependency.objects.filter(settled=False).values_list("child_id", flat=True)) == {other.pk}
+
+
 @needs_a_server
 @pytest.mark.django_db(transaction=True)
 def test_retry_with_dependents_whose_connection_drops_midway_writes_nothing_says_so_and_can_be_tried_again(
@@ -165,6 +220,39 @@ def test_retry_with_dependents_whose_connection_drops_midway_writes_nothing_says
     assert LogEntry.objects.count() == 1
 
 
+def test_retry_of_a_job_cancelled_while_it_waited_makes_it_wait_again(admin_client: Client) -> None:
+    parent = Job.objects.enqueue(record, ("parent",))
+    child = Job.objects.enqueue(record, ("child",), after=[parent])
+    Job.objects.cancel([child.pk])
+    response = action(admin_client, "retry", [child])
+    assert messages(admin_client, response) == ["Retried 1 job."]
+    assert Job.objects.values_list("status", "waiting_for").get(pk=child.pk) == (JobStatus.WAITING, 1)
+    response = action(admin_client, "run_now", [child])  # not before its parent either
+    assert messages(admin_client, response)[-1:] == ["Brought forward 0 jobs. Skipped 1 job: not ready or already due."]
+    assert [job.pk for job in Job.objects.claim(worker_id="w")] == [parent.pk]
+    Job.objects.filter(pk=parent.pk).update(status=JobStatus.READY, worker="", attempts=0)  # given back
+    run_jobs()
+    first, second = Receipt.objects.order_by("pk").values_list("token", flat=True)
+    assert (first, second) == ("parent", "child")
+
+
+def test_retry_of_a_cancelled_dependent_whose_parent_was_retried_waits_for_that_parent(admin_client: Client) -> None:
+    parent, child, _, _ = _failed_workflow()
+    action(admin_client, "retry", [parent])
+    response = action(admin_client, "retry", [child])
+    assert messages(admin_client, response)[-1:] == [
+        "Retried 1 job. 1 job their ends had cancelled stay cancelled:"
+        " “Retry with cancelled dependents” retries those too."
+    ]
+    assert Job.objects.values_list("status", "waiting_for").get(pk=child.pk) == (JobStatus.WAITING, 1)
+    assert [job.pk for job in Job.objects.claim(worker_id="w")] == [parent.pk]
+    Job.objects.filter(pk=parent.pk).update(status=JobStatus.READY, worker="", attempts=0)  # given back
+    Job.objects.filter(pk=parent.pk).update(task="tests.testapp.tasks.record", args=["parent"])  # fixed
+    run_jobs()
+    assert list(Receipt.objects.order_by("pk").values_list("token", flat=True)) == ["cleanup", "parent", "child"]
+    assert statuses()[child.pk] == JobStatus.SUCCESSFUL
+
+
 def test_retry_runs_an_expired_job_after_all(admin_client: Client) -> None:
     from django_sqlqueue.db import expiry
     from tests.testapp.tasks import expiring
@@ -188,7 +276,8 @@ def test_retry_leaves_a_job_whose_unique_key_is_held_again(admin_client: Client)
     response = action(admin_client, "retry", [failed, twin, other, keyless, holder])
     assert messages(admin_client, response) == [
         "Retried 2 jobs. Skipped 1 job: not failed or cancelled. Left 2 jobs as they were: another ready or "
-        "running job holds their unique key."
+        f"running job holds their unique key (job {failed.pk}: its unique key is held by job {holder.pk};"
+        f" job {other.pk}: its unique key is held by job {twin.pk})."
     ]
     assert statuses() == {
         failed.pk: JobStatus.FAILED,

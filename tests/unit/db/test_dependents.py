@@ -25,11 +25,11 @@ def test_a_diamond_below_a_failed_job_comes_back_whole() -> None:
     run_jobs()
     assert _found(parent) == {left.pk, right.pk, bottom.pk}
     Job.objects.filter(pk=parent.pk).update(status=JobStatus.READY)  # as the admin's retry writes it
-    assert dependents.retry_dependents(Job, "default", [parent.pk]) == 3
+    assert dependents.retry_dependents(Job, "default", [parent.pk]) == dependents.Restored(3)
     rows = dict(Job.objects.values_list("pk", "waiting_for"))
     assert (rows[left.pk], rows[right.pk], rows[bottom.pk]) == (1, 1, 3)
     assert not JobDependency.objects.filter(settled=True).exists()
-    assert dependents.retry_dependents(Job, "default", [parent.pk]) == 0  # once
+    assert dependents.retry_dependents(Job, "default", [parent.pk]) == dependents.Restored(0)  # once
 
 
 def test_a_deleted_parent_or_one_that_failed_on_its_own_keeps_its_children_cancelled() -> None:

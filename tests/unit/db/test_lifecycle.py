@@ -118,6 +118,7 @@ def test_the_admins_changes_write_their_transitions_columns_on_the_rows_they_all
     ]:
         assert change.writes is not None
         assert set(change.writes()) == writes(transition)
+    assert set(changes.retried(2)) == writes(lifecycle.ADMIN_RETRY_WAITING)
     assert str(changes.DELETE.applies()) == str(allowed(lifecycle.DELETE))
     assert str(changes.CANCEL.applies()) == str(allowed(lifecycle.CANCEL) | allowed(lifecycle.REQUEST_CANCEL))
 

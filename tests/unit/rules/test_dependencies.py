@@ -3,7 +3,7 @@ parent stops a waiting job."""
 
 from __future__ import annotations
 
-from django_sqlqueue.rules.dependencies import after_failure_problem, blocked_reason, parent_id_problem
+from django_sqlqueue.rules.dependencies import after_failure_problem, blocked_reason, parent_id_problem, stopped_by
 from django_sqlqueue.rules.lifecycle import JobStatus
 
 
@@ -27,3 +27,8 @@ def test_the_first_failed_cancelled_or_deleted_parent_is_the_reason() -> None:
         "Cancelled without running: job 2, which it waits for, ended FAILED."
     )
     assert blocked_reason({4: ""}) == "Cancelled without running: job 4, which it waits for, was deleted."
+
+
+def test_stopped_by_reads_the_job_a_reason_names() -> None:
+    assert stopped_by(blocked_reason({7: "", 9: "FAILED"}) or "") == 7
+    assert stopped_by("RuntimeError: boom") is None

@@ -49,9 +49,16 @@ def test_the_status_sets_split_every_status() -> None:
 
 def test_finished_jobs_move_only_by_an_admin_retry_or_their_deletion() -> None:
     leaving = [t.name for t in TRANSITIONS.values() if set(t.sources) & set(FINISHED)]
-    assert sorted(leaving) == ["admin_retry", "delete", "prune", "retry_dependent"]
+    assert sorted(leaving) == ["admin_retry", "admin_retry_waiting", "delete", "prune", "retry_dependent"]
     assert ADMIN_RETRY.target in ACTIVE
     assert all(TRANSITIONS[name].target is None for name in ("delete", "prune"))
+
+
+def test_an_admin_retry_makes_a_job_with_unfinished_parents_wait_for_them() -> None:
+    assert lifecycle.admin_retry_transition(unfinished=0) is ADMIN_RETRY
+    assert lifecycle.admin_retry_transition(unfinished=2) is lifecycle.ADMIN_RETRY_WAITING
+    assert lifecycle.ADMIN_RETRY_WAITING.status == JobStatus.WAITING
+    assert set(lifecycle.ADMIN_RETRY_WAITING.sources) == set(ADMIN_RETRY.sources)
 
 
 def test_a_running_job_is_never_deleted_under_its_worker() -> None:
