@@ -38,7 +38,7 @@ class Snooze(SQLQueueError):
     backoff of a later failure grow.
 
     A job that snoozes more than its task's ``max_snoozes`` (``@job(max_snoozes=...)``,
-    else ``SQLQUEUE_MAX_SNOOZES``) is ``FAILED`` with :class:`SnoozedTooOften`; one that
+    else ``SQLQUEUE_MAX_SNOOZES``) is ``FAILED`` with :class:`~django_sqlqueue.exceptions.SnoozedTooOften`; one that
     someone asked to cancel is ``CANCELLED``."""
 
     def __init__(self, delay: datetime.timedelta | float = 0) -> None:
