@@ -128,11 +128,27 @@ class RegisteredTask:
             takes = [p.name for p in signature.parameters.values() if p.kind <= p.POSITIONAL_OR_KEYWORD]
             most = f"{len(takes)} ({', '.join(takes)})" if takes else "none"
             problem = f"{len(args)} positional arguments given, but it takes {most}"
+        if unexpected := _unexpected_keywords(signature, kwargs):
+            # Python names the first problem only: a misspelled keyword shows as the
+            # argument it misses, so name the keywords it cannot take too.
+            named = ", ".join(repr(name) for name in unexpected)
+            many = "unexpected keyword arguments" if unexpected[1:] else "an unexpected keyword argument"
+            extra = f"{many} {named}"
+            problem = f"got {extra}" if problem.startswith("got an unexpected") else f"{problem}, and got {extra}"
         plain = signature.replace(
             parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
             return_annotation=signature.empty,
         )
         return f"its arguments do not fit {getattr(self.func, '__name__', self.name)}{plain}: {problem}"
+
+
+def _unexpected_keywords(signature: inspect.Signature, kwargs: Mapping[str, Any]) -> list[str]:
+    """The names in ``kwargs`` that no parameter of ``signature`` takes by keyword."""
+    parameters = signature.parameters
+    if any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
+        return []
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [name for name in kwargs if name not in parameters or parameters[name].kind not in keyword]
 
 
 _tasks_by_name: dict[str, RegisteredTask] = {}

@@ -232,8 +232,14 @@ WELCOME = "tests.testapp.tasks.send_welcome: its arguments do not fit send_welco
         ((1,), {"greting": "Hi"}, "got an unexpected keyword argument 'greting'"),
         ((1, "Hi"), {}, "2 positional arguments given, but it takes 1 (user_id)"),
         ((1,), {"user_id": 2}, "multiple values for argument 'user_id'"),
+        (
+            (),
+            {"user": 1},
+            "missing a required argument: 'user_id', and got an unexpected keyword argument 'user'",
+        ),
+        ((1,), {"greting": "Hi", "lang": "fr"}, "got unexpected keyword arguments 'greting', 'lang'"),
     ],
-    ids=["missing", "unexpected", "too-many", "twice"],
+    ids=["missing", "unexpected", "too-many", "twice", "missing-and-unexpected", "two-unexpected"],
 )
 def test_arguments_the_task_cannot_take_are_refused(args: Any, kwargs: Any, problem: str) -> None:
     """Refused at enqueue, naming the argument, rather than failed by every attempt with TypeError."""
