@@ -30,7 +30,9 @@ from django_sqlqueue.checks import (
     check_rate_limit_names,
     check_schedule,
     check_settings,
+    check_unknown_settings,
 )
+from django_sqlqueue.checks import ids as check_ids
 from django_sqlqueue.db import charsets
 from django_sqlqueue.db.vendors import JOURNAL_HINT, VACUUM_HINT, version_problem
 from django_sqlqueue.models import Job
@@ -79,7 +81,20 @@ class JobsOnDefaultOnly:
 
 def test_current_settings_are_clean() -> None:
     assert check_settings() == []
+    assert check_unknown_settings() == []
     assert check_database_settings() == []
+
+
+@override_settings(SQLQUEUE_MAX_ATTEMPT=5, SQLQUEUE_SCHEDUEL={}, SQLQUEUE_COLOUR="blue")
+def test_every_unknown_setting_is_warned_about_with_the_closest_real_one() -> None:
+    warning = "{} is not a setting of django-sqlqueue, so it is ignored."
+    assert check_unknown_settings() == [
+        checks.Warning(warning.format("SQLQUEUE_COLOUR"), hint=check_ids.UNKNOWN_SETTING.hint, id="sqlqueue.W007"),
+        checks.Warning(
+            warning.format("SQLQUEUE_MAX_ATTEMPT"), hint="Did you mean SQLQUEUE_MAX_ATTEMPTS?", id="sqlqueue.W007"
+        ),
+        checks.Warning(warning.format("SQLQUEUE_SCHEDUEL"), hint="Did you mean SQLQUEUE_SCHEDULE?", id="sqlqueue.W007"),
+    ]
 
 
 @pytest.mark.django_db
