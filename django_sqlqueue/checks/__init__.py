@@ -20,6 +20,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django_sqlqueue.checks import ids as check_ids
 from django_sqlqueue.conf import conf, setting_names
 from django_sqlqueue.db import charsets, recurrence
+from django_sqlqueue.db.migrated import tables_problem
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.vendors import (
     claim_hint,
@@ -44,6 +45,7 @@ def register() -> None:
     checks.register(check_database_settings)
     checks.register(check_database_drivers)
     checks.register(check_database_version, checks.Tags.database)
+    checks.register(check_database_migrated, checks.Tags.database)
     checks.register(check_database_journal, checks.Tags.database)
     checks.register(check_database_vacuum, checks.Tags.database)
     checks.register(check_database_charsets, checks.Tags.database)
@@ -123,6 +125,15 @@ def check_database_version(databases: Sequence[str] | None = None, **kwargs: Any
         for connection in _queue_connections(databases or ())
         if (problem := version_problem(connection))
     ]
+
+
+def check_database_migrated(databases: Sequence[str] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The database that holds the jobs, when asked about (``check --database default``),
+    has the queue's tables, current: said before an enqueue or a worker fails on them."""
+    if queue_db(Job) not in (databases or ()):
+        return []
+    problem = tables_problem()
+    return [check_ids.MIGRATED.message(problem)] if problem else []
 
 
 def check_database_journal(databases: Sequence[str] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:

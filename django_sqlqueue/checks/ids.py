@@ -167,6 +167,13 @@ UNKNOWN_SETTING = CheckId(
     "Rename it to the setting meant (the hint names the closest, when one is close), or remove it: every "
     "setting is in the settings reference of django-sqlqueue's documentation.",
 )
+MIGRATED = CheckId(
+    "sqlqueue.W008",
+    checks.Warning,
+    "The database that holds the jobs (checked with check --database, and by migrate before it migrates) "
+    "does not answer, or the queue's migrations are not all applied to it: enqueues and workers would fail.",
+    "Run manage.py migrate (migrate itself reports this once, before it applies them).",
+)
 
 #: Every id, in order.
 CHECK_IDS: dict[str, CheckId] = {
@@ -190,6 +197,7 @@ CHECK_IDS: dict[str, CheckId] = {
             STRICT_MODE,
             JOBS_DATABASE,
             UNKNOWN_SETTING,
+            MIGRATED,
         ],
         key=lambda check: check.id,
     )

@@ -15,6 +15,7 @@ from django.core import checks
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.db import connection, connections
+from django.db.migrations.recorder import MigrationRecorder
 from django.test import override_settings
 
 from django_sqlqueue import checks as sqlqueue_checks
@@ -22,6 +23,7 @@ from django_sqlqueue.checks import (
     check_database_charsets,
     check_database_drivers,
     check_database_journal,
+    check_database_migrated,
     check_database_settings,
     check_database_vacuum,
     check_database_version,
@@ -353,6 +355,26 @@ def test_check_database_version_reports_an_old_mariadb(monkeypatch: pytest.Monke
             id="sqlqueue.E011",
         )
     ]
+
+
+@pytest.mark.django_db
+def test_the_jobs_database_without_the_queues_migrations_is_warned_about() -> None:
+    """Asked with ``check --database default``; the database's rows of applied
+    migrations are the test's transaction's, rolled back after."""
+    assert check_database_migrated(databases=["default"]) == []
+    last = MigrationRecorder.Migration.objects.filter(app="django_sqlqueue").latest("id")
+    last.delete()
+    assert check_database_migrated(databases=None) == []
+    assert check_database_migrated(databases=["default"]) == [
+        checks.Warning(
+            f"The queue's migrations are not applied ({last.name}): run manage.py migrate.",
+            hint=check_ids.MIGRATED.hint,
+            id="sqlqueue.W008",
+        )
+    ]
+    stderr = StringIO()
+    call_command("check", "--database", "default", stdout=StringIO(), stderr=stderr)
+    assert "sqlqueue.W008" in stderr.getvalue()
 
 
 def test_a_sqlite_database_outside_wal_mode_is_warned_about(
