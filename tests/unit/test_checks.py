@@ -362,7 +362,9 @@ def test_the_jobs_database_without_the_queues_migrations_is_warned_about() -> No
     """Asked with ``check --database default``; the database's rows of applied
     migrations are the test's transaction's, rolled back after."""
     assert check_database_migrated(databases=["default"]) == []
-    last = MigrationRecorder.Migration.objects.filter(app="django_sqlqueue").latest("id")
+    applied = MigrationRecorder.Migration.objects.filter(app="django_sqlqueue").order_by("id")
+    last = applied.last()
+    assert last is not None
     last.delete()
     assert check_database_migrated(databases=None) == []
     assert check_database_migrated(databases=["default"]) == [
@@ -372,6 +374,15 @@ def test_the_jobs_database_without_the_queues_migrations_is_warned_about() -> No
             id="sqlqueue.W008",
         )
     ]
+    # A database that lacks many (a new one, all of them) is told their number, first and last.
+    first = applied.first()
+    assert first is not None
+    applied.delete()
+    [warning] = check_database_migrated(databases=["default"])
+    assert re.fullmatch(
+        rf"The queue's migrations are not applied \(\d+: {first.name} to {last.name}\): run manage.py migrate\.",
+        warning.msg,
+    )
     stderr = StringIO()
     call_command("check", "--database", "default", stdout=StringIO(), stderr=stderr)
     assert "sqlqueue.W008" in stderr.getvalue()
