@@ -179,8 +179,7 @@ def _warn_if_unreached(task: RegisteredTask) -> None:
     if (module := _unreached.pop(task.name, None)) is not None:
         logger.warning(
             "Task %r is registered in %s, which the workers never import: its jobs would fail with "
-            "UnknownTaskError. Tasks must live in an installed app's tasks module (tasks.py), or in a module "
-            "it imports.",
+            "UnknownTaskError. Define it in an installed app's tasks module (tasks.py), and import it from there.",
             task.name,
             module,
         )

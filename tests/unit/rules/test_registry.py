@@ -257,6 +257,6 @@ def test_a_task_in_a_module_the_workers_never_import_is_warned_about_at_its_firs
         get_task("tests.testapp.views.in_views")
     assert [record.getMessage() for record in caplog.records] == [
         "Task 'tests.testapp.views.in_views' is registered in tests.testapp.views, which the workers never "
-        "import: its jobs would fail with UnknownTaskError. Tasks must live in an installed app's tasks "
-        "module (tasks.py), or in a module it imports."
+        "import: its jobs would fail with UnknownTaskError. Define it in an installed app's tasks module "
+        "(tasks.py), and import it from there."
     ]
