@@ -140,7 +140,7 @@ def migrations_needed(using: str) -> Iterator[None]:
 def _said(error: BaseException) -> str:
     """The database's message alone: without MySQL's error number, and without the
     lines psycopg adds that quote the statement."""
-    args = getattr(error.__cause__ or error, "args", ())
+    args: tuple[Any, ...] = getattr(error.__cause__ or error, "args", ())
     text = args[1] if len(args) == 2 and isinstance(args[0], int) else str(error)
     return str(text).strip().split("\n")[0]
 

@@ -79,8 +79,13 @@ def test_every_excerpt_of_the_guides_shows_the_imports_it_uses() -> None:
         source = path.read_text(encoding="utf-8")
         tree = ast.parse(source)
         if "pyobject" in options:
-            [node] = [node for node in tree.body if getattr(node, "name", None) == options["pyobject"]]
-            first = node.decorator_list[0].lineno if getattr(node, "decorator_list", None) else node.lineno
+            [node] = [
+                node
+                for node in tree.body
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and node.name == options["pyobject"]
+            ]
+            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
             excerpt = "\n".join(source.splitlines()[first - 1 : node.end_lineno])
         else:
             after = source.split(options["start-after"].strip('"'), 1)[1]

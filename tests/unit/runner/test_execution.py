@@ -247,8 +247,10 @@ def test_the_log_numbers_an_attempt_as_the_jobs_page_does_after_an_admin_retry(
     caplog.set_level(logging.INFO, "django_sqlqueue")
     outcome = execution.attempt(claim_one(), "worker-1")
     assert outcome.failure is not None
-    assert outcome.failure.record["attempt"] == 3
-    assert "<strong>Attempt 3</strong>" in display.errors_html([*earlier, outcome.failure.record])
+    record = outcome.failure.record
+    assert record is not None
+    assert record["attempt"] == 3
+    assert "<strong>Attempt 3</strong>" in display.errors_html([*earlier, record])
     [logged] = [record for record in caplog.records if record.name == "django_sqlqueue.runner.execution"]
     assert logged.getMessage().startswith(
         f"Job {outcome.job.pk} (tests.djtasks.tasks.fail) attempt 3 (1/1 since its retry) failed after "
