@@ -361,4 +361,9 @@ class Settings:
             raise ImproperlyConfigured(f"SQLQUEUE_RATE_LIMITS: {error}.") from None
 
 
+def setting_names() -> list[str]:
+    """The name of every ``SQLQUEUE_*`` setting the app reads, in :class:`Settings`'s order."""
+    return [name for name, value in vars(Settings).items() if isinstance(value, Setting)]
+
+
 conf = Settings()

@@ -23,6 +23,7 @@ from django_sqlqueue.db.building import JobOptions, PlainOptions, first, hooked,
 from django_sqlqueue.db.keys import unique
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.table import JobT
+from django_sqlqueue.db.vendors import migrations_needed
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.rules import keys
 from django_sqlqueue.rules.batches import callback_spec, description_problem
@@ -228,7 +229,7 @@ class EnqueueingManager(models.Manager[JobT]):
             return inserting.plain_row(template, args, kwargs, key, limit)
 
         values = itertools.starmap(plain, enumerate(rows))
-        with transaction.atomic(using=using):
+        with migrations_needed(using), transaction.atomic(using=using):
             # The first row resolves its task's options, its times among them, before the write begins.
             first = list(itertools.islice(values, 1))
             if not first:
@@ -259,6 +260,11 @@ class EnqueueingManager(models.Manager[JobT]):
             raise InvalidJobError(f"Cannot enqueue {task}: {problem}.")
 
     def _write(self, jobs: list[JobT], *, batch_size: int, on_conflict: str) -> list[JobT]:
+        using = queue_db(self.model, self._db)
+        with migrations_needed(using):
+            return self._write_batched(jobs, using, batch_size=batch_size, on_conflict=on_conflict)
+
+    def _write_batched(self, jobs: list[JobT], using: str, *, batch_size: int, on_conflict: str) -> list[JobT]:
         batch_ids = {job.batch_id for job in jobs if job.batch_id is not None}
         if not batch_ids:
             return self._write_linked(jobs, batch_size=batch_size, on_conflict=on_conflict)
@@ -266,7 +272,6 @@ class EnqueueingManager(models.Manager[JobT]):
         # which rolls the jobs back) and counted in, in one transaction (db/batches.py).
         # Job rows before the batch's, as a finish locks them: never a deadlock, and a
         # batch that a finish completed meanwhile did not see these jobs, so refuses them.
-        using = queue_db(self.model, self._db)
         with transaction.atomic(using=using):
             written_jobs = self._write_linked(jobs, batch_size=batch_size, on_conflict=on_conflict)
             batches.lock_open(using, batch_ids)

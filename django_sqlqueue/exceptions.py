@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 
+from django.db import DatabaseError
 from django.db.models import Model
 
 
@@ -38,7 +39,7 @@ class Snooze(SQLQueueError):
     backoff of a later failure grow.
 
     A job that snoozes more than its task's ``max_snoozes`` (``@job(max_snoozes=...)``,
-    else ``SQLQUEUE_MAX_SNOOZES``) is ``FAILED`` with :class:`SnoozedTooOften`; one that
+    else ``SQLQUEUE_MAX_SNOOZES``) is ``FAILED`` with :class:`~django_sqlqueue.exceptions.SnoozedTooOften`; one that
     someone asked to cancel is ``CANCELLED``."""
 
     def __init__(self, delay: datetime.timedelta | float = 0) -> None:
@@ -66,6 +67,12 @@ class WorkerLost(SQLQueueError):
 class TaskModuleError(SQLQueueError):
     """An installed app's ``tasks`` module raised when it was imported: no worker could
     run its tasks, so ``runworkers`` refuses to start."""
+
+
+class TablesNotMigrated(SQLQueueError, DatabaseError):
+    """An enqueue found the queue's tables missing from its database, or older than the
+    app's migrations make them: its message says to run ``migrate``. A ``DatabaseError``,
+    as the database's own error it replaces (its cause) was."""
 
 
 class UniqueJobExists(SQLQueueError):

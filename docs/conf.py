@@ -19,6 +19,8 @@ extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
     "sphinxcontrib.mermaid",
+    # An example's excerpt shows the imports it uses (docs/_ext/excerpt_imports.py).
+    "excerpt_imports",
 ]
 myst_enable_extensions = ["colon_fence", "deflist", "substitution"]
 myst_heading_anchors = 3
@@ -27,7 +29,9 @@ exclude_patterns = ["_build", "**/project/**", "**/examples/**"]
 
 nitpicky = True
 # No intersphinx: CI machines may have no route to docs.python.org or djangoproject.com.
-# References to Python's and Django's own objects are written as plain text or links.
+# References to Python's and Django's own objects are written as plain text or links;
+# those autodoc writes itself (a base class of Django's) have no target here.
+nitpick_ignore = [("py:class", "django.db.utils.DatabaseError")]
 
 html_theme = "furo"
 html_title = "django-sqlqueue"

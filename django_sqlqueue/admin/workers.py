@@ -17,6 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from django.utils.text import capfirst
 
 from django_sqlqueue.admin import display, times
 from django_sqlqueue.admin.jobs import TASK_CHARS, running_jobs_url
@@ -114,7 +115,10 @@ class WorkerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             lead = "No supervisor holds the maintenance lease: no runworkers is running, or it is being taken over."
         else:
             lead = f"Supervisor {current.holder} leads maintenance (rescue, recurring jobs, pruning)."
-        return super().changelist_view(request, {"subtitle": lead, **(extra_context or {})})
+        # The page's name for its heading and the browser's tab: the lead's sentence (a
+        # warning when no supervisor holds the lease) goes under the heading instead.
+        named = {"title": capfirst(Worker._meta.verbose_name_plural), "maintenance_lead": lead}
+        return super().changelist_view(request, {**named, **(extra_context or {})})
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

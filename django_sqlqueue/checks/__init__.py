@@ -5,19 +5,22 @@ Imported by ``AppConfig.ready()``, once the models are loaded."""
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.apps import apps
+from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.db import DEFAULT_DB_ALIAS, connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.checks import ids as check_ids
-from django_sqlqueue.conf import conf
+from django_sqlqueue.conf import conf, setting_names
 from django_sqlqueue.db import charsets, recurrence
+from django_sqlqueue.db.migrated import tables_problem
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.vendors import (
     claim_hint,
@@ -38,9 +41,11 @@ from django_sqlqueue.rules.registry import registered_tasks
 def register() -> None:
     """Called from ``AppConfig.ready()``."""
     checks.register(check_settings)
+    checks.register(check_unknown_settings)
     checks.register(check_database_settings)
     checks.register(check_database_drivers)
     checks.register(check_database_version, checks.Tags.database)
+    checks.register(check_database_migrated, checks.Tags.database)
     checks.register(check_database_journal, checks.Tags.database)
     checks.register(check_database_vacuum, checks.Tags.database)
     checks.register(check_database_charsets, checks.Tags.database)
@@ -62,6 +67,29 @@ def check_settings(**kwargs: Any) -> list[checks.CheckMessage]:
             if all(str(error) != reported.msg for reported in errors):
                 errors.append(check_id.message(str(error)))
     return errors
+
+
+def check_unknown_settings(**kwargs: Any) -> list[checks.CheckMessage]:
+    """Every ``SQLQUEUE_*`` name in the settings is one the app reads: a misspelled one
+    would be ignored without a word, and the default of the setting meant used."""
+    known = setting_names()
+    return [
+        check_ids.UNKNOWN_SETTING.message(
+            f"{name} is not a setting of django-sqlqueue, so it is ignored.", _did_you_mean(name, known)
+        )
+        for name in dir(settings)
+        if name.startswith(_PREFIX) and name not in known
+    ]
+
+
+_PREFIX = "SQLQUEUE_"
+
+
+def _did_you_mean(name: str, known: list[str]) -> str | None:
+    """A hint naming the setting in ``known`` closest to ``name``, if one is close: the
+    names are compared without the prefix they share, which would make any two alike."""
+    found = difflib.get_close_matches(name.removeprefix(_PREFIX), [other.removeprefix(_PREFIX) for other in known], n=1)
+    return f"Did you mean {_PREFIX}{found[0]}?" if found else None
 
 
 def _queue_connections(aliases: Iterable[str]) -> list[BaseDatabaseWrapper]:
@@ -97,6 +125,15 @@ def check_database_version(databases: Sequence[str] | None = None, **kwargs: Any
         for connection in _queue_connections(databases or ())
         if (problem := version_problem(connection))
     ]
+
+
+def check_database_migrated(databases: Sequence[str] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The database that holds the jobs, when asked about (``check --database default``),
+    has the queue's tables, current: said before an enqueue or a worker fails on them."""
+    if queue_db(Job) not in (databases or ()):
+        return []
+    problem = tables_problem()
+    return [check_ids.MIGRATED.message(problem)] if problem else []
 
 
 def check_database_journal(databases: Sequence[str] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:

@@ -160,6 +160,20 @@ JOBS_DATABASE = CheckId(
     "Enqueue inside transaction.atomic(using=...) of that database, or route the jobs table to 'default' "
     "(the hint names the database). Silence sqlqueue.W006 if that is what you want.",
 )
+UNKNOWN_SETTING = CheckId(
+    "sqlqueue.W007",
+    checks.Warning,
+    "A SQLQUEUE_* setting is not one django-sqlqueue reads, so it is ignored (a misspelled name, say).",
+    "Rename it to the setting meant (the hint names the closest, when one is close), or remove it: every "
+    "setting is in the settings reference of django-sqlqueue's documentation.",
+)
+MIGRATED = CheckId(
+    "sqlqueue.W008",
+    checks.Warning,
+    "The database that holds the jobs (checked with check --database, and by migrate before it migrates) "
+    "does not answer, or the queue's migrations are not all applied to it: enqueues and workers would fail.",
+    "Run manage.py migrate (migrate itself reports this once, before it applies them).",
+)
 
 #: Every id, in order.
 CHECK_IDS: dict[str, CheckId] = {
@@ -182,6 +196,8 @@ CHECK_IDS: dict[str, CheckId] = {
             CONNECTION_CHARSET,
             STRICT_MODE,
             JOBS_DATABASE,
+            UNKNOWN_SETTING,
+            MIGRATED,
         ],
         key=lambda check: check.id,
     )

@@ -68,15 +68,20 @@ def retry_delay(attempt: int) -> datetime.timedelta:
     return datetime.timedelta(seconds=random.uniform(ceiling / 2, ceiling))
 
 
+def attempt_number(job: AbstractJob) -> int:
+    """The number of a claimed job's attempt over its whole life, as its page and the
+    worker's log say it; not within its current ``max_attempts`` (``attempts``): an admin
+    Retry starts ``attempts`` from 0 again, but every attempt before it that ended
+    without success left one record in ``errors``."""
+    return len(job.errors) + 1
+
+
 def error_record(job: AbstractJob, error: BaseException, worker_id: str) -> dict[str, Any]:
     """What is kept of a failed attempt; the keys follow Django Tasks' ``TaskError``.
-
-    ``attempt`` numbers the attempt over the job's whole life, not within its current
-    ``max_attempts``: an admin Retry starts ``attempts`` from 0 again, but every attempt
-    before it that ended without success left one record here."""
+    ``attempt`` is :func:`attempt_number`'s."""
     kind = type(error)
     return {
-        "attempt": len(job.errors) + 1,
+        "attempt": attempt_number(job),
         "worker": worker_id,
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "exception_class_path": f"{kind.__module__}.{kind.__qualname__}",

@@ -6,11 +6,15 @@ oldest driver and server versions it runs on."""
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from typing import Any, NamedTuple, cast
 
-from django.db import DataError, InterfaceError, OperationalError, connections
+from django.db import DatabaseError, DataError, InterfaceError, OperationalError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
+
+from django_sqlqueue.exceptions import TablesNotMigrated
 
 
 class _Codes(NamedTuple):
@@ -68,6 +72,16 @@ _UNWRITABLE = _Codes(
     sqlite=("string or blob too big", "CHECK constraint failed"),
 )
 
+#: A table or a column a statement names is not in the database: the migrations that
+#: make them were not applied to it.
+_UNMIGRATED = _Codes(
+    # undefined_table, undefined_column.
+    postgresql=("42P01", "42703"),
+    # ER_NO_SUCH_TABLE, ER_BAD_FIELD_ERROR.
+    mysql=frozenset({1146, 1054}),
+    sqlite=("no such table", "no such column", "has no column named"),
+)
+
 
 def _is(error: BaseException, codes: _Codes) -> bool:
     # Django raises its own exception with the driver's as the cause, except MySQL's
@@ -105,6 +119,30 @@ def is_away(error: BaseException) -> bool:
 def is_unwritable(error: BaseException) -> bool:
     """Whether the database refused the data a statement carried: no retry can write it."""
     return isinstance(error, DataError) or _is(error, _UNWRITABLE)
+
+
+@contextlib.contextmanager
+def migrations_needed(using: str) -> Iterator[None]:
+    """Say to run ``migrate`` when a statement inside finds a table or a column of the
+    queue's missing from ``using``'s database, rather than let the driver's "no such
+    table" (or "relation does not exist", or "Table doesn't exist") out alone."""
+    try:
+        yield
+    except DatabaseError as error:
+        if not _is(error, _UNMIGRATED):
+            raise
+        raise TablesNotMigrated(
+            f"The queue's tables are missing from the database {using!r}, or older than its migrations "
+            f"({_said(error)}): run manage.py migrate."
+        ) from error
+
+
+def _said(error: BaseException) -> str:
+    """The database's message alone: without MySQL's error number, and without the
+    lines psycopg adds that quote the statement."""
+    args: tuple[Any, ...] = getattr(error.__cause__ or error, "args", ())
+    text = args[1] if len(args) == 2 and isinstance(args[0], int) else str(error)
+    return str(text).strip().split("\n")[0]
 
 
 MARIADB_MIN_VERSION = (10, 6)

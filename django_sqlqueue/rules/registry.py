@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import functools
 import inspect
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from django_sqlqueue.backends.compat import Task as DjangoTask
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+logger = logging.getLogger(__name__)
 
 #: How many shapes of arguments (how many positional, which names) a task remembers
 #: the binding of: every shape a producer uses, short of one that makes up new names.
@@ -128,6 +131,13 @@ class RegisteredTask:
             takes = [p.name for p in signature.parameters.values() if p.kind <= p.POSITIONAL_OR_KEYWORD]
             most = f"{len(takes)} ({', '.join(takes)})" if takes else "none"
             problem = f"{len(args)} positional arguments given, but it takes {most}"
+        if unexpected := _unexpected_keywords(signature, kwargs):
+            # Python names the first problem only: a misspelled keyword shows as the
+            # argument it misses, so name the keywords it cannot take too.
+            named = ", ".join(repr(name) for name in unexpected)
+            many = "unexpected keyword arguments" if unexpected[1:] else "an unexpected keyword argument"
+            extra = f"{many} {named}"
+            problem = f"got {extra}" if problem.startswith("got an unexpected") else f"{problem}, and got {extra}"
         plain = signature.replace(
             parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
             return_annotation=signature.empty,
@@ -135,8 +145,44 @@ class RegisteredTask:
         return f"its arguments do not fit {getattr(self.func, '__name__', self.name)}{plain}: {problem}"
 
 
+def _unexpected_keywords(signature: inspect.Signature, kwargs: Mapping[str, Any]) -> list[str]:
+    """The names in ``kwargs`` that no parameter of ``signature`` takes by keyword."""
+    parameters = signature.parameters
+    if any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
+        return []
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [name for name in kwargs if name not in parameters or parameters[name].kind not in keyword]
+
+
 _tasks_by_name: dict[str, RegisteredTask] = {}
 _tasks_by_func: dict[Callable[..., Any], RegisteredTask] = {}
+#: The tasks registered from a module a worker does not import, by name, with that
+#: module: each is warned about at its first enqueue in the process, then forgotten.
+_unreached: dict[str, str] = {}
+#: Whether :func:`autodiscover` is importing the tasks modules: what registers then,
+#: registers in a worker too.
+_discovering = False
+
+
+def _reached_by_workers(module: str) -> bool:
+    """Whether a worker imports ``module`` as it starts: Django's start imports the apps
+    and their models (apps not ready yet), and :func:`autodiscover` each installed app's
+    ``tasks`` module, with what it imports."""
+    if _discovering or not apps.ready:
+        return True
+    return any(
+        module == f"{app.name}.tasks" or module.startswith(f"{app.name}.tasks.") for app in apps.get_app_configs()
+    )
+
+
+def _warn_if_unreached(task: RegisteredTask) -> None:
+    if (module := _unreached.pop(task.name, None)) is not None:
+        logger.warning(
+            "Task %r is registered in %s, which the workers never import: its jobs would fail with "
+            "UnknownTaskError. Define it in an installed app's tasks module (tasks.py), and import it from there.",
+            task.name,
+            module,
+        )
 
 
 def default_name(func: Callable[..., Any]) -> str:
@@ -191,6 +237,10 @@ def register(
     task = RegisteredTask(name=name, func=func, django_task=django_task, unique=unique, **options)
     _tasks_by_name[name] = task
     _tasks_by_func[func] = task
+    if _reached_by_workers(func.__module__):
+        _unreached.pop(name, None)
+    else:
+        _unreached[name] = func.__module__
     return task
 
 
@@ -246,13 +296,18 @@ def autodiscover() -> None:
     """Import the ``tasks`` module of every installed app, once per process.
 
     Raises :class:`TaskModuleError` naming the module that failed, and its error."""
-    for app_config in apps.get_app_configs():
-        if module_has_submodule(app_config.module, "tasks"):
-            name = f"{app_config.name}.tasks"
-            try:
-                import_module(name)
-            except Exception as error:
-                raise TaskModuleError(f"Importing {name} failed: {type(error).__name__}: {error}") from error
+    global _discovering  # one flag for the process, as the registry is one
+    _discovering = True
+    try:
+        for app_config in apps.get_app_configs():
+            if module_has_submodule(app_config.module, "tasks"):
+                name = f"{app_config.name}.tasks"
+                try:
+                    import_module(name)
+                except Exception as error:
+                    raise TaskModuleError(f"Importing {name} failed: {type(error).__name__}: {error}") from error
+    finally:
+        _discovering = False
 
 
 def registered_tasks() -> list[RegisteredTask]:
@@ -271,14 +326,19 @@ def get_task(task: Callable[..., Any] | str) -> RegisteredTask:
         if found is None:
             shown = default_name(task) if hasattr(task, "__qualname__") else f"{task!r:.100}"
             raise UnknownTaskError(f"{shown} is not a registered task: decorate it with @django_sqlqueue.job.")
+        if _unreached:
+            _warn_if_unreached(found)
         return found
     if task not in _tasks_by_name:
         autodiscover()
     try:
-        return _tasks_by_name[task]
+        found = _tasks_by_name[task]
     except KeyError:
         raise UnknownTaskError(
             f"No task is registered as {task!r}. Tasks are registered by @django_sqlqueue.job, or by Django's "
             "@task with the SQLQueueBackend, in a module that is imported: an installed app's tasks.py is "
             "imported for you."
         ) from None
+    if _unreached:
+        _warn_if_unreached(found)
+    return found

@@ -15,7 +15,7 @@ from asgiref.sync import async_to_sync
 from django.db import DatabaseError, connections
 
 from django_sqlqueue import current, signals
-from django_sqlqueue.db.finishing import Failure, error_message
+from django_sqlqueue.db.finishing import Failure, attempt_number, error_message
 from django_sqlqueue.exceptions import TransactionLeftOpen
 from django_sqlqueue.models import Job
 from django_sqlqueue.rules.lifecycle import FAIL, RETRY, SNOOZE, STOP, SUCCEED
@@ -61,11 +61,10 @@ def attempt(job: Job, worker_id: str, through: Through | None = None) -> JobOutc
         if logger.isEnabledFor(level):  # its fields cost more than a no-op job
             logger.log(
                 level,
-                f"Job %s (%s) attempt %s/%s {said}%s",
+                f"Job %s (%s) attempt %s {said}%s",
                 job.pk,
                 job.task,
-                job.attempts,
-                job.max_attempts,
+                _attempt_shown(job),
                 duration,
                 "" if outcome.error is None else f": {type(outcome.error).__name__}: {error_message(outcome.error)}",
                 extra=job_fields(job, result, duration),
@@ -103,13 +102,22 @@ _SAID = {
 }
 
 
+def _attempt_shown(job: Job) -> str:
+    """``2/3``: the attempt's number, as the job's page numbers it, of those allowed; after
+    an admin Retry, which gives the job a new count, ``4 (1/3 since its retry)``."""
+    number = attempt_number(job)
+    if number == job.attempts:
+        return f"{number}/{job.max_attempts}"
+    return f"{number} ({job.attempts}/{job.max_attempts} since its retry)"
+
+
 def job_fields(job: Job, outcome: str, duration: float) -> dict[str, Any]:
     """The fields of a finished attempt's log record, which the JSON log format writes."""
     return {
         "job_id": job.pk,
         "task": job.task,
         "queue": job.queue,
-        "attempt": job.attempts,
+        "attempt": attempt_number(job),
         "outcome": outcome,
         "duration": round(duration, 6),
     }

@@ -51,7 +51,7 @@ def follow(project: Project, blocks: list[tuple[str, str]]) -> tuple[str, ...]:
         for line in text.splitlines():
             words = shlex.split(line, comments=True)
             if words[:2] == ["pip", "install"]:
-                assert words[2:] == ["django-sqlqueue"]  # installed in this environment
+                assert words[2:] == ["-e", "/path/to/django-sqlqueue"]  # installed in this environment
             elif words[:2] == ["python", "manage.py"] and words[2] == "runworkers":
                 runworkers = tuple(words)
             elif words[:2] == ["python", "manage.py"] and words[2] not in PERSON:

@@ -15,6 +15,7 @@ from django.core import checks
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.db import connection, connections
+from django.db.migrations.recorder import MigrationRecorder
 from django.test import override_settings
 
 from django_sqlqueue import checks as sqlqueue_checks
@@ -22,6 +23,7 @@ from django_sqlqueue.checks import (
     check_database_charsets,
     check_database_drivers,
     check_database_journal,
+    check_database_migrated,
     check_database_settings,
     check_database_vacuum,
     check_database_version,
@@ -30,7 +32,9 @@ from django_sqlqueue.checks import (
     check_rate_limit_names,
     check_schedule,
     check_settings,
+    check_unknown_settings,
 )
+from django_sqlqueue.checks import ids as check_ids
 from django_sqlqueue.db import charsets
 from django_sqlqueue.db.vendors import JOURNAL_HINT, VACUUM_HINT, version_problem
 from django_sqlqueue.models import Job
@@ -79,7 +83,20 @@ class JobsOnDefaultOnly:
 
 def test_current_settings_are_clean() -> None:
     assert check_settings() == []
+    assert check_unknown_settings() == []
     assert check_database_settings() == []
+
+
+@override_settings(SQLQUEUE_MAX_ATTEMPT=5, SQLQUEUE_SCHEDUEL={}, SQLQUEUE_COLOUR="blue")
+def test_every_unknown_setting_is_warned_about_with_the_closest_real_one() -> None:
+    warning = "{} is not a setting of django-sqlqueue, so it is ignored."
+    assert check_unknown_settings() == [
+        checks.Warning(warning.format("SQLQUEUE_COLOUR"), hint=check_ids.UNKNOWN_SETTING.hint, id="sqlqueue.W007"),
+        checks.Warning(
+            warning.format("SQLQUEUE_MAX_ATTEMPT"), hint="Did you mean SQLQUEUE_MAX_ATTEMPTS?", id="sqlqueue.W007"
+        ),
+        checks.Warning(warning.format("SQLQUEUE_SCHEDUEL"), hint="Did you mean SQLQUEUE_SCHEDULE?", id="sqlqueue.W007"),
+    ]
 
 
 @pytest.mark.django_db
@@ -338,6 +355,37 @@ def test_check_database_version_reports_an_old_mariadb(monkeypatch: pytest.Monke
             id="sqlqueue.E011",
         )
     ]
+
+
+@pytest.mark.django_db
+def test_the_jobs_database_without_the_queues_migrations_is_warned_about() -> None:
+    """Asked with ``check --database default``; the database's rows of applied
+    migrations are the test's transaction's, rolled back after."""
+    assert check_database_migrated(databases=["default"]) == []
+    applied = MigrationRecorder.Migration.objects.filter(app="django_sqlqueue").order_by("id")
+    last = applied.last()
+    assert last is not None
+    last.delete()
+    assert check_database_migrated(databases=None) == []
+    assert check_database_migrated(databases=["default"]) == [
+        checks.Warning(
+            f"The queue's migrations are not applied ({last.name}): run manage.py migrate.",
+            hint=check_ids.MIGRATED.hint,
+            id="sqlqueue.W008",
+        )
+    ]
+    # A database that lacks many (a new one, all of them) is told their number, first and last.
+    first = applied.first()
+    assert first is not None
+    applied.delete()
+    [warning] = check_database_migrated(databases=["default"])
+    assert re.fullmatch(
+        rf"The queue's migrations are not applied \(\d+: {first.name} to {last.name}\): run manage.py migrate\.",
+        warning.msg,
+    )
+    stderr = StringIO()
+    call_command("check", "--database", "default", stdout=StringIO(), stderr=stderr)
+    assert "sqlqueue.W008" in stderr.getvalue()
 
 
 def test_a_sqlite_database_outside_wal_mode_is_warned_about(

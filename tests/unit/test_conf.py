@@ -13,7 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 from django_sqlqueue import conf as conf_module
-from django_sqlqueue.conf import Setting, Settings, conf
+from django_sqlqueue.conf import Setting, Settings, conf, setting_names
 from django_sqlqueue.rules.lifecycle import JobStatus
 
 DAY = datetime.timedelta(days=1)
@@ -375,7 +375,7 @@ def test_every_setting_the_package_reads_is_a_documented_setting() -> None:
         assert setting.annotation, name
 
 
-SETTING_NAMES = [name for name, value in vars(Settings).items() if isinstance(value, Setting)]
+SETTING_NAMES = setting_names()
 
 
 def plain(name: str) -> Any:

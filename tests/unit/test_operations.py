@@ -1,5 +1,6 @@
 """The operators' controls (``operations.py``), and the package root exporting them
-lazily: importing ``django_sqlqueue`` must not import the models."""
+and the names a task uses, the models' lazily: importing ``django_sqlqueue`` must not
+import the models."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import sys
 import pytest
 
 import django_sqlqueue
-from django_sqlqueue import operations
+from django_sqlqueue import current, exceptions, operations, workflows
 from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.rules import registry
 from tests.testapp.tasks import noop
 
 pytestmark = pytest.mark.django_db
@@ -21,6 +23,14 @@ def test_the_root_exports_the_operators_controls() -> None:
     assert django_sqlqueue.resume_queue is operations.resume_queue
     assert django_sqlqueue.cancel_jobs is operations.cancel_jobs
     assert django_sqlqueue.queue_stats is operations.queue_stats
+
+
+def test_the_root_exports_the_names_a_task_uses() -> None:
+    from django_sqlqueue import JobCancelled, Snooze, chain, chord, current_job, job
+
+    assert (Snooze, JobCancelled) == (exceptions.Snooze, exceptions.JobCancelled)
+    assert (chain, chord) == (workflows.chain, workflows.chord)
+    assert (job, current_job) == (registry.job, current.current_job)
 
 
 def test_an_unknown_name_of_the_root_is_an_attribute_error() -> None:

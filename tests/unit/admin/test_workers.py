@@ -73,3 +73,13 @@ def test_the_list_says_which_supervisor_leads(admin_client: Client, workers: tup
     assert "Supervisor host:1 leads maintenance (rescue, recurring jobs, pruning)." in response.content.decode()
     leads = {worker.name: worker.leads for worker in response.context["cl"].result_list}
     assert leads == {"host:1:0": True, "host:2:0": False}
+
+
+def test_the_browser_title_is_the_pages_name(admin_client: Client, workers: tuple[Worker, Worker]) -> None:
+    """The lead's sentence (a warning when no supervisor holds the lease) is under the
+    page's heading, not in the browser's tab."""
+    page = admin_client.get(WORKERS).content.decode()
+    [title] = re.findall(r"<title>(.*?)</title>", page, re.S)
+    assert title == "Workers | Django site admin"
+    assert "<h1>Workers</h1>" in page
+    assert "<h2>No supervisor holds the maintenance lease: no runworkers is running" in page

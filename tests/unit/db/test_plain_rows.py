@@ -117,7 +117,8 @@ def test_rows_go_in_statements_of_batch_size_rows() -> None:
             (send_welcome, [], {"greting": "Hi"}),
             InvalidJobError,
             "Cannot enqueue tests.testapp.tasks.send_welcome (row 3): its arguments do not fit "
-            "send_welcome(user_id, *, greeting='Hello'): missing a required argument: 'user_id'.",
+            "send_welcome(user_id, *, greeting='Hello'): missing a required argument: 'user_id', "
+            "and got an unexpected keyword argument 'greting'.",
         ),
     ],
 )

@@ -140,7 +140,8 @@ def test_arguments_the_task_cannot_take_never_enqueue(caplog: pytest.LogCaptureF
     assert not Job.objects.exists()
     assert (
         f"Schedule 'welcome' did not enqueue: InvalidJobError: Cannot enqueue {welcome}: its arguments do not fit "
-        "send_welcome(user_id, *, greeting='Hello'): missing a required argument: 'user_id'." in caplog.text
+        "send_welcome(user_id, *, greeting='Hello'): missing a required argument: 'user_id', and got an unexpected "
+        "keyword argument 'user'." in caplog.text
     )
 
 

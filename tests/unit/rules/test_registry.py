@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -234,3 +235,28 @@ def test_whether_a_task_is_a_coroutine_is_asked_once(monkeypatch: pytest.MonkeyP
     assert asked == [noop]
     monkeypatch.undo()
     assert RegisteredTask(name="t.later", func=later).is_coroutine
+
+
+def test_a_task_in_a_module_the_workers_never_import_is_warned_about_at_its_first_enqueue(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A view module is imported by a web request, never by a worker: its tasks' jobs
+    would fail with UnknownTaskError. An installed app's tasks module, or a module of
+    its tasks package, is one a worker imports."""
+    in_views = copy_of(first, "in_views")
+    in_views.__module__ = "tests.testapp.views"
+    job(in_views)
+    for module in ("tests.testapp.tasks", "tests.testapp.tasks.billing"):
+        in_tasks = copy_of(first, "in_tasks")
+        in_tasks.__module__ = module
+        job(in_tasks)
+        Job.objects.build(in_tasks, (1,))
+    with caplog.at_level(logging.WARNING, logger="django_sqlqueue"):
+        Job.objects.build(in_views, (1,))
+        Job.objects.build(in_views, (2,))
+        get_task("tests.testapp.views.in_views")
+    assert [record.getMessage() for record in caplog.records] == [
+        "Task 'tests.testapp.views.in_views' is registered in tests.testapp.views, which the workers never "
+        "import: its jobs would fail with UnknownTaskError. Define it in an installed app's tasks module "
+        "(tasks.py), and import it from there."
+    ]

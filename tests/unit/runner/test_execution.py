@@ -15,6 +15,7 @@ from django.db import connection
 from django.utils import timezone
 
 from django_sqlqueue import signals
+from django_sqlqueue.admin import display
 from django_sqlqueue.backends import SQLQueueBackend
 from django_sqlqueue.backends.compat import TaskResult, TaskResultStatus, task_finished, task_started
 from django_sqlqueue.exceptions import TransactionLeftOpen, UnknownTaskError
@@ -233,6 +234,28 @@ def test_an_attempt_is_logged_and_signalled_with_its_outcome_and_duration(
         "ValueError: boom"
     )
     assert (logged[1].job_id, logged[1].task) == (received[1]["job"].pk, "tests.djtasks.tasks.fail")  # type: ignore[attr-defined]
+
+
+def test_the_log_numbers_an_attempt_as_the_jobs_page_does_after_an_admin_retry(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Two attempts failed, then the admin's Retry gave the job one more: its page calls
+    the third "Attempt 3", and so does the worker's line, with the new count beside it."""
+    earlier = [{"attempt": n, "exception_class_path": "builtins.ValueError", "message": "boom"} for n in (1, 2)]
+    fail.enqueue("boom")
+    Job.objects.update(max_attempts=1, errors=earlier)
+    caplog.set_level(logging.INFO, "django_sqlqueue")
+    outcome = execution.attempt(claim_one(), "worker-1")
+    assert outcome.failure is not None
+    record = outcome.failure.record
+    assert record is not None
+    assert record["attempt"] == 3
+    assert "<strong>Attempt 3</strong>" in display.errors_html([*earlier, record])
+    [logged] = [record for record in caplog.records if record.name == "django_sqlqueue.runner.execution"]
+    assert logged.getMessage().startswith(
+        f"Job {outcome.job.pk} (tests.djtasks.tasks.fail) attempt 3 (1/1 since its retry) failed after "
+    )
+    assert logged.attempt == 3  # type: ignore[attr-defined]
 
 
 def test_an_attempt_whose_exception_has_no_words_is_logged_all_the_same(caplog: pytest.LogCaptureFixture) -> None:
