@@ -21,7 +21,8 @@ FENCE = re.compile(r"^```(\{[\w-]+\}|\w*) *(.*?)\n(.*?)^```$", re.MULTILINE | re
 
 
 def blocks() -> list[tuple[str, str, str]]:
-    return FENCE.findall(PAGE.read_text())
+    """The page's fenced blocks, but for its ``{index}`` entries (words for the search)."""
+    return [block for block in FENCE.findall(PAGE.read_text()) if block[0] != "{index}"]
 
 
 def test_every_block_is_the_example_projects_settings_or_a_command_parsed_elsewhere() -> None:
