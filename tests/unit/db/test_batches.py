@@ -513,3 +513,29 @@ def test_a_finish_whose_connection_drops_while_it_counts_its_batch_down_writes_n
     assert set(_callbacks(batch)) == {"on_success", "on_finish"}
     assert batches.sweep(Job, "default") == 0
     assert Job.objects.filter(task="tests.testapp.tasks.batch_done").count() == 2
+
+
+def test_an_enqueue_hook_raising_on_a_callback_leaves_the_finish_written_and_enqueues_the_callback_without_it(
+    settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A hook for web requests raises on the callbacks the last finish enqueues: the
+    finish is written, the batch finished, and each callback enqueued as if the hook
+    had not run (none of its changes), the hook's exception logged with its name."""
+    with _batch() as batch:
+        jobs = [Job.objects.enqueue(add, (n, n)) for n in range(2)]
+    settings.SQLQUEUE_ENQUEUE_HOOKS = ["tests.support.middleware.request_scoped"]
+    claimed = Job.objects.claim(worker_id=WORKER, limit=10)
+    Job.objects.finish(worker_id=WORKER, succeeded=dict.fromkeys(claimed, 0))
+    assert set(Job.objects.filter(pk__in=[job.pk for job in jobs]).values_list("status", flat=True)) == {
+        JobStatus.SUCCESSFUL
+    }
+    batch.refresh_from_db()
+    assert batch.finished_at is not None
+    callbacks = Job.objects.filter(pk__in=batch.callback_jobs.values())
+    assert sorted((job.args, job.priority, job.meta) for job in callbacks) == [(["end"], 0, {}), (["ok"], 0, {})]
+    assert "SQLQUEUE_ENQUEUE_HOOKS: tests.support.middleware.request_scoped, on a job of" in caplog.text
+    assert "the job is enqueued without that hook's changes" in caplog.text
+    assert "LookupError" in caplog.text
+    # The caller's own enqueue still gets what the hook raises.
+    with pytest.raises(LookupError):
+        Job.objects.enqueue(noop)
