@@ -169,6 +169,8 @@ def send(alias: str, queues: Iterable[str]) -> int:
                 sender.sendto(payload, path)
                 sent += 1
         return sent
+    except FileNotFoundError:  # no worker has made the folder on this host: none to wake
+        return 0
     except Exception as error:  # whatever it is, the jobs are committed and will be polled
         say_once(logger, "No wake-up sent for database %r: %s", alias, error)
         return 0
