@@ -67,6 +67,10 @@ SQLQUEUE_RATE_LIMITS = json.loads(os.environ.get("SQLQUEUE_RATE_LIMITS", '{"test
 if "SQLQUEUE_MIDDLEWARE" in os.environ:
     SQLQUEUE_MIDDLEWARE = json.loads(os.environ["SQLQUEUE_MIDDLEWARE"])
 
+# A JSON list of dotted paths, for the workers of the tests of a raising enqueue hook.
+if "SQLQUEUE_ENQUEUE_HOOKS" in os.environ:
+    SQLQUEUE_ENQUEUE_HOOKS = json.loads(os.environ["SQLQUEUE_ENQUEUE_HOOKS"])
+
 # A JSON object of recurring jobs, for the schedule tests' workers.
 if "SQLQUEUE_SCHEDULE" in os.environ:
     SQLQUEUE_SCHEDULE = json.loads(os.environ["SQLQUEUE_SCHEDULE"])

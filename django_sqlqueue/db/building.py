@@ -276,7 +276,7 @@ def _hooked_safely(hook: Callable[[Any], Any], job: AbstractJob) -> None:
     before the hook (its fields, and its ``meta`` a hook may have changed in place)."""
     fields, meta = dict(job.__dict__), copy.deepcopy(job.meta)
     with contained(
-        "SQLQUEUE_ENQUEUE_HOOKS: %s, on a job of %s the runner enqueues,",
+        "SQLQUEUE_ENQUEUE_HOOKS: %s, given a %s job the runner enqueues,",
         name_of(hook),
         job.task,
         then="the job is enqueued without that hook's changes",

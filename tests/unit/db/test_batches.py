@@ -533,7 +533,10 @@ def test_an_enqueue_hook_raising_on_a_callback_leaves_the_finish_written_and_enq
     assert batch.finished_at is not None
     callbacks = Job.objects.filter(pk__in=batch.callback_jobs.values())
     assert sorted((job.args, job.priority, job.meta) for job in callbacks) == [(["end"], 0, {}), (["ok"], 0, {})]
-    assert "SQLQUEUE_ENQUEUE_HOOKS: tests.support.middleware.request_scoped, on a job of" in caplog.text
+    assert (
+        "SQLQUEUE_ENQUEUE_HOOKS: tests.support.middleware.request_scoped, given a tests.testapp.tasks.batch_done "
+        "job the runner enqueues, raised"
+    ) in caplog.text
     assert "the job is enqueued without that hook's changes" in caplog.text
     assert "LookupError" in caplog.text
     # The caller's own enqueue still gets what the hook raises.
