@@ -15,7 +15,8 @@ from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue import signals
 from django_sqlqueue.db import batches, expiry, pruning, transient
-from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
+from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError, WorkerLost
+from django_sqlqueue.maintenance.rescue import rescue_worker
 from django_sqlqueue.maintenance.services import maintenance_services
 from django_sqlqueue.models import Job, JobBatch, JobStatus
 from django_sqlqueue.testing import run_jobs
@@ -542,3 +543,35 @@ def test_an_enqueue_hook_raising_on_a_callback_leaves_the_finish_written_and_enq
     # The caller's own enqueue still gets what the hook raises.
     with pytest.raises(LookupError):
         Job.objects.enqueue(noop)
+
+
+def _expire_last(last: Job) -> None:
+    Job.objects.filter(pk=last.pk).update(expires_at=PAST)
+    assert Job.objects.expire() == 1
+
+
+def _rescue_last(last: Job) -> None:
+    (claimed,) = Job.objects.claim(worker_id="w-gone", filter=Q(pk=last.pk))
+    Job.objects.filter(pk=claimed.pk).update(max_attempts=1)
+    assert rescue_worker("w-gone", WorkerLost("gone")).count == 1
+
+
+def _delete_last(last: Job) -> None:
+    Job.objects.filter(pk=last.pk).delete()
+    assert batches.sweep(Job, "default") == 1
+
+
+@pytest.mark.parametrize(
+    "end", [_expire_last, _rescue_last, _delete_last], ids=["the expiry sweep", "a rescue", "the batches' sweep"]
+)
+def test_an_enqueue_hook_raising_on_a_callback_fails_no_other_path_that_completes_a_batch(
+    end: Any, settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    with _batch() as batch:
+        done, last = Job.objects.enqueue(noop), Job.objects.enqueue(noop)
+    _finish(done)
+    settings.SQLQUEUE_ENQUEUE_HOOKS = ["tests.support.middleware.request_scoped"]
+    end(last)
+    _failed_at_once(batch)
+    assert Job.objects.get(pk=done.pk).status == JobStatus.SUCCESSFUL
+    assert caplog.text.count("SQLQUEUE_ENQUEUE_HOOKS: tests.support.middleware.request_scoped") == 2
