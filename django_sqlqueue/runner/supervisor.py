@@ -9,6 +9,7 @@ import contextlib
 import datetime
 import functools
 import logging
+import math
 import multiprocessing
 import os
 import signal
@@ -315,7 +316,9 @@ class Supervisor:
             self.failure = f"{self.young_deaths} worker processes in a row died young; the last one {how} {when}."
             self._stop_children()
         elif self._should_replace(unfinished=True):
-            backoff = min(STARTUP_BACKOFF_FIRST * 2 ** (self.young_deaths - 1), STARTUP_BACKOFF_MAX)
+            # The doublings stop at the most: 2 ** 1024 deaths later would overflow a float.
+            doublings = min(self.young_deaths - 1, math.ceil(math.log2(STARTUP_BACKOFF_MAX / STARTUP_BACKOFF_FIRST)))
+            backoff = min(STARTUP_BACKOFF_FIRST * 2**doublings, STARTUP_BACKOFF_MAX)
             self.respawns.append(self.last_young_death + backoff)
             then = f": starting another in {backoff:g} s"
         logger.error("Worker %s %s %s (%d in a row)%s", child.config.name, how, when, self.young_deaths, then)
