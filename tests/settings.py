@@ -71,6 +71,10 @@ if "SQLQUEUE_MIDDLEWARE" in os.environ:
 if "SQLQUEUE_ENQUEUE_HOOKS" in os.environ:
     SQLQUEUE_ENQUEUE_HOOKS = json.loads(os.environ["SQLQUEUE_ENQUEUE_HOOKS"])
 
+# A wake-up folder of the test's own, for the workers of the tests that break it.
+if "SQLQUEUE_WAKEUP_DIR" in os.environ:
+    SQLQUEUE_WAKEUP_DIR = os.environ["SQLQUEUE_WAKEUP_DIR"]
+
 # A JSON object of recurring jobs, for the schedule tests' workers.
 if "SQLQUEUE_SCHEDULE" in os.environ:
     SQLQUEUE_SCHEDULE = json.loads(os.environ["SQLQUEUE_SCHEDULE"])
