@@ -52,15 +52,15 @@ SUPERVISOR = "the supervisor"
 STATUS_SECONDS = 30.0
 PROGRESS_SECONDS = 0.25
 TICK_SECONDS = 0.1
-#: A process that dies young (before it is ready, or within :data:`YOUNG_SECONDS` of
-#: its start, whatever it died of) is started again after this long, doubling with each
-#: young death in a row up to the most: a broken deployment (or disk, or database) is
-#: not respawned in a tight loop.
+#: A process that dies young (before it is ready, or before it wrote any job's outcome
+#: within :data:`YOUNG_SECONDS` of its start, whatever it died of) is started again
+#: after this long, doubling with each young death in a row up to the most: a broken
+#: deployment (or disk, or database) is not respawned in a tight loop.
 STARTUP_BACKOFF_FIRST = 0.5
 STARTUP_BACKOFF_MAX = 30.0
-#: A process that lived this long died of something else than a broken start: it is
-#: replaced at once, and once one started after the last young death lives this long,
-#: the young deaths in a row count from 0 again.
+#: A process that lived this long (or wrote an outcome) died of something else than a
+#: broken start: it is replaced at once; and once one started after the last young death
+#: lives this long (or writes an outcome), the young deaths in a row count from 0 again.
 YOUNG_SECONDS = 10.0
 #: With ``--burst``, this many young deaths in a row end the run with an error.
 STARTUP_ATTEMPTS = 5
@@ -86,8 +86,9 @@ class Child:
     killed_for: tuple[int, BaseException] | None = None
     #: Whether it got through its start-up (Django, the tasks, its worker row).
     ready: bool = False
-    #: When it was started (``time.monotonic()``).
+    #: When it was started (``time.monotonic()``), and whether it has written an outcome.
     born: float = field(default_factory=time.monotonic)
+    proven: bool = False
     #: The exception it said it died of, if it could say.
     died_of: str | None = None
     #: Why it said it exits to make way for a fresh process (``--max-jobs-per-process``,
@@ -223,6 +224,7 @@ class Supervisor:
                 elif kind == "recycle":
                     (child.recycled,) = details
                 else:
+                    child.proven = True
                     job_ids, outcomes = details
                     for job_id in job_ids:
                         child.cancelling.pop(job_id, None)
@@ -255,7 +257,7 @@ class Supervisor:
             logger.info("Worker %s %s: replacing it", child.config.name, child.recycled)
         lived = time.monotonic() - child.born
         # The supervisor's own kill for a job's timeout is no sign of a broken worker.
-        if crashed and child.killed_for is None and lived < YOUNG_SECONDS:
+        if crashed and child.killed_for is None and not child.proven and lived < YOUNG_SECONDS:
             self._died_young(child, how, f"{lived:.1f} s after it started")
         elif self._should_replace(crashed or child.recycled is not None):
             self._spawn()
@@ -325,11 +327,12 @@ class Supervisor:
 
     def _forget_young_deaths(self, now: float) -> None:
         """Count young deaths from 0 again once a process started after the last one has
-        lived :data:`YOUNG_SECONDS`: whatever killed them has gone."""
+        written an outcome or lived :data:`YOUNG_SECONDS`: whatever killed them has gone."""
         if self.young_deaths and any(
-            child.born > self.last_young_death and now - child.born >= YOUNG_SECONDS for child in self.children
+            child.born > self.last_young_death and (child.proven or now - child.born >= YOUNG_SECONDS)
+            for child in self.children
         ):
-            logger.info("A worker process has lived %g s: the young deaths are over", YOUNG_SECONDS)
+            logger.info("A worker process started since runs jobs: the young deaths in a row are over")
             self.young_deaths = 0
 
     def _should_replace(self, unfinished: bool) -> bool:

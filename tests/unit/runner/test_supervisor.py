@@ -61,8 +61,8 @@ def test_a_follower_tries_again_as_the_holders_lease_runs_out() -> None:
     assert not follower.leading
 
 
-def _child(born: float) -> Any:
-    return SimpleNamespace(config=SimpleNamespace(name="w"), born=born)
+def _child(born: float, proven: bool = False) -> Any:
+    return SimpleNamespace(config=SimpleNamespace(name="w"), born=born, proven=proven)
 
 
 def test_the_backoff_for_young_deaths_stops_doubling_at_the_most_however_many(
@@ -81,8 +81,19 @@ def test_the_backoff_for_young_deaths_stops_doubling_at_the_most_however_many(
 def test_young_deaths_count_from_0_again_once_a_later_process_lives_long_enough() -> None:
     watcher = supervisor()
     watcher.young_deaths, watcher.last_young_death = 3, 100.0
-    watcher.children = [_child(50.0), _child(101.0)]
+    watcher.children = [_child(50.0, proven=True), _child(101.0)]
     watcher._forget_young_deaths(101.0 + YOUNG_SECONDS - 1)
     assert watcher.young_deaths == 3  # the old process proves nothing; the new one is still young
     watcher._forget_young_deaths(101.0 + YOUNG_SECONDS)
+    assert watcher.young_deaths == 0
+
+
+def test_young_deaths_count_from_0_again_once_a_later_process_writes_an_outcome() -> None:
+    watcher = supervisor()
+    watcher.young_deaths, watcher.last_young_death = 3, 100.0
+    watcher.children = [_child(50.0, proven=True), _child(101.0)]
+    watcher._forget_young_deaths(102.0)
+    assert watcher.young_deaths == 3
+    watcher.children[1].proven = True
+    watcher._forget_young_deaths(102.0)
     assert watcher.young_deaths == 0
