@@ -67,6 +67,14 @@ SQLQUEUE_RATE_LIMITS = json.loads(os.environ.get("SQLQUEUE_RATE_LIMITS", '{"test
 if "SQLQUEUE_MIDDLEWARE" in os.environ:
     SQLQUEUE_MIDDLEWARE = json.loads(os.environ["SQLQUEUE_MIDDLEWARE"])
 
+# A JSON list of dotted paths, for the workers of the tests of a raising enqueue hook.
+if "SQLQUEUE_ENQUEUE_HOOKS" in os.environ:
+    SQLQUEUE_ENQUEUE_HOOKS = json.loads(os.environ["SQLQUEUE_ENQUEUE_HOOKS"])
+
+# A wake-up folder of the test's own, for the workers of the tests that break it.
+if "SQLQUEUE_WAKEUP_DIR" in os.environ:
+    SQLQUEUE_WAKEUP_DIR = os.environ["SQLQUEUE_WAKEUP_DIR"]
+
 # A JSON object of recurring jobs, for the schedule tests' workers.
 if "SQLQUEUE_SCHEDULE" in os.environ:
     SQLQUEUE_SCHEDULE = json.loads(os.environ["SQLQUEUE_SCHEDULE"])

@@ -39,6 +39,7 @@ from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
 from django_sqlqueue.rules.batches import BATCH_ARGUMENT, CALLBACKS, SUCCEEDED, fires
 from django_sqlqueue.rules.lifecycle import ACTIVE, SUCCEED_UNKEPT
+from django_sqlqueue.rules.user_code import runner_enqueues
 
 if TYPE_CHECKING:
     from django_sqlqueue.db.finishing import Ended
@@ -158,7 +159,8 @@ def _enqueue_callbacks(
     """Enqueue the callbacks a batch with ``counts`` fires, each with ``batch=counts``:
     their ids by callback. One that cannot be enqueued any more (its task was
     unregistered since) is logged and kept as its error, and the others go on: a finish
-    must not fail for it."""
+    must not fail for it. Nor for an enqueue hook that raises on a callback: the
+    callback is enqueued without that hook's changes (``rules.user_code.runner_enqueues``)."""
     manager = cast(Any, model._default_manager).db_manager(using)
     made: dict[str, int | str] = {}
     token = OPEN.set(None)  # a callback joins no batch, even enqueued inside one
@@ -169,7 +171,8 @@ def _enqueue_callbacks(
                 continue
             kwargs = {**spec["kwargs"], BATCH_ARGUMENT: counts}
             try:  # both raised before anything is written
-                made[when] = manager.enqueue(spec["task"], spec["args"], kwargs).pk
+                with runner_enqueues():
+                    made[when] = manager.enqueue(spec["task"], spec["args"], kwargs).pk
             except (UnknownTaskError, InvalidJobError) as error:
                 logger.error(
                     "Batch %s finished, but its %s callback could not be enqueued: %s", counts["id"], when, error

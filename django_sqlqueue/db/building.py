@@ -9,6 +9,7 @@ worked out once (:func:`remembered`, and :func:`validate`'s ``seen``), not for e
 
 from __future__ import annotations
 
+import copy
 import datetime
 import operator
 from collections.abc import Callable, Iterable, Sequence
@@ -22,6 +23,7 @@ from django_sqlqueue.db.clock import DatabaseNowPlus
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.rules.registry import RegisteredTask, get_task
 from django_sqlqueue.rules.tags import tags_problem
+from django_sqlqueue.rules.user_code import contained, name_of, runner_enqueueing
 from django_sqlqueue.rules.validation import (
     arguments_problem,
     concurrency_problem,
@@ -257,11 +259,32 @@ def _expires_at_problem(expires_at: Any) -> str | None:
 def hooked(jobs: Iterable[AbstractJob]) -> None:
     """Pass each of ``jobs`` to the ``SQLQUEUE_ENQUEUE_HOOKS``, in order, before they
     are checked: what a hook sets is checked as the caller's own. The setting's
-    callables are looked up once per settings in force, not on every enqueue."""
+    callables are looked up once per settings in force, not on every enqueue. A hook's
+    exception goes to the caller, except in ``rules.user_code.runner_enqueues()``."""
     if hooks := remembered(("enqueue hooks", ""), lambda: conf.SQLQUEUE_ENQUEUE_HOOKS):
+        runners = runner_enqueueing()
         for job in jobs:
             for hook in hooks:
-                hook(job)
+                if runners:
+                    _hooked_safely(hook, job)
+                else:
+                    hook(job)
+
+
+def _hooked_safely(hook: Callable[[Any], Any], job: AbstractJob) -> None:
+    """Pass ``job`` to ``hook``; if it raises, log it and put the job back as it was
+    before the hook (its fields, and its ``meta`` a hook may have changed in place)."""
+    fields, meta = dict(job.__dict__), copy.deepcopy(job.meta)
+    with contained(
+        "SQLQUEUE_ENQUEUE_HOOKS: %s, given a %s job the runner enqueues,",
+        name_of(hook),
+        job.task,
+        then="the job is enqueued without that hook's changes",
+    ) as caught:
+        hook(job)
+    if caught.error is not None:
+        job.__dict__.update(fields)
+        job.meta = meta
 
 
 def validate(job: AbstractJob, *, bind: bool = True, seen: dict[tuple[Any, ...], RegisteredTask] | None = None) -> None:

@@ -19,8 +19,10 @@ between others meanwhile (a long queue: it waits again at its next claim) or one
 kept it all along (stuck: its claims go without turns for :data:`ALONE_AFTER`, so that
 a holder stuck for minutes costs each claimer one wait in vain every few seconds, not
 one a claim). Where there is no folder
-(``SQLQUEUE_WAKEUP_DIR = False``, a system without ``flock``) or the file cannot be
-opened, claims go without turns, as they did before."""
+(``SQLQUEUE_WAKEUP_DIR = False``, a system without ``flock``), and whenever the folder
+or the file fails with any OS error (a full disk, a read-only or vanished folder, no
+permission), claims go without turns, as they did before: said once per process as a
+warning, never an exception out of a claim."""
 
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ from typing import Any
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.db.per_connection import PerConnection
-from django_sqlqueue.db.wakeup import make_folder
+from django_sqlqueue.db.wakeup import make_folder, say_once
 
 try:
     import fcntl
@@ -110,7 +112,7 @@ def _open(alias: str) -> int | None:
             return None
         return os.open(folder / FILE_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError as error:
-        logger.debug("Claims on database %r take no turns (%s)", alias, error)
+        say_once(logger, "Claims on database %r take no turns (%s)", alias, error)
         return None
 
 
@@ -121,21 +123,29 @@ def _take(descriptor: int) -> bool | None:
     deadline = None
     pause = FIRST_PAUSE
     while True:
+        locked = False
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locked = True
         except BlockingIOError:
             pass
         except OSError as error:  # no flock on this file system, say: no turn
-            logger.debug("Claims take no turn (%s)", error)
+            say_once(logger, "Claims take no turns (%s)", error)
             return False
-        else:
-            os.pwrite(descriptor, _MARK.pack(os.getpid(), next(_turns)), 0)
-            return True
-        now = time.monotonic()
-        if deadline is None:
-            deadline, first_holder = now + MOST_WAIT, os.pread(descriptor, _MARK.size, 0)
-        elif now >= deadline:
-            return None if os.pread(descriptor, _MARK.size, 0) == first_holder else False
+        try:
+            if locked:
+                os.pwrite(descriptor, _MARK.pack(os.getpid(), next(_turns)), 0)
+                return True
+            now = time.monotonic()
+            if deadline is None:
+                deadline, first_holder = now + MOST_WAIT, os.pread(descriptor, _MARK.size, 0)
+            elif now >= deadline:
+                return None if os.pread(descriptor, _MARK.size, 0) == first_holder else False
+        except OSError as error:  # a full disk, an I/O error: no turn this time
+            if locked:
+                fcntl.flock(descriptor, fcntl.LOCK_UN)
+            say_once(logger, "Claims take no turns (%s)", error)
+            return False
         time.sleep(pause)
         pause = min(pause * 2, LONGEST_PAUSE)
 

@@ -37,6 +37,7 @@ from django_sqlqueue.exceptions import InvalidJobError, SQLQueueError, UnknownTa
 from django_sqlqueue.models import Job, Schedule
 from django_sqlqueue.rules.recurrence import DefinedIn, Entry, due, parse_entry, wall_time
 from django_sqlqueue.rules.registry import get_task
+from django_sqlqueue.rules.user_code import runner_enqueues
 from django_sqlqueue.rules.validation import arguments_problem, job_options_problem
 
 logger = logging.getLogger(__name__)
@@ -198,12 +199,16 @@ def tick(using: str, logged: set[tuple[str, str]] | None = None) -> int:
     arguments are refused, its definition is not valid) is logged and left as it is: it
     fires nothing, and no other row waits for it. A caller that ticks every second
     passes ``logged``, the problems it has logged, so that each is logged once rather
-    than every tick, and again only after its row has fired in between."""
+    than every tick, and again only after its row has fired in between. An enqueue hook
+    that raises on a tick's job is logged, and the job enqueued without that hook's
+    changes (``rules.user_code.runner_enqueues``): the tick is not lost, nor retried
+    every second."""
     logged = set() if logged is None else logged
     enqueued = 0
     for row in due_rows(using):
         try:
-            enqueued += retry_transient(using, lambda row=row: _fire(row, using))  # type: ignore[misc]
+            with runner_enqueues():
+                enqueued += retry_transient(using, lambda row=row: _fire(row, using))  # type: ignore[misc]
         except (UnknownTaskError, InvalidJobError, ImportError, ImproperlyConfigured) as error:
             problem = (row.key, f"{type(error).__name__}: {error}")
             if problem not in logged:

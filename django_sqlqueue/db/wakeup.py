@@ -57,6 +57,19 @@ _sending: socket.socket | None = None
 _making = threading.Lock()
 
 
+#: The problems :func:`say_once` has said in this process, by their message.
+_said: set[str] = set()
+
+
+def say_once(log: logging.Logger, message: str, *args: Any) -> None:
+    """Warn of a problem with the wake-up folder once per process (by ``message``, its
+    arguments aside): it is best effort, tried again at every claim and commit, and a
+    full disk must not fill the log it cannot write to anyway."""
+    if message not in _said:
+        _said.add(message)
+        log.warning(message + " (said once per process)", *args)
+
+
 class UnsafeFolder(OSError):
     """A wake-up folder someone else could write to: it is not used."""
 
@@ -156,8 +169,10 @@ def send(alias: str, queues: Iterable[str]) -> int:
                 sender.sendto(payload, path)
                 sent += 1
         return sent
+    except FileNotFoundError:  # no worker has made the folder on this host: none to wake
+        return 0
     except Exception as error:  # whatever it is, the jobs are committed and will be polled
-        logger.debug("No wake-up sent for database %r: %s", alias, error)
+        say_once(logger, "No wake-up sent for database %r: %s", alias, error)
         return 0
 
 

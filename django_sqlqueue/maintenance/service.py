@@ -9,6 +9,8 @@ from abc import ABC, abstractmethod
 
 from django.db import Error, close_old_connections
 
+from django_sqlqueue.rules.user_code import contained
+
 logger = logging.getLogger(__name__)
 
 
@@ -17,8 +19,9 @@ class Service(ABC):
 
     ``run_due(now)`` runs a turn when ``now`` (``time.monotonic()``) has reached the
     service's next turn; ``due_now`` makes it due at once (a supervisor that takes the
-    lease over does at once what the previous holder had due). A turn never raises
-    for a database that is away: it logs and tries again at its next turn."""
+    lease over does at once what the previous holder had due). A turn never raises,
+    for a database that is away or anything else: it logs and tries again at its next
+    turn."""
 
     #: What it does, as the documentation and the logs name it.
     name: str
@@ -36,10 +39,15 @@ class Service(ABC):
         """One turn, begun at ``now``; the seconds from ``now`` until the next."""
 
     def run_due(self, now: float) -> bool:
-        """Run a turn if one is due at ``now``; whether it ran."""
+        """Run a turn if one is due at ``now``; whether it ran. Whatever the turn raises
+        (user code it calls: a signal's receiver, a hook) is logged and the turn tried
+        again after ``interval``: the supervisor's loop, and the other services, go on."""
         if now < self.next_at:
             return False
-        self.next_at = now + self.run(now)
+        wait = self.interval
+        with contained("The maintenance service %r", self.name, then=f"trying again in {wait:g} s"):
+            wait = self.run(now)
+        self.next_at = now + wait
         return True
 
     def due_now(self, now: float) -> None:

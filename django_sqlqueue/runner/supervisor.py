@@ -9,6 +9,7 @@ import contextlib
 import datetime
 import functools
 import logging
+import math
 import multiprocessing
 import os
 import signal
@@ -51,12 +52,17 @@ SUPERVISOR = "the supervisor"
 STATUS_SECONDS = 30.0
 PROGRESS_SECONDS = 0.25
 TICK_SECONDS = 0.1
-#: A process that dies before it is ready is started again after this long, doubling
-#: with each failure in a row up to the most: a broken deployment is not respawned in
-#: a tight loop.
+#: A process that dies young (before it is ready, or before it wrote any job's outcome
+#: within :data:`YOUNG_SECONDS` of its start, whatever it died of) is started again
+#: after this long, doubling with each young death in a row up to the most: a broken
+#: deployment (or disk, or database) is not respawned in a tight loop.
 STARTUP_BACKOFF_FIRST = 0.5
 STARTUP_BACKOFF_MAX = 30.0
-#: With ``--burst``, this many start-up failures in a row end the run with an error.
+#: A process that lived this long (or wrote an outcome) died of something else than a
+#: broken start: it is replaced at once; and once one started after the last young death
+#: lives this long (or writes an outcome), the young deaths in a row count from 0 again.
+YOUNG_SECONDS = 10.0
+#: With ``--burst``, this many young deaths in a row end the run with an error.
 STARTUP_ATTEMPTS = 5
 #: The maintenance lease (``SQLQUEUE_LEASE`` long) is renewed this often, at most.
 LEAD_SECONDS = 10.0
@@ -80,6 +86,9 @@ class Child:
     killed_for: tuple[int, BaseException] | None = None
     #: Whether it got through its start-up (Django, the tasks, its worker row).
     ready: bool = False
+    #: When it was started (``time.monotonic()``), and whether it has written an outcome.
+    born: float = field(default_factory=time.monotonic)
+    proven: bool = False
     #: The exception it said it died of, if it could say.
     died_of: str | None = None
     #: Why it said it exits to make way for a fresh process (``--max-jobs-per-process``,
@@ -106,8 +115,10 @@ class Supervisor:
         #: The jobs its rescues gave back (charged an attempt or not).
         self.rescued = 0
         self.total: int | None = None
-        #: Start-up failures in a row, and when each process waiting to replace one is due.
-        self.startup_failures = 0
+        #: Processes that died young in a row (:data:`YOUNG_SECONDS`), when the last did,
+        #: and when each process waiting to replace one is due.
+        self.young_deaths = 0
+        self.last_young_death = 0.0
         self.respawns: list[float] = []
         #: Why the run failed, when it did not end as asked (the command's error).
         self.failure: str | None = None
@@ -148,6 +159,7 @@ class Supervisor:
                     break
                 self._reap(child)
             now = time.monotonic()
+            self._forget_young_deaths(now)
             if due := [at for at in self.respawns if at <= now]:
                 self.respawns = [at for at in self.respawns if at > now]
                 for _ in due:
@@ -207,12 +219,12 @@ class Supervisor:
                     child.cancelling[details[0]] = time.monotonic()
                 elif kind == "ready":
                     child.ready = True
-                    self.startup_failures = 0
                 elif kind == "died":
                     (child.died_of,) = details
                 elif kind == "recycle":
                     (child.recycled,) = details
                 else:
+                    child.proven = True
                     job_ids, outcomes = details
                     for job_id in job_ids:
                         child.cancelling.pop(job_id, None)
@@ -243,7 +255,11 @@ class Supervisor:
             self._rescue(child, how)
         elif child.recycled:
             logger.info("Worker %s %s: replacing it", child.config.name, child.recycled)
-        if self._should_replace(crashed or child.recycled is not None):
+        lived = time.monotonic() - child.born
+        # The supervisor's own kill for a job's timeout is no sign of a broken worker.
+        if crashed and child.killed_for is None and not child.proven and lived < YOUNG_SECONDS:
+            self._died_young(child, how, f"{lived:.1f} s after it started")
+        elif self._should_replace(crashed or child.recycled is not None):
             self._spawn()
 
     def _rescue(self, child: Child, how: str) -> None:
@@ -287,19 +303,37 @@ class Supervisor:
         return rescued
 
     def _startup_failed(self, child: Child, how: str) -> None:
-        """A process died before it was ready: it held no job. Start another after a
-        backoff; with ``--burst``, give up after ``STARTUP_ATTEMPTS`` in a row."""
-        self.startup_failures += 1
-        logger.error("Worker %s %s during start-up (%d in a row)", child.config.name, how, self.startup_failures)
+        """A process died before it was ready: it held no job."""
         unless_away(lambda: Worker.objects.filter(name=child.config.name).delete(), None, by=SUPERVISOR)
-        if self.options.burst and self.startup_failures >= STARTUP_ATTEMPTS:
-            self.failure = (
-                f"{self.startup_failures} worker processes in a row died during start-up; the last one {how}."
-            )
+        self._died_young(child, how, "during start-up")
+
+    def _died_young(self, child: Child, how: str, when: str) -> None:
+        """A process died young (``when``: during start-up, or how soon after it started):
+        start another after a backoff that doubles with each young death in a row; with
+        ``--burst``, give up after ``STARTUP_ATTEMPTS`` in a row, naming the last cause."""
+        self.young_deaths += 1
+        self.last_young_death = time.monotonic()
+        then = ""
+        if self.options.burst and self.young_deaths >= STARTUP_ATTEMPTS:
+            self.failure = f"{self.young_deaths} worker processes in a row died young; the last one {how} {when}."
             self._stop_children()
         elif self._should_replace(unfinished=True):
-            backoff = min(STARTUP_BACKOFF_FIRST * 2 ** (self.startup_failures - 1), STARTUP_BACKOFF_MAX)
-            self.respawns.append(time.monotonic() + backoff)
+            # The doublings stop at the most: 2 ** 1024 deaths later would overflow a float.
+            doublings = min(self.young_deaths - 1, math.ceil(math.log2(STARTUP_BACKOFF_MAX / STARTUP_BACKOFF_FIRST)))
+            backoff = min(STARTUP_BACKOFF_FIRST * 2**doublings, STARTUP_BACKOFF_MAX)
+            self.respawns.append(self.last_young_death + backoff)
+            then = f": starting another in {backoff:g} s"
+        logger.error("Worker %s %s %s (%d in a row)%s", child.config.name, how, when, self.young_deaths, then)
+
+    def _forget_young_deaths(self, now: float) -> None:
+        """Count young deaths from 0 again once a process started after the last one has
+        written an outcome or lived :data:`YOUNG_SECONDS`: whatever killed them has gone."""
+        if self.young_deaths and any(
+            child.born > self.last_young_death and (child.proven or now - child.born >= YOUNG_SECONDS)
+            for child in self.children
+        ):
+            logger.info("A worker process started since runs jobs: the young deaths in a row are over")
+            self.young_deaths = 0
 
     def _should_replace(self, unfinished: bool) -> bool:
         """Whether to start a process in place of one that ended; ``unfinished`` when it

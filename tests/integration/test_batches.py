@@ -4,6 +4,7 @@ is killed (SIGKILL) in the middle and its jobs are rescued."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Callable
@@ -43,6 +44,30 @@ def test_a_batch_with_fan_out_drained_by_two_processes_fires_its_callbacks_once(
     # Each callback was enqueued after the batch's last job finished.
     last = Job.objects.filter(batch_id=batch.pk).aggregate(last=Max("finished_at"))["last"]
     assert all(job.enqueued_at >= last for job in callbacks)
+
+
+def test_an_enqueue_hook_raising_on_the_callbacks_kills_no_worker_and_loses_no_callback(
+    start_workers: Callable[..., Workers],
+) -> None:
+    """A hook written for web requests raises on the callbacks a worker's finish
+    enqueues: the batch's jobs succeed once (no worker dies, no job is rescued as
+    ``WorkerLost``), and each callback is enqueued, without the hook's changes, and runs."""
+    with Job.objects.batch(**recording_callbacks()) as batch:
+        Job.objects.enqueue_many([Job.objects.build(record, (f"job-{n}",)) for n in range(20)])
+    hook = "tests.support.middleware.request_scoped"
+    workers = start_workers("--burst", "--processes", "1", SQLQUEUE_ENQUEUE_HOOKS=json.dumps([hook]))
+    assert workers.wait(120) == 0, workers.text()
+    output = workers.text()
+    assert f"SQLQUEUE_ENQUEUE_HOOKS: {hook}, given a tests.testapp.tasks.batch_done job" in output, output
+    assert "Rescued" not in output, output
+    assert "exited with" not in output, output
+    jobs = Job.objects.filter(batch_id=batch.pk)
+    assert set(jobs.values_list("status", "attempts")) == {(JobStatus.SUCCESSFUL, 1)}
+    batch = JobBatch.objects.get(pk=batch.pk)
+    assert (batch.succeeded, batch.failed) == (20, 0)
+    callbacks = Job.objects.filter(pk__in=batch.callback_jobs.values())
+    assert sorted(callbacks.values_list("status", "meta")) == [(JobStatus.SUCCESSFUL, {})] * 2
+    assert set(Receipt.objects.values_list("runs", flat=True)) == {1}
 
 
 def test_a_worker_killed_mid_batch_leaves_the_callbacks_to_fire_once_after_the_rescue(

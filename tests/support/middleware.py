@@ -4,6 +4,7 @@ names (a worker process's), else in :data:`NOTED` (the test process's)."""
 
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 from typing import Any
@@ -95,6 +96,19 @@ def _thread() -> str:
 
 #: Not callable: a setting naming it is an error.
 NOT_CALLABLE = 42
+
+
+#: What a hook written for web requests reads: set by a request, unset in the runner.
+REQUEST_USER: contextvars.ContextVar[str] = contextvars.ContextVar("tests_request_user")
+
+
+def request_scoped(job: Job) -> None:
+    """An enqueue hook written for web requests: it tags each job with the request's
+    user, and raises ``LookupError`` where there is no request (the runner's own
+    enqueues), after it has changed the job in place."""
+    job.priority = 7
+    job.meta["user"] = "half-set"
+    job.meta["user"] = REQUEST_USER.get()
 
 
 def urgent(job: Job) -> None:

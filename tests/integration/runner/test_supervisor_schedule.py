@@ -11,10 +11,12 @@ from collections import Counter
 from collections.abc import Callable
 
 import pytest
+from django.utils import timezone
 
 from django_sqlqueue.db import recurrence
-from django_sqlqueue.models import Job, Schedule, Worker
+from django_sqlqueue.models import Job, JobStatus, Schedule, Worker
 from tests.support.workers import Workers, wait_until
+from tests.testapp.tasks import add
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -23,8 +25,34 @@ SECOND = datetime.timedelta(seconds=1)
 #: ``missed="all"``: a check that comes late (a busy machine) still enqueues every tick.
 NOOP = "tests.testapp.tasks.noop"
 SCHEDULE = json.dumps({"tick": {"task": NOOP, "every": 1, "missed": "all"}})
+#: An enqueue hook written for web requests, which raises on the runner's own enqueues.
+HOOK = "tests.support.middleware.request_scoped"
 #: Ticks to see after all four supervisors run: 20 seconds of them.
 TICKS = 20
+
+
+def test_an_enqueue_hook_raising_on_every_tick_stops_neither_the_ticks_nor_the_rescue(
+    start_workers: StartWorkers,
+) -> None:
+    """A hook written for web requests raises on each tick's job: the ticks still
+    enqueue their jobs, which run, and the supervisor goes on with its other
+    maintenance: it rescues a job whose worker is gone, after the hook raised."""
+    hooks = json.dumps([HOOK])
+    workers = start_workers("--processes", "1", SQLQUEUE_SCHEDULE=SCHEDULE, SQLQUEUE_ENQUEUE_HOOKS=hooks)
+    ticks = Job.objects.filter(task=NOOP, status=JobStatus.SUCCESSFUL)
+    wait_until(lambda: ticks.count() >= 3, timeout=90, why=workers.text)
+    assert f"SQLQUEUE_ENQUEUE_HOOKS: {HOOK}, given a {NOOP} job the runner enqueues, raised" in workers.text()
+    held = Job.objects.enqueue(add, (1, 2))
+    long_ago = timezone.now() - datetime.timedelta(hours=1)
+    Job.objects.filter(pk=held.pk).update(
+        status=JobStatus.RUNNING, worker="gone-worker", attempts=1, started_at=long_ago
+    )
+    wait_until(
+        lambda: Job.objects.filter(pk=held.pk, status=JobStatus.SUCCESSFUL).exists(), timeout=90, why=workers.text
+    )
+    assert not Job.objects.filter(task=NOOP).exclude(meta={}).exists()
+    assert workers.stop() == 0, workers.text()
+    assert "Traceback" in workers.text()
 
 
 def test_four_supervisors_enqueue_each_tick_exactly_once(start_workers: StartWorkers) -> None:

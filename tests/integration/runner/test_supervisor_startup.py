@@ -12,7 +12,7 @@ import pytest
 
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.workers import FAST_CLOCKS, UNGUARDED_MANAGE_PY, Workers, run_script
-from tests.testapp.tasks import add, exit_cleanly
+from tests.testapp.tasks import add, crash, exit_cleanly
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -58,8 +58,35 @@ def test_processes_that_die_during_start_up_are_retried_with_backoff_then_burst_
     # Four waits before the five starts: 0.5 + 1 + 2 + 4 seconds, not a tight loop.
     assert took >= 7.5, output
     assert output.count("Started worker") == 5, output
-    assert "CommandError: 5 worker processes in a row died during start-up; the last one exited with status 1" in output
+    assert "CommandError: 5 worker processes in a row died young; the last one exited with status 1 (" in output
+    assert output.rstrip().endswith("cannot start in a worker process) during start-up."), output
     assert Job.objects.get().status == JobStatus.READY
+
+
+def test_processes_that_die_soon_after_their_start_are_respawned_with_backoff_then_burst_gives_up(
+    start_workers: StartWorkers,
+) -> None:
+    """Whatever kills them (here each one's first job), processes that die young again
+    and again are not respawned in a tight loop, and ``--burst`` ends, saying why."""
+    Job.objects.enqueue_many(Job.objects.build(crash, max_attempts=1) for _ in range(8))
+    began = time.monotonic()
+    workers = start_workers("--burst", "--processes", "1")
+    assert workers.wait(timeout=90) == 1
+    took = time.monotonic() - began
+    output = workers.text()
+    waits = re.findall(r"exited with status 3 [\d.]+ s after it started \((\d) in a row\)(.*)", output)
+    assert waits == [
+        ("1", ": starting another in 0.5 s"),
+        ("2", ": starting another in 1 s"),
+        ("3", ": starting another in 2 s"),
+        ("4", ": starting another in 4 s"),
+        ("5", ""),
+    ], output
+    assert took >= 7.5, output
+    assert output.count("Rescued 1 job(s)") == 5, output
+    assert "CommandError: 5 worker processes in a row died young; the last one exited with status 3" in output
+    assert Job.objects.filter(status=JobStatus.FAILED).count() == 5
+    assert Job.objects.filter(status=JobStatus.READY).count() == 3
 
 
 def test_a_process_that_exits_with_status_0_while_a_job_runs_has_crashed(start_workers: StartWorkers) -> None:

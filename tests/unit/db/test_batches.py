@@ -15,7 +15,8 @@ from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue import signals
 from django_sqlqueue.db import batches, expiry, pruning, transient
-from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
+from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError, WorkerLost
+from django_sqlqueue.maintenance.rescue import rescue_worker
 from django_sqlqueue.maintenance.services import maintenance_services
 from django_sqlqueue.models import Job, JobBatch, JobStatus
 from django_sqlqueue.testing import run_jobs
@@ -513,3 +514,64 @@ def test_a_finish_whose_connection_drops_while_it_counts_its_batch_down_writes_n
     assert set(_callbacks(batch)) == {"on_success", "on_finish"}
     assert batches.sweep(Job, "default") == 0
     assert Job.objects.filter(task="tests.testapp.tasks.batch_done").count() == 2
+
+
+def test_an_enqueue_hook_raising_on_a_callback_leaves_the_finish_written_and_enqueues_the_callback_without_it(
+    settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A hook for web requests raises on the callbacks the last finish enqueues: the
+    finish is written, the batch finished, and each callback enqueued as if the hook
+    had not run (none of its changes), the hook's exception logged with its name."""
+    with _batch() as batch:
+        jobs = [Job.objects.enqueue(add, (n, n)) for n in range(2)]
+    settings.SQLQUEUE_ENQUEUE_HOOKS = ["tests.support.middleware.request_scoped"]
+    claimed = Job.objects.claim(worker_id=WORKER, limit=10)
+    Job.objects.finish(worker_id=WORKER, succeeded=dict.fromkeys(claimed, 0))
+    assert set(Job.objects.filter(pk__in=[job.pk for job in jobs]).values_list("status", flat=True)) == {
+        JobStatus.SUCCESSFUL
+    }
+    batch.refresh_from_db()
+    assert batch.finished_at is not None
+    callbacks = Job.objects.filter(pk__in=batch.callback_jobs.values())
+    assert sorted((job.args, job.priority, job.meta) for job in callbacks) == [(["end"], 0, {}), (["ok"], 0, {})]
+    assert (
+        "SQLQUEUE_ENQUEUE_HOOKS: tests.support.middleware.request_scoped, given a tests.testapp.tasks.batch_done "
+        "job the runner enqueues, raised"
+    ) in caplog.text
+    assert "the job is enqueued without that hook's changes" in caplog.text
+    assert "LookupError" in caplog.text
+    # The caller's own enqueue still gets what the hook raises.
+    with pytest.raises(LookupError):
+        Job.objects.enqueue(noop)
+
+
+def _expire_last(last: Job) -> None:
+    Job.objects.filter(pk=last.pk).update(expires_at=PAST)
+    assert Job.objects.expire() == 1
+
+
+def _rescue_last(last: Job) -> None:
+    (claimed,) = Job.objects.claim(worker_id="w-gone", filter=Q(pk=last.pk))
+    Job.objects.filter(pk=claimed.pk).update(max_attempts=1)
+    assert rescue_worker("w-gone", WorkerLost("gone")).count == 1
+
+
+def _delete_last(last: Job) -> None:
+    Job.objects.filter(pk=last.pk).delete()
+    assert batches.sweep(Job, "default") == 1
+
+
+@pytest.mark.parametrize(
+    "end", [_expire_last, _rescue_last, _delete_last], ids=["the expiry sweep", "a rescue", "the batches' sweep"]
+)
+def test_an_enqueue_hook_raising_on_a_callback_fails_no_other_path_that_completes_a_batch(
+    end: Any, settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    with _batch() as batch:
+        done, last = Job.objects.enqueue(noop), Job.objects.enqueue(noop)
+    _finish(done)
+    settings.SQLQUEUE_ENQUEUE_HOOKS = ["tests.support.middleware.request_scoped"]
+    end(last)
+    _failed_at_once(batch)
+    assert Job.objects.get(pk=done.pk).status == JobStatus.SUCCESSFUL
+    assert caplog.text.count("SQLQUEUE_ENQUEUE_HOOKS: tests.support.middleware.request_scoped") == 2

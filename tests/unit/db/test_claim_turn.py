@@ -4,6 +4,7 @@ no turn (and no error) where there is no folder; MySQL/MariaDB's claims take it.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import subprocess
@@ -198,3 +199,55 @@ def test_a_claim_goes_ahead_without_its_turn_when_the_holder_does_not_let_go(fol
         assert had
         claimed = Job.objects.claim(worker_id="w", limit=5)
     assert len(claimed) == 1
+
+
+@pytest.fixture
+def unsaid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing said yet in this process about the wake-up folder."""
+    monkeypatch.setattr(wakeup, "_said", set())
+
+
+def _failing(number: int) -> Any:
+    def fail(*args: Any) -> Any:
+        raise OSError(number, os.strerror(number))
+
+    return fail
+
+
+@pytest.mark.django_db
+def test_a_full_disk_gives_no_turn_lets_the_lock_go_and_says_so_once(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, unsaid: None
+) -> None:
+    monkeypatch.setattr(os, "pwrite", _failing(errno.ENOSPC))
+    first, second = _turn(), _turn()
+    for turn in (first, second, first):
+        with turn.held() as had:
+            assert not had
+    assert caplog.text.count("Claims take no turns") == 1, caplog.text
+    assert "No space left on device" in caplog.text
+    monkeypatch.undo()
+    with second.held() as had:  # the turn was let go each time
+        assert had
+
+
+@pytest.mark.parametrize("number", [errno.EROFS, errno.EACCES, errno.ENOENT], ids=["read-only", "denied", "vanished"])
+@pytest.mark.django_db
+def test_a_turns_file_that_cannot_be_opened_gives_no_turn_and_says_so_once(
+    number: int, folder: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, unsaid: None
+) -> None:
+    monkeypatch.setattr(os, "open", _failing(number))
+    for _ in range(2):
+        with _turn().held() as had:
+            assert not had
+    assert caplog.text.count("take no turns") == 1, caplog.text
+
+
+@pytest.mark.skipif(connection.vendor != "mysql", reason="MySQL/MariaDB's claims take turns")
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_on_a_full_disk_goes_ahead_without_its_turn(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, unsaid: None
+) -> None:
+    Job.objects.enqueue_many(Job.objects.build(noop) for _ in range(2))
+    monkeypatch.setattr(os, "pwrite", _failing(errno.ENOSPC))
+    assert len(Job.objects.claim(worker_id="w", limit=1)) == 1
+    assert len(Job.objects.claim(worker_id="w", limit=1)) == 1

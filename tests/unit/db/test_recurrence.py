@@ -91,6 +91,22 @@ def test_a_due_tick_enqueues_one_job_due_at_its_tick() -> None:
     assert recurrence.tick(DB) == 0
 
 
+def test_an_enqueue_hook_raising_on_a_tick_is_logged_and_the_tick_enqueued_without_it(
+    settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A hook written for web requests raises on the runner's tick: the tick still fires
+    once, its job without the hook's changes, rather than the tick failing every second."""
+    recurrence.sync(entries(ping={"task": NOOP, "every": 60, "priority": 5}), DB)
+    rewind("ping", 61)
+    settings.SQLQUEUE_ENQUEUE_HOOKS = ["tests.support.middleware.request_scoped"]
+    assert recurrence.tick(DB) == 1
+    job = Job.objects.get()
+    assert (job.priority, job.meta) == (5, {})
+    assert Schedule.objects.get().last_job_id == job.pk
+    assert "SQLQUEUE_ENQUEUE_HOOKS: tests.support.middleware.request_scoped" in caplog.text
+    assert recurrence.tick(DB) == 0
+
+
 def test_a_stale_read_enqueues_nothing() -> None:
     """Two supervisors read the same due row: the second's compare-and-set fails."""
     recurrence.sync(entries(ping={"task": NOOP, "every": 60}), DB)

@@ -63,9 +63,13 @@ def test_every_worker_socket_of_the_database_is_woken(folder: Path) -> None:
 
 
 @no_notify
-def test_sending_without_a_listener_does_not_raise(folder: Path) -> None:
+def test_sending_without_a_listener_does_not_raise(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(wakeup, "_said", set())
     assert not folder.exists()
     assert wakeup.send("default", ["mail"]) == 0
+    assert caplog.text == ""  # no worker has made the folder yet: nothing to say
     folder.mkdir(mode=0o700)
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     stale.bind(str(folder / "1-dead.sock"))
@@ -74,10 +78,15 @@ def test_sending_without_a_listener_does_not_raise(folder: Path) -> None:
 
 
 @no_notify
-def test_sending_to_a_folder_others_may_enter_sends_nothing(bell: socket.socket, folder: Path) -> None:
+def test_sending_to_a_folder_others_may_enter_sends_nothing_and_says_so_once(
+    bell: socket.socket, folder: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(wakeup, "_said", set())
     folder.chmod(0o755)
     assert wakeup.send("default", ["mail"]) == 0
+    assert wakeup.send("default", ["mail"]) == 0
     assert received(bell) == []
+    assert caplog.text.count("No wake-up sent for database 'default'") == 1, caplog.text
     with pytest.raises(wakeup.UnsafeFolder):
         wakeup_bell.bind("default")
 

@@ -3,6 +3,8 @@ services the lease's holder runs, in their order (``maintenance/services.py``)."
 
 from __future__ import annotations
 
+import pytest
+
 from django_sqlqueue.maintenance.batches import BatchesService
 from django_sqlqueue.maintenance.dependencies import DependenciesService
 from django_sqlqueue.maintenance.expiry import ExpiryService
@@ -33,6 +35,26 @@ class Counted(Service):
 def test_a_service_runs_at_once_then_when_its_turn_says() -> None:
     service = Counted(again=5.0)
     assert service.run_due(100.0)
+    assert not service.run_due(104.9)
+    assert service.run_due(105.0)
+    assert service.turns == [100.0, 105.0]
+
+
+class Raising(Counted):
+    """Raises at its first turn, as a turn calling user code that raises would."""
+
+    def run(self, now: float) -> float:
+        if not self.turns:
+            self.turns.append(now)
+            raise LookupError("no request here")
+        return super().run(now)
+
+
+def test_a_turn_that_raises_is_logged_and_tried_again_after_the_interval(caplog: pytest.LogCaptureFixture) -> None:
+    service = Raising(again=1.0)
+    assert service.run_due(100.0)
+    assert "The maintenance service 'counted' raised: trying again in 5 s" in caplog.text
+    assert "LookupError: no request here" in caplog.text
     assert not service.run_due(104.9)
     assert service.run_due(105.0)
     assert service.turns == [100.0, 105.0]
