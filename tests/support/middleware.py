@@ -107,8 +107,9 @@ def request_scoped(job: Job) -> None:
     user, and raises ``LookupError`` where there is no request (the runner's own
     enqueues), after it has changed the job in place."""
     job.priority = 7
-    job.meta["user"] = "half-set"
-    job.meta["user"] = REQUEST_USER.get()
+    meta = job.meta = job.meta if job.meta is not None else {}
+    meta["user"] = "half-set"
+    meta["user"] = REQUEST_USER.get()
 
 
 def urgent(job: Job) -> None:
