@@ -271,20 +271,31 @@ def hooked(jobs: Iterable[AbstractJob]) -> None:
                     hook(job)
 
 
+#: The key of a job's ``meta`` that records the enqueue hooks that raised on it.
+HOOK_ERRORS = "sqlqueue_enqueue_hook_errors"
+#: The most characters of a hook's exception kept in that record.
+HOOK_ERROR_CHARS = 500
+
+
 def _hooked_safely(hook: Callable[[Any], Any], job: AbstractJob) -> None:
     """Pass ``job`` to ``hook``; if it raises, log it and put the job back as it was
-    before the hook (its fields, and its ``meta`` a hook may have changed in place)."""
+    before the hook (its fields, and its ``meta`` a hook may have changed in place),
+    recording on the job, in ``meta[HOOK_ERRORS]`` (shown on its admin page), which
+    hook raised what."""
     fields, meta = dict(job.__dict__), copy.deepcopy(job.meta)
+    name = name_of(hook)
     with contained(
         "SQLQUEUE_ENQUEUE_HOOKS: %s, given a %s job the runner enqueues,",
-        name_of(hook),
+        name,
         job.task,
         then="the job is enqueued without that hook's changes",
     ) as caught:
         hook(job)
     if caught.error is not None:
         job.__dict__.update(fields)
-        job.meta = meta
+        kept = meta if isinstance(meta, dict) else {}
+        error = f"{type(caught.error).__qualname__}: {caught.error}"[:HOOK_ERROR_CHARS]
+        job.meta = {**kept, HOOK_ERRORS: [*kept.get(HOOK_ERRORS, []), {"hook": name, "error": error}]}
 
 
 def validate(job: AbstractJob, *, bind: bool = True, seen: dict[tuple[Any, ...], RegisteredTask] | None = None) -> None:

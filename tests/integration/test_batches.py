@@ -12,6 +12,7 @@ from collections.abc import Callable
 import pytest
 from django.db.models import Max
 
+from django_sqlqueue.db.building import HOOK_ERRORS
 from django_sqlqueue.models import Job, JobBatch, JobStatus, Worker
 from tests.support.batches import recording_callbacks
 from tests.support.workers import Workers, wait_until
@@ -51,7 +52,8 @@ def test_an_enqueue_hook_raising_on_the_callbacks_kills_no_worker_and_loses_no_c
 ) -> None:
     """A hook written for web requests raises on the callbacks a worker's finish
     enqueues: the batch's jobs succeed once (no worker dies, no job is rescued as
-    ``WorkerLost``), and each callback is enqueued, without the hook's changes, and runs."""
+    ``WorkerLost``), and each callback is enqueued, without the hook's changes but with a
+    record of its error, and runs."""
     with Job.objects.batch(**recording_callbacks()) as batch:
         Job.objects.enqueue_many([Job.objects.build(record, (f"job-{n}",)) for n in range(20)])
     hook = "tests.support.middleware.request_scoped"
@@ -66,7 +68,11 @@ def test_an_enqueue_hook_raising_on_the_callbacks_kills_no_worker_and_loses_no_c
     batch = JobBatch.objects.get(pk=batch.pk)
     assert (batch.succeeded, batch.failed) == (20, 0)
     callbacks = Job.objects.filter(pk__in=batch.callback_jobs.values())
-    assert sorted(callbacks.values_list("status", "meta")) == [(JobStatus.SUCCESSFUL, {})] * 2
+    # Recorded on each: which hook raised what.
+    ended = callbacks.values_list("status", "meta")
+    assert [(status, [entry["hook"] for entry in meta[HOOK_ERRORS]]) for status, meta in ended] == [
+        (JobStatus.SUCCESSFUL, [hook])
+    ] * 2
     assert set(Receipt.objects.values_list("runs", flat=True)) == {1}
 
 

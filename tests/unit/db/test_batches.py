@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import functools
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 from django.db import DatabaseError, connections
@@ -15,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue import signals
 from django_sqlqueue.db import batches, expiry, pruning, transient
+from django_sqlqueue.db.building import HOOK_ERRORS
 from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError, WorkerLost
 from django_sqlqueue.maintenance.rescue import rescue_worker
 from django_sqlqueue.maintenance.services import maintenance_services
@@ -533,7 +535,13 @@ def test_an_enqueue_hook_raising_on_a_callback_leaves_the_finish_written_and_enq
     batch.refresh_from_db()
     assert batch.finished_at is not None
     callbacks = Job.objects.filter(pk__in=batch.callback_jobs.values())
-    assert sorted((job.args, job.priority, job.meta) for job in callbacks) == [(["end"], 0, {}), (["ok"], 0, {})]
+    # Recorded on each callback, where its admin page shows it.
+    raised = {HOOK_ERRORS: [{"hook": "tests.support.middleware.request_scoped", "error": ANY}]}
+    assert sorted((job.args, job.priority, job.meta) for job in callbacks) == [
+        (["end"], 0, raised),
+        (["ok"], 0, raised),
+    ]
+    assert callbacks[0].meta[HOOK_ERRORS][0]["error"].startswith("LookupError: <ContextVar name='tests_request_user'")
     assert (
         "SQLQUEUE_ENQUEUE_HOOKS: tests.support.middleware.request_scoped, given a tests.testapp.tasks.batch_done "
         "job the runner enqueues, raised"

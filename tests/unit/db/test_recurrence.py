@@ -13,6 +13,7 @@ from django.db import DEFAULT_DB_ALIAS
 from django.utils import timezone
 
 from django_sqlqueue.db import recurrence
+from django_sqlqueue.db.building import HOOK_ERRORS
 from django_sqlqueue.models import Job, Schedule
 from django_sqlqueue.rules.recurrence import Entry, parse_schedule
 from tests.support.racing import at_once
@@ -101,7 +102,8 @@ def test_an_enqueue_hook_raising_on_a_tick_is_logged_and_the_tick_enqueued_witho
     settings.SQLQUEUE_ENQUEUE_HOOKS = ["tests.support.middleware.request_scoped"]
     assert recurrence.tick(DB) == 1
     job = Job.objects.get()
-    assert (job.priority, job.meta) == (5, {})
+    assert (job.priority, list(job.meta)) == (5, [HOOK_ERRORS])
+    assert job.meta[HOOK_ERRORS][0]["hook"] == "tests.support.middleware.request_scoped"
     assert Schedule.objects.get().last_job_id == job.pk
     assert "SQLQUEUE_ENQUEUE_HOOKS: tests.support.middleware.request_scoped" in caplog.text
     assert recurrence.tick(DB) == 0
