@@ -70,7 +70,7 @@ RETENTIONS = (
     {"SUCCESSFUL": 0, "FAILED": 0, "CANCELLED": 0},
 )
 HOSTILE = {
-    "SQLQUEUE_ENQUEUE_HOOKS": json.dumps(["tests.support.raising.hook"]),
+    "SQLQUEUE_ENQUEUE_HOOKS": json.dumps(["tests.support.middleware.request_scoped"]),
     "SQLQUEUE_TEST_RAISING_RECEIVERS": "1",
 }
 MODES = ("ok", "ok", "fail", "snooze", "slow")

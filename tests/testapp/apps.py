@@ -22,6 +22,6 @@ class TestAppConfig(AppConfig):
         connection_created.connect(connections.count)
         # The cross-feature property test's hostile worker processes.
         if os.environ.get("SQLQUEUE_TEST_RAISING_RECEIVERS"):
-            from tests.support import raising
+            from tests.support import middleware
 
-            raising.connect_receivers()
+            middleware.connect_request_scoped_receivers()
