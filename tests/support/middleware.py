@@ -118,3 +118,17 @@ def urgent(job: Job) -> None:
     note(f"hook {job.task} saved {job.pk is not None}")
     if urgency := job.kwargs.get("urgent"):
         job.priority = 9 if urgency is True else urgency
+
+
+def request_scoped_receiver(sender: Any, **kwargs: Any) -> None:
+    """A signal receiver written for web requests: it logs under the request's user, and
+    raises ``LookupError`` where there is none (in a worker)."""
+    note(f"receiver for {REQUEST_USER.get()}")
+
+
+def connect_request_scoped_receivers() -> None:
+    """Connect :func:`request_scoped_receiver` to every signal a worker sends about a
+    job: what a worker process started with ``SQLQUEUE_TEST_RAISING_RECEIVERS`` does
+    (``tests.testapp.apps``)."""
+    for signal in (signals.job_started, signals.job_finished, signals.job_unblocked, *signals.job_ended.values()):
+        signal.connect(request_scoped_receiver, dispatch_uid=f"request-scoped-{id(signal)}")

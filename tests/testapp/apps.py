@@ -13,8 +13,15 @@ class TestAppConfig(AppConfig):
     label = "testapp"
 
     def ready(self) -> None:
+        import os
+
         from django.db.backends.signals import connection_created
 
         from tests.testapp import connections
 
         connection_created.connect(connections.count)
+        # The cross-feature property test's hostile worker processes.
+        if os.environ.get("SQLQUEUE_TEST_RAISING_RECEIVERS"):
+            from tests.support import middleware
+
+            middleware.connect_request_scoped_receivers()

@@ -384,3 +384,38 @@ def fan_out(token: str, children: int) -> None:
         Job.objects.build(record, (f"{token}-{number}",), batch=handle.batch_id) for number in range(children)
     )
     _count_run(token)
+
+
+@job(max_attempts=2, max_snoozes=1)
+def step(mode: str, pause: float = 0.0) -> str:
+    """The cross-feature property test's one task (``tests/support/together.py``
+    reads what it leaves). It first looks at the jobs it waits for, as they stand while
+    it runs, and notes each one not finished (``early:``) or, unless its job runs after
+    failures, one that failed or was cancelled, or was deleted without having succeeded
+    (``after-bad:``); then it counts its run (``ran:``), and ``mode`` says the rest:
+    ``ok`` succeeds (``done:``), ``fail`` raises, ``snooze`` snoozes its first run
+    (``snoozed:``) and succeeds after. ``pause`` comes first, so that a test can kill
+    its worker mid-run. Every note is a receipt keyed by the job's id."""
+    handle = current_job()
+    assert handle is not None
+    time.sleep(pause)
+    parents = [int(parent) for parent in handle.dependency_results()]
+    statuses = dict(Job.objects.filter(pk__in=parents).values_list("pk", "status"))
+    runs_anyway = Job.objects.filter(pk=handle.id, runs_after_failure=True).exists()
+    for parent in parents:
+        status = statuses.get(parent)
+        if status in ("WAITING", "READY", "RUNNING"):
+            _count_run(f"early:{handle.id}:{parent}")
+        elif not runs_anyway and (
+            status in ("FAILED", "CANCELLED")
+            or (status is None and not Receipt.objects.filter(token=f"done:{parent}").exists())
+        ):
+            _count_run(f"after-bad:{handle.id}:{parent}")
+    _count_run(f"ran:{handle.id}")
+    if mode == "fail":
+        raise RuntimeError(f"step {handle.id} fails, as asked")
+    if mode == "snooze" and handle.snoozes == 0:
+        _count_run(f"snoozed:{handle.id}")
+        raise Snooze(0.2)
+    _count_run(f"done:{handle.id}")
+    return mode
