@@ -101,7 +101,7 @@ def troubleshooting_sql() -> list[str]:
 @mysql_only
 @pytest.mark.django_db(transaction=True)
 def test_the_troubleshooting_pages_conversion_leaves_the_tables_as_migrate_makes_them() -> None:
-    if "MariaDB" not in connection.mysql_server_info:
+    if not connection.mysql_is_mariadb:  # type: ignore[attr-defined]
         pytest.skip("the page's statements are MariaDB's; MySQL's collation is named otherwise")
     migrated = describe()
     convert, restore = troubleshooting_sql()
