@@ -61,7 +61,7 @@ class JobTag(models.Model):
     rather than the JSON of every job.
 
     Deleted with its job by the database itself: the foreign key is declared
-    ``ON DELETE CASCADE`` in the database (migration 0022), so the statements that
+    ``ON DELETE CASCADE`` in the database (``db/tagging.py``), so the statements that
     delete jobs (pruning, a success not kept, the admin) leave no tag behind and need
     not know tags exist. Django is told nothing of it (``DO_NOTHING``, no constraint of
     its own), which keeps those deletes one statement."""

@@ -101,9 +101,8 @@ def tables_charset_problem(connection: BaseDatabaseWrapper, tables: Sequence[str
 #: How to put the queue's tables in utf8mb4, for the check that finds they are not.
 TABLES_HINT = (
     f"Convert each table: ALTER TABLE <table> CONVERT TO CHARACTER SET {FULL} COLLATE {FULL}_unicode_ci; "
-    "then manage.py migrate django_sqlqueue 0018 and manage.py migrate django_sqlqueue, which give the "
-    "queue's name columns their binary collation back (see Troubleshooting in django-sqlqueue's "
-    "documentation). Until then enqueue "
+    "then give the queue's name columns their binary collation back, with the statements that "
+    "Troubleshooting in django-sqlqueue's documentation shows. Until then enqueue "
     "refuses a job whose text the tables cannot store."
 )
 

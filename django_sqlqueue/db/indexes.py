@@ -366,7 +366,7 @@ MYSQL_ACTIVE_KEY_COLUMN = "unique_key_active"
 class ActiveKeyConstraint(models.UniqueConstraint):
     """At most one active (``WAITING``, ``READY`` or ``RUNNING``) job per ``unique_key``; with
     ``kept``, a job whose ``unique_until_pruned`` is set holds its key whatever its
-    status, until it is deleted (migration 0017; 0016 made it without).
+    status, until it is deleted.
 
     PostgreSQL and SQLite: a partial unique index over the active jobs that have a key,
     so keyless jobs add nothing to it. MySQL/MariaDB has no partial indexes (and Django
@@ -398,8 +398,7 @@ class ActiveKeyConstraint(models.UniqueConstraint):
     def _partial(self) -> models.UniqueConstraint:
         # The key's test first: SQLite evaluates a partial index's condition on every
         # UPDATE of a column it names, and an IN of more than two values builds a
-        # temporary table each time (0022 added WAITING to the two active statuses: the
-        # same claim and finish cost SQLite 27% more). First, a keyless job stops there.
+        # temporary table each time. First, a keyless job stops there.
         condition = models.Q(unique_key__isnull=False) & self.holding()
         return models.UniqueConstraint(fields=["unique_key"], condition=condition, name=self.name)
 

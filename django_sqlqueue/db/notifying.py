@@ -9,7 +9,7 @@ from typing import Any
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-#: The channel. Migration 0003's trigger sends on it (an empty payload) on every INSERT.
+#: The channel. The initial migration's trigger sends on it (an empty payload) on every INSERT.
 CHANNEL = "sqlqueue"
 #: The payload of a pause or resume (``db/pausing.py``): the paused queues changed.
 QUEUES_CHANGED = "queues"

@@ -42,7 +42,7 @@ def any_of(field: str, values: Iterable[str]) -> models.Q:
     """``field`` equal to one of ``values``, as equalities joined by OR rather than an
     IN: SQLite checks the status constraint on every claim and finish, and evaluates an
     IN of more than two values with a temporary table each time (a fifth of its work on
-    those two statements); the ORs cost it next to nothing (migration 0031)."""
+    those two statements); the ORs cost it next to nothing."""
     return functools.reduce(operator.or_, (models.Q(**{field: value}) for value in values))
 
 
@@ -177,8 +177,8 @@ class AbstractJob(models.Model):
             # from the index alone); the finished range filter, the charts' hours and pruning
             # (with the status, so "failed in this range" is counted from the index); the
             # enqueued range filter, over jobs of every status. The first two hold finished
-            # jobs only on PostgreSQL (issue 41, migration 0025), and on MySQL/MariaDB a
-            # hidden column in place of status, NULL until the job finishes (0029).
+            # jobs only on PostgreSQL, and on MySQL/MariaDB a hidden column in place of
+            # status, NULL until the job finishes.
             HiddenFinishedIndex(
                 fields=["queue", "status"], name="sqlqueue_job_queue_status", over=FINISHED_JOBS, adds_column=True
             ),

@@ -6,6 +6,7 @@ the field, the character and the column, with nothing written, in strict mode or
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from django.db import connection
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.models import Job
 from tests.support.charsets import column_in, session_variable
+from tests.support.schema import app_tables, describe
 from tests.testapp.tasks import noop, per_tenant, sync_order
 
 JOBS = Job._meta.db_table
@@ -87,3 +89,29 @@ def test_a_connection_outside_utf8mb4_refuses_what_it_cannot_carry() -> None:
             Job.objects.enqueue(noop, queue="r📈")
         assert Job.objects.enqueue(noop, queue="répörts").queue == "répörts"
     assert list(Job.objects.values_list("queue", flat=True)) == ["répörts"]
+
+
+def troubleshooting_sql() -> list[str]:
+    """The SQL blocks of the troubleshooting page's character set section, in order."""
+    page = (Path(__file__).resolve().parents[3] / "docs" / "troubleshooting.md").read_text()
+    section = page.split("## `InvalidJobError` naming a column", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```sql\n(.*?)```", section, flags=re.DOTALL)
+
+
+@mysql_only
+@pytest.mark.django_db(transaction=True)
+def test_the_troubleshooting_pages_conversion_leaves_the_tables_as_migrate_makes_them() -> None:
+    if not connection.mysql_is_mariadb:  # type: ignore[attr-defined]
+        pytest.skip("the page's statements are MariaDB's; MySQL's collation is named otherwise")
+    migrated = describe()
+    convert, restore = troubleshooting_sql()
+    with connection.cursor() as cursor:
+        for table in app_tables():  # as tables made in latin1 would be
+            cursor.execute(f"ALTER TABLE {table} CONVERT TO CHARACTER SET latin1")
+        for table in app_tables():
+            cursor.execute(convert.replace("django_sqlqueue_job", table))
+        assert describe() != migrated
+        cursor.execute(restore)
+        for (statement,) in cursor.fetchall():
+            cursor.execute(statement)
+    assert describe() == migrated

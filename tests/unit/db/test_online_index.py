@@ -5,39 +5,51 @@ server runs without blocking writes; on both again after an interrupted run."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from importlib import import_module
 
 import pytest
 from django.apps import apps
 from django.db import connection, models, transaction
 from django.db.migrations.state import ProjectState
 
-from django_sqlqueue.db.indexes import FINISHED_JOBS, HiddenFinishedIndex, HiddenStatusIndex, StatusIndex
+from django_sqlqueue.db.indexes import FINISHED_JOBS, FinishedIndex, HiddenFinishedIndex, HiddenStatusIndex, StatusIndex
 from django_sqlqueue.db.online_index import ReplaceIndex
 from django_sqlqueue.models import Job
 from tests.support.migrating import migrate
 
 OLD = models.Index(fields=["finished_at", "status"], name="sqlqueue_job_finished")
 NEW = models.Index(fields=["finished_at"], name="sqlqueue_job_finished")
-#: Migration 0027's pair: on MySQL/MariaDB ``(status, queue)``, then a hidden column's index.
+#: The index ``OLD`` is on PostgreSQL now: partial, over finished jobs.
+FINISHED = FinishedIndex(
+    fields=["finished_at", "status"], name="sqlqueue_job_finished", over=models.Q(finished_at__isnull=False)
+)
+#: The waiting jobs' index on MySQL/MariaDB: ``(status, queue)``, then a hidden column's index.
 WAITING = StatusIndex(status="WAITING", fields=["queue"], name="sqlqueue_job_waiting")
 HIDDEN_WAITING = HiddenStatusIndex(status="WAITING", field="queue", name="sqlqueue_job_waiting")
 TABLE = Job._meta.db_table
 
 
+def remigrate() -> None:
+    """The tables built again by the migrations, as the next test expects them."""
+    migrate("zero")
+    migrate(None)
+
+
 @pytest.fixture
-def postgresql() -> None:
+def postgresql() -> Iterator[None]:
+    """PostgreSQL only; the test's tables are built again afterwards."""
     if connection.vendor != "postgresql":
         pytest.skip("CREATE INDEX CONCURRENTLY is PostgreSQL's")
+    yield
+    remigrate()
 
 
 @pytest.fixture
 def mysql() -> Iterator[None]:
-    """MySQL/MariaDB only; the test leaves the app migrated to its last migration."""
+    """MySQL/MariaDB only; the test's tables are built again afterwards."""
     if connection.vendor != "mysql":
         pytest.skip("hidden VIRTUAL columns stand in for partial indexes on MySQL/MariaDB only")
     yield
-    migrate(None)
+    remigrate()
 
 
 def test_the_index_keeps_its_name() -> None:
@@ -79,11 +91,10 @@ def test_postgresql_refuses_inside_a_transaction_and_changes_nothing() -> None:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("postgresql")
 def test_a_run_interrupted_after_dropping_the_old_index_is_finished_by_the_next() -> None:
-    migrate("0024_job_snoozes")
     with connection.cursor() as cursor:  # as a run stopped before its rename leaves it
         cursor.execute("DROP INDEX sqlqueue_job_finished")
         cursor.execute("CREATE INDEX sqlqueue_job_finished_new ON django_sqlqueue_job (finished_at)")
-    migrate(None)
+    run(ReplaceIndex(model_name="job", old=OLD, new=FINISHED))
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE 'sqlqueue_job_finished%%'")
         assert cursor.fetchall() == [
@@ -102,6 +113,15 @@ def planned(operation: ReplaceIndex, *, backwards: bool = False) -> list[str]:
         run = operation.database_backwards if backwards else operation.database_forwards
         run("django_sqlqueue", editor, state, state)
     return [statement.removesuffix(";") for statement in editor.collected_sql]
+
+
+def run(operation: ReplaceIndex, *, backwards: bool = False) -> None:
+    """Run ``operation`` on the table as it is now, outside a transaction, as a migration
+    with ``atomic = False`` does."""
+    state = ProjectState.from_apps(apps)
+    with connection.schema_editor(atomic=False) as editor:
+        forwards_or_backwards = operation.database_backwards if backwards else operation.database_forwards
+        forwards_or_backwards("django_sqlqueue", editor, state, state)
 
 
 def run_without_locking(statements: list[str]) -> None:
@@ -127,11 +147,36 @@ def hidden_columns() -> set[str]:
         return hidden & {column.name for column in connection.introspection.get_table_description(cursor, TABLE)}
 
 
+#: The admin's indexes on MySQL/MariaDB: ``(queue, status)`` and ``(finished_at, status)``, then on
+#: a hidden column of the finished jobs' status in place of ``status``.
+FINISHED_INDEXES = [
+    ReplaceIndex(
+        model_name="job",
+        old=FinishedIndex(fields=["queue", "status"], name="sqlqueue_job_queue_status", over=FINISHED_JOBS),
+        new=HiddenFinishedIndex(
+            fields=["queue", "status"], name="sqlqueue_job_queue_status", over=FINISHED_JOBS, adds_column=True
+        ),
+    ),
+    ReplaceIndex(
+        model_name="job",
+        old=FINISHED,
+        new=HiddenFinishedIndex(
+            fields=["finished_at", "status"], name="sqlqueue_job_finished", over=models.Q(finished_at__isnull=False)
+        ),
+    ),
+]
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("mysql")
 def test_mysql_builds_the_hidden_index_beside_the_old_one_without_blocking_writes() -> None:
-    migrate("0026_batches")
-    before = hidden_columns()
+    after = hidden_columns()
+    statements = planned(ReplaceIndex(model_name="job", old=WAITING, new=HIDDEN_WAITING), backwards=True)
+    assert statements[-1] == "ALTER TABLE `django_sqlqueue_job` DROP COLUMN `waiting_queue`"
+    run_without_locking(statements)
+    assert mysql_indexes("sqlqueue_job_waiting") == {"sqlqueue_job_waiting": ["status", "queue"]}
+    assert hidden_columns() == after - {"waiting_queue"}
+
     statements = planned(ReplaceIndex(model_name="job", old=WAITING, new=HIDDEN_WAITING))
     assert statements == [  # the column alone, the index alone, and the old index serves until the rename
         "ALTER TABLE `django_sqlqueue_job` ADD COLUMN `waiting_queue` varchar(100) AS (CASE WHEN `status` = "
@@ -142,45 +187,38 @@ def test_mysql_builds_the_hidden_index_beside_the_old_one_without_blocking_write
     ]
     run_without_locking(statements)
     assert mysql_indexes("sqlqueue_job_waiting") == {"sqlqueue_job_waiting": ["waiting_queue"]}
-    assert hidden_columns() == before | {"waiting_queue"}
-
-    statements = planned(ReplaceIndex(model_name="job", old=WAITING, new=HIDDEN_WAITING), backwards=True)
-    assert statements[-1] == "ALTER TABLE `django_sqlqueue_job` DROP COLUMN `waiting_queue`"
-    run_without_locking(statements)
-    assert mysql_indexes("sqlqueue_job_waiting") == {"sqlqueue_job_waiting": ["status", "queue"]}
-    assert hidden_columns() == before
+    assert hidden_columns() == after
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("mysql")
-def test_mysql_replaces_0029s_indexes_both_ways_without_blocking_writes() -> None:
-    migrate("0028_claim_indexes_hold_expiry")
-    names, before = ("sqlqueue_job_queue_status", "sqlqueue_job_finished"), hidden_columns()
-    operations = import_module("django_sqlqueue.migrations.0029_finished_indexes_hidden").Migration.operations
-    for operation in operations:
-        run_without_locking(planned(operation))
-    assert mysql_indexes(*names) == {
-        "sqlqueue_job_queue_status": ["queue", "finished_status"],
-        "sqlqueue_job_finished": ["finished_at", "finished_status"],
-    }
-    assert hidden_columns() == before | {"finished_status"}
-    for operation in reversed(operations):
+def test_mysql_replaces_the_finished_indexes_both_ways_without_blocking_writes() -> None:
+    names, after = ("sqlqueue_job_queue_status", "sqlqueue_job_finished"), hidden_columns()
+    for operation in reversed(FINISHED_INDEXES):
         run_without_locking(planned(operation, backwards=True))
     assert mysql_indexes(*names) == {
         "sqlqueue_job_queue_status": ["queue", "status"],
         "sqlqueue_job_finished": ["finished_at", "status"],
     }
-    assert hidden_columns() == before
+    assert hidden_columns() == after - {"finished_status"}
+    for operation in FINISHED_INDEXES:
+        run_without_locking(planned(operation))
+    assert mysql_indexes(*names) == {
+        "sqlqueue_job_queue_status": ["queue", "finished_status"],
+        "sqlqueue_job_finished": ["finished_at", "finished_status"],
+    }
+    assert hidden_columns() == after
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("mysql")
 def test_mysql_a_run_interrupted_after_its_column_and_before_its_rename_is_finished_by_the_next() -> None:
-    migrate("0026_batches")
+    operation = ReplaceIndex(model_name="job", old=WAITING, new=HIDDEN_WAITING)
+    run(operation, backwards=True)
     with connection.cursor() as cursor:  # as a run stopped in the index's build leaves it
-        cursor.execute(planned(ReplaceIndex(model_name="job", old=WAITING, new=HIDDEN_WAITING))[0])
+        cursor.execute(planned(operation)[0])
         cursor.execute(f"ALTER TABLE {TABLE} ADD INDEX sqlqueue_job_waiting_new (queue)")
-    migrate("0027_waiting_index_hidden")
+    run(operation)
     assert mysql_indexes("sqlqueue_job_waiting") == {"sqlqueue_job_waiting": ["waiting_queue"]}
     assert "waiting_queue" in hidden_columns()
 
@@ -188,11 +226,10 @@ def test_mysql_a_run_interrupted_after_its_column_and_before_its_rename_is_finis
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("mysql")
 def test_mysql_a_rollback_interrupted_before_dropping_its_column_is_finished_by_the_next() -> None:
-    migrate("0027_waiting_index_hidden")
     with connection.cursor() as cursor:  # as a rollback stopped after its rename leaves it
         cursor.execute(f"ALTER TABLE {TABLE} DROP INDEX sqlqueue_job_waiting")
         cursor.execute(f"ALTER TABLE {TABLE} ADD INDEX sqlqueue_job_waiting (status, queue)")
-    migrate("0026_batches")
+    run(ReplaceIndex(model_name="job", old=WAITING, new=HIDDEN_WAITING), backwards=True)
     assert mysql_indexes("sqlqueue_job_waiting") == {"sqlqueue_job_waiting": ["status", "queue"]}
     assert "waiting_queue" not in hidden_columns()
 
@@ -200,7 +237,6 @@ def test_mysql_a_rollback_interrupted_before_dropping_its_column_is_finished_by_
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("mysql")
 def test_mysql_keeps_a_hidden_column_the_new_index_is_on() -> None:
-    migrate("0029_finished_indexes_hidden")
     name = "sqlqueue_job_queue_status"
     old = HiddenFinishedIndex(fields=["queue", "status"], name=name, over=FINISHED_JOBS, adds_column=True)
     new = HiddenFinishedIndex(fields=["status", "queue"], name=name, over=FINISHED_JOBS)
