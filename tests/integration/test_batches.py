@@ -70,7 +70,7 @@ def test_an_enqueue_hook_raising_on_the_callbacks_kills_no_worker_and_loses_no_c
     callbacks = Job.objects.filter(pk__in=batch.callback_jobs.values())
     # Recorded on each: which hook raised what.
     ended = callbacks.values_list("status", "meta")
-    assert [(status, [entry["hook"] for entry in meta[HOOK_ERRORS]]) for status, meta in ended] == [
+    assert [(status, [entry["hook"] for entry in (meta or {})[HOOK_ERRORS]]) for status, meta in ended] == [
         (JobStatus.SUCCESSFUL, [hook])
     ] * 2
     assert set(Receipt.objects.values_list("runs", flat=True)) == {1}

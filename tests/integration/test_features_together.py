@@ -27,7 +27,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -219,7 +219,7 @@ class FeaturesTogether(RuleBasedStateMachine):
     # Workers.
 
     @rule(retention=st.sampled_from(RETENTIONS), hostile=st.booleans())
-    def drain(self, retention: dict[str, int | None], hostile: bool) -> None:
+    def drain(self, retention: Mapping[str, int | None], hostile: bool) -> None:
         """``runworkers --burst`` until it exits by itself: every job due as it started has run."""
         started = database_now(connection.alias)
         workers = self._workers("--burst", retention=retention, hostile=hostile)
@@ -231,7 +231,7 @@ class FeaturesTogether(RuleBasedStateMachine):
             assert not due.exists(), (list(due.values("pk", "run_at", "attempts")), workers.text())
 
     @rule(retention=st.sampled_from(RETENTIONS), hostile=st.booleans())
-    def kill_mid_run(self, retention: dict[str, int | None], hostile: bool) -> None:
+    def kill_mid_run(self, retention: Mapping[str, int | None], hostile: bool) -> None:
         """Workers SIGKILLed (supervisor and processes) once one has started a job, or
         after a few seconds."""
         workers = self._workers("--processes", "2", retention=retention, hostile=hostile)
@@ -241,7 +241,7 @@ class FeaturesTogether(RuleBasedStateMachine):
         workers.kill()
         self.kills += 1
 
-    def _workers(self, *args: str, retention: dict[str, int | None], hostile: bool) -> Workers:
+    def _workers(self, *args: str, retention: Mapping[str, int | None], hostile: bool) -> Workers:
         env = {**FAST_CLOCKS, "SQLQUEUE_RETENTION": json.dumps(retention), **(HOSTILE if hostile else {})}
         return self.start_workers(*args, **env)
 
@@ -332,10 +332,10 @@ def _counts(prefix: str) -> dict[Any, int]:
     return found
 
 
-def _unsettled() -> list[dict[str, Any]]:
+def _unsettled() -> list[Any]:
     """Jobs that are running, due, or waiting for parents that have all finished."""
     active = set(Job.objects.filter(status__in=ACTIVE).values_list("pk", flat=True))
-    stuck = []
+    stuck: list[Any] = []
     for row in Job.objects.filter(status__in=ACTIVE).values("pk", "status", "run_at", "task"):
         if row["status"] == JobStatus.RUNNING or row["status"] == JobStatus.READY:
             stuck.append(row)
@@ -351,7 +351,7 @@ def _settled() -> bool:
 
 
 def test_features_together(start_workers: Callable[..., Workers]) -> None:
-    FeaturesTogether.start_workers = staticmethod(start_workers)  # type: ignore[assignment]
+    FeaturesTogether.start_workers = staticmethod(start_workers)
     run_state_machine_as_test(
         FeaturesTogether,
         settings=settings(

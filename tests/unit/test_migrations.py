@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from io import StringIO
 
+import django
 import pytest
 from django.core.management import call_command
 from django.db import connection
@@ -84,6 +85,11 @@ REWORDED = "sqlqueue_job_status_valid"
 
 
 @pytest.mark.django_db
+@pytest.mark.skipif(
+    connection.vendor == "sqlite" and django.VERSION < (6, 1),
+    reason="the chain's schema was kept as Django 6.1 writes SQLite's index conditions; 5.2 writes a boolean's "
+    'as "unique_until_pruned", not "unique_until_pruned" = 1',
+)
 def test_the_initial_migration_builds_what_the_chain_it_replaced_built() -> None:
     """The chain of 0001 to 0031 was squashed into ``0001_initial`` before 0.1.0; the
     schema that chain built on each database is kept in ``tests/support/schema/``."""

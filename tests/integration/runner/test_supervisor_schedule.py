@@ -53,7 +53,7 @@ def test_an_enqueue_hook_raising_on_every_tick_stops_neither_the_ticks_nor_the_r
     )
     # None of the hook's changes, only the record of its error.
     metas = Job.objects.filter(task=NOOP).values_list("meta", flat=True)
-    assert {tuple(meta) for meta in metas} == {(HOOK_ERRORS,)}
+    assert {tuple(meta or {}) for meta in metas} == {(HOOK_ERRORS,)}
     assert workers.stop() == 0, workers.text()
     assert "Traceback" in workers.text()
 

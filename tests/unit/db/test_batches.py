@@ -541,7 +541,9 @@ def test_an_enqueue_hook_raising_on_a_callback_leaves_the_finish_written_and_enq
         (["end"], 0, raised),
         (["ok"], 0, raised),
     ]
-    assert callbacks[0].meta[HOOK_ERRORS][0]["error"].startswith("LookupError: <ContextVar name='tests_request_user'")
+    meta = callbacks[0].meta
+    assert meta is not None
+    assert meta[HOOK_ERRORS][0]["error"].startswith("LookupError: <ContextVar name='tests_request_user'")
     assert (
         "SQLQUEUE_ENQUEUE_HOOKS: tests.support.middleware.request_scoped, given a tests.testapp.tasks.batch_done "
         "job the runner enqueues, raised"

@@ -102,6 +102,7 @@ def test_an_enqueue_hook_raising_on_a_tick_is_logged_and_the_tick_enqueued_witho
     settings.SQLQUEUE_ENQUEUE_HOOKS = ["tests.support.middleware.request_scoped"]
     assert recurrence.tick(DB) == 1
     job = Job.objects.get()
+    assert job.meta is not None
     assert (job.priority, list(job.meta)) == (5, [HOOK_ERRORS])
     assert job.meta[HOOK_ERRORS][0]["hook"] == "tests.support.middleware.request_scoped"
     assert Schedule.objects.get().last_job_id == job.pk
