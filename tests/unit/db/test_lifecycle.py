@@ -25,6 +25,7 @@ from django_sqlqueue.rules.lifecycle import AFTER_RELEASE, Condition, JobStatus,
 from django_sqlqueue.runner import execution
 from django_sqlqueue.testing import Ran, run_jobs
 from tests.djtasks.tasks import fail
+from tests.support import status_writes
 from tests.testapp.tasks import noop
 
 pytestmark = pytest.mark.django_db
@@ -292,3 +293,40 @@ def test_a_bare_exception_is_decided_by_the_finisher(calls: Calls) -> None:
     (job,) = claimed()
     assert Job.objects.finish(worker_id="w", failed={job: ValueError("boom")}) == 1
     assert counted(calls) == {"retry_delay": 1, "error_record": 1}
+
+
+# Every status write, captured
+
+
+def test_the_status_write_checker_reads_what_a_statement_moves_and_where_to() -> None:
+    update = 'UPDATE "sqlqueue_job" SET "status" = %s, "worker" = %s WHERE "sqlqueue_job"."status" IN (%s, %s)'
+    assert status_writes.pairs(update, ["CANCELLED", "w", "WAITING", "READY"]) == {
+        ("WAITING", "CANCELLED"),
+        ("READY", "CANCELLED"),
+    }
+    assert status_writes.pairs("INSERT INTO `sqlqueue_job` (`status`) VALUES ('READY'), ('READY')", None) == {
+        (None, "READY")
+    }
+    assert not status_writes.declared("FAILED", "RUNNING")
+    assert status_writes.declared("*", "RUNNING")
+
+
+def test_every_write_path_in_this_process_makes_a_declared_transition() -> None:
+    from django_sqlqueue.maintenance.rescue import rescue_worker
+
+    checker = status_writes.StatusWrites(Job._meta.db_table)
+    with connection.execute_wrapper(checker):
+        parent = Job.objects.enqueue(noop)
+        Job.objects.enqueue(noop, after=[parent])
+        Job.objects.enqueue_many(Job.objects.build(noop, (index,), max_attempts=1) for index in range(3))
+        Job.objects.enqueue(noop, (1,), unique_key="k")
+        Job.objects.enqueue(noop, (2,), unique_key="k", on_conflict="replace")
+        done, again, given_back, lost = Job.objects.claim(worker_id="w", limit=4)
+        Job.objects.finish(worker_id="w", succeeded={done: 1}, failed={again: ValueError("boom")})
+        Job.objects.release(worker_id="w", unstarted=[given_back])
+        rescue_worker("w", ValueError("gone"), started=[lost.pk])
+        Job.objects.cancel(list(Job.objects.values_list("pk", flat=True)))
+        run_jobs()
+    assert checker.undeclared() == {}
+    # Every status these paths write was seen (the claim's WHERE is the claimer's own SQL).
+    assert {target for _, target in checker.seen} == {status.value for status in JobStatus}
