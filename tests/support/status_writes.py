@@ -37,6 +37,8 @@ DECLARED |= {
 }
 #: The statuses some transition writes, for a statement whose WHERE names no status.
 _WRITTEN = frozenset(target for _, target in DECLARED)
+#: How much of an INSERT is read: its columns and its first row.
+_FIRST_ROW = 2000
 #: A status literal, as the rendered statement holds it.
 _LITERAL = re.compile(r"'(\w+)'")
 #: ``status = 'X'`` or ``status IN ('X', 'Y')`` in a WHERE (not after NOT).
@@ -86,9 +88,12 @@ def pairs(sql: str, params: Sequence[Any] | None) -> set[tuple[str | None, str]]
     sets, from the statuses its WHERE names that a transition moves there, or from all
     of them when none does (None for a new row; ``*`` for a WHERE that names none, where
     only the status written is checked)."""
-    text = _rendered(sql, params)
-    if text.lstrip().upper().startswith("INSERT"):
+    if sql.lstrip().upper().startswith("INSERT"):
+        # Every row of a new job starts in the same status: the first row says it.
+        first = sql[:_FIRST_ROW]
+        text = _rendered(first, params[: first.count("%s")] if isinstance(params, (list, tuple)) else params)
         return {(None, status) for status in _statuses(text.split(")", 1)[1])}
+    text = _rendered(sql, params)
     setting, where = _set_and_where(text)
     targets: set[str] = set()
     for assignment in _top_level(setting, ","):
@@ -114,7 +119,7 @@ def _rendered(sql: str, params: Sequence[Any] | None) -> str:
     if not params or isinstance(params, dict):
         return sql
     pieces = sql.split("%s")
-    values = [f"'{value}'" if isinstance(value, str) else "?" for value in params]
+    values = [f"'{value}'" if isinstance(value, str) else "?" for value in params[: len(pieces) - 1]]
     if len(values) != len(pieces) - 1:
         return sql
     return "".join(piece + value for piece, value in zip(pieces, [*values, ""], strict=True))
