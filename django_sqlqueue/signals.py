@@ -39,6 +39,7 @@ from django_sqlqueue.rules.lifecycle import (
     OUTCOMES,
     PRUNE,
     RELEASE,
+    REPLACE,
     REQUEST_CANCEL,
     RETRY,
     RETRY_DEPENDENT,
@@ -174,6 +175,7 @@ SILENT: dict[Transition, str] = {
     RETRY_DEPENDENT: "part of an admin's Retry, kept in the admin's history with the retried job: the job "
     "waits again, and sends job_unblocked when the finish of what it waits for releases it",
     RUN_NOW: "an admin's action, kept in the admin's history: the job only becomes due sooner",
+    REPLACE: "the job is READY as before, with another job's arguments and run time: it sends its signals as it runs",
     DELETE: "an admin's action, kept in the admin's history (a queryset's delete: Django's "
     "post_delete reaches receivers of the model's)",
     PRUNE: "housekeeping of jobs that sent their signal as they ended; counted by sqlqueue_prune and the leader's log",

@@ -2,8 +2,12 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
+
+from tests.support.status_writes import StatusWrites
 
 
 def pytest_report_header() -> str:
@@ -28,3 +32,29 @@ def claims_as_a_new_worker() -> None:
     from django_sqlqueue.db import claiming
 
     claiming.candidate_windows.forget()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def status_writes_are_transitions() -> Iterator[StatusWrites]:
+    """Every statement of the library that writes a job's status in this process, over
+    the whole run, makes a transition ``rules/lifecycle.py`` declares: checked at the
+    end of the session (``tests/support/status_writes.py``)."""
+    from django.db import connections
+    from django.db.backends.signals import connection_created
+
+    from django_sqlqueue.models import Job
+
+    checker = StatusWrites(Job._meta.db_table)
+
+    def watch(connection: Any, **kwargs: Any) -> None:
+        if checker not in connection.execute_wrappers:
+            connection.execute_wrappers.append(checker)
+
+    for connection in connections.all(initialized_only=True):
+        watch(connection)
+    connection_created.connect(watch, weak=False)
+    yield checker
+    connection_created.disconnect(watch)
+    if undeclared := checker.undeclared():
+        lines = "\n".join(f"  {source} -> {target}: {sql[:300]}" for (source, target), sql in undeclared.items())
+        pytest.fail(f"Status writes that no transition of rules/lifecycle.py declares:\n{lines}", pytrace=False)

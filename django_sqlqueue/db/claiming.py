@@ -18,6 +18,7 @@ from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.instances import job_rows
 from django_sqlqueue.db.keys.concurrency import admit, keys_seen, note_keys
+from django_sqlqueue.db.lifecycle import written
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.rates import Limited, draw
 
@@ -363,13 +364,17 @@ class _ClaimUpdate:
         self._now_sql = now_sql
         self._now_params = tuple(now_params)
         #: Where a row of :attr:`rows` holds what a claim changes.
-        self._claimed = [self.rows.attnames.index(name) for name in ("status", "worker", "started_at", "attempts")]
+        self._claimed = [self.rows.attnames.index(name) for name in CLAIMED]
         self._ids_only = connection.vendor == "sqlite"
 
     def _claiming(self, *, started_at: str) -> str:
-        """The ``UPDATE`` that claims jobs for a worker (``status, worker``), started at
-        ``started_at`` (SQL), the attempt counted, without its condition."""
-        return f"UPDATE {self._table} SET status = %s, worker = %s, started_at = {started_at}, attempts = attempts + 1"
+        """The ``UPDATE`` that claims jobs for a worker (its one parameter, ``worker``),
+        started at ``started_at`` (SQL), the attempt counted, without its condition: the
+        columns of ``claim`` (``written`` refuses any other set)."""
+        qn = self._connection.ops.quote_name
+        setting = written(CLAIM, worker="%s", started_at=started_at, attempts=f"{qn('attempts')} + 1")
+        setting["status"] = f"'{CLAIM.status.value}'"
+        return f"UPDATE {self._table} SET {', '.join(f'{qn(column)} = {sql}' for column, sql in setting.items())}"
 
     def run(self, worker_id: str, where: str, params: Iterable[Any], *, pinned: bool = False) -> list[tuple[Any, ...]]:
         """What the statement returns of the jobs matching ``where`` (SQL with ``params``),
@@ -377,7 +382,7 @@ class _ClaimUpdate:
         after :data:`WALK_THE_INDEX` in one query (PostgreSQL, client-side binding, no
         transaction open), which then runs as one transaction."""
         returning = "id" if self._ids_only else self.rows.columns
-        setting = (CLAIM.status, worker_id, *self._now_params)
+        setting = (worker_id, *self._now_params)
         pin = f"{WALK_THE_INDEX}; " if pinned else ""
         with self._connection.cursor() as cursor:
             cursor.execute(f"{pin}{self._setting} WHERE {where} RETURNING {returning}", (*setting, *params))
@@ -416,7 +421,7 @@ class _ClaimUpdate:
         :meth:`lock` read it)."""
         where, params = self.by_id(ids)
         with self._connection.cursor() as cursor:
-            cursor.execute(f"{self._marking} WHERE {where}", (CLAIM.status.value, worker_id, started_at, *params))
+            cursor.execute(f"{self._marking} WHERE {where}", (worker_id, started_at, *params))
 
     def by_id(self, ids: Iterable[int]) -> tuple[str, tuple[Any, ...]]:
         """The condition on the jobs ``ids`` (not empty), as SQL and its parameters."""
@@ -438,6 +443,9 @@ class _ClaimUpdate:
 #: Each connection's :class:`~django_sqlqueue.db.candidate_window.CandidateWindow`: its claimer's own.
 candidate_windows: PerConnection[AbstractJob, CandidateWindow] = PerConnection(CandidateWindow)
 
+
+#: The columns a claim changes (``claim``'s), in the order :meth:`_ClaimUpdate.as_claimed` names them.
+CLAIMED = ("status", "worker", "started_at", "attempts")
 
 #: Each connection's :class:`_ClaimUpdate`, compiled once.
 claim_updates = PerConnection(_ClaimUpdate)

@@ -20,7 +20,7 @@ from django.db.models.expressions import DatabaseDefault
 
 from django_sqlqueue.db.clock import DatabaseNowPlus, database_now, time_at
 from django_sqlqueue.db.instances import saved
-from django_sqlqueue.rules.lifecycle import JobStatus
+from django_sqlqueue.rules.lifecycle import ENQUEUE
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from django_sqlqueue.db.table import AbstractJob
 
 #: The columns every new job starts with the same value in, and those values as ``COPY`` takes them.
-_SAME_FOR_ALL = {"status": JobStatus.READY.value, "attempts": 0, "worker": "", "errors": "[]"}
+_SAME_FOR_ALL = {"status": ENQUEUE.status.value, "attempts": 0, "worker": "", "errors": "[]"}
 
 
 def copy_jobs(

@@ -23,7 +23,7 @@ from django_sqlqueue.conf import conf
 from django_sqlqueue.db import packets
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.expressions import HeldBy, PrimaryKeyIn
-from django_sqlqueue.db.lifecycle import column_case, status_case, written
+from django_sqlqueue.db.lifecycle import written, written_case
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import is_away, is_unwritable
@@ -233,6 +233,10 @@ def _written_as(value: Any) -> Any:
 
 
 def _as_expression(value: Any, output_field: Field[Any, Any]) -> Any:
+    """``value`` as SQL; None as SQL's NULL, which a JSON field would otherwise write as
+    JSON's ``null`` (a success that returned None stores no result)."""
+    if value is None:
+        return Value(None)
     return value if isinstance(value, Combinable) else Value(value, output_field=output_field)
 
 
@@ -275,9 +279,7 @@ def finish(
             outcomes[job] = after_failure(job, refused, now)
             meant.append(Ended(job, refused.transition, error=invalid))
         else:
-            outcomes[job] = {"status": SUCCEED.target, "finished_at": now}
-            if value is not None:
-                outcomes[job]["result"] = value
+            outcomes[job] = written(SUCCEED, finished_at=now, result=value)
             meant.append(Ended(job, SUCCEED, result=value))
     for job, failure in failed.items():
         outcomes[job] = after_failure(job, failure, now)
@@ -489,10 +491,7 @@ def release(
 
     def give_back() -> int:
         return targets.update(
-            status=status_case(AFTER_RELEASE),
-            finished_at=column_case(AFTER_RELEASE, "finished_at", DatabaseNow()),
-            attempts=F("attempts") - 1,
-            started_at=None,
+            **written_case(AFTER_RELEASE, finished_at=DatabaseNow(), attempts=F("attempts") - 1, started_at=None)
         )
 
     if cancelled is None:

@@ -30,7 +30,7 @@ from django_sqlqueue.db.instances import saved
 from django_sqlqueue.db.literals import Literals
 from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.wakeup import wake_on_commit
-from django_sqlqueue.rules.lifecycle import JobStatus
+from django_sqlqueue.rules.lifecycle import ENQUEUE
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -170,7 +170,7 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
         for chunk, sql, params in statements:
             cursor.execute(head + sql + conflict + tail, params)
             if marker:
-                table, marked = parts.table, [JobStatus.READY, marker]
+                table, marked = parts.table, [ENQUEUE.status, marker]
                 cursor.execute(f"SELECT {names} FROM {table} WHERE status = %s AND worker = %s ORDER BY id", marked)
                 found = cursor.fetchall()
                 cursor.execute(f"UPDATE {table} SET worker = '' WHERE status = %s AND worker = %s", marked)
@@ -271,7 +271,7 @@ def _same_for_all(now: str, worker: str) -> dict[str, str]:
     """The columns every new job starts with the same value in, as SQL."""
     return {
         "enqueued_at": now,
-        "status": f"'{JobStatus.READY.value}'",
+        "status": f"'{ENQUEUE.status.value}'",
         "attempts": "0",
         "worker": f"'{worker}'",
         "errors": "'[]'",

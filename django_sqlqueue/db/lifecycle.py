@@ -1,7 +1,8 @@
 """The transitions of ``rules/lifecycle.py`` as SQL: which rows a transition may move
 (:func:`allowed`), the columns it writes (:func:`written`), and the ``CASE`` that picks
 between transitions by their guards where one statement makes several
-(:func:`status_case`, the one place "a cancel request means ``CANCELLED``" is SQL)."""
+(:func:`status_case`, the one place "a cancel request means ``CANCELLED``" is SQL), and
+the columns of such a statement (:func:`written_case`)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,7 @@ CHECKED_ELSEWHERE: dict[Condition, str] = {
     Condition.NOTHING_UNFINISHED: "db/dependents.py, from the links of a job an admin retries",
     Condition.DEPENDENCY_FAILED: "db/dependencies.py, from the statuses of the jobs it waits for",
     Condition.NO_DEPENDENCY_FAILED: "db/dependencies.py, from the statuses of the jobs it waits for",
+    Condition.UNIQUE_KEY_HELD: "db/keys/unique.py, which replaces the holder its insert conflicted with",
 }
 
 
@@ -101,3 +103,20 @@ def column_case(transitions: Sequence[Transition], column: str, value: Any) -> C
     *guarded, last = transitions
     whens = [When(guard(t), then=value if column in t.writes else F(column)) for t in guarded]
     return Case(*whens, default=value if column in last.writes else F(column))
+
+
+def written_case(transitions: Sequence[Transition], **values: Any) -> dict[str, Any]:
+    """The columns one statement writes that makes whichever of ``transitions`` each
+    row's guards pick (:func:`status_case`): ``values`` must name every column but
+    ``status`` that any of them writes, and no more (``ValueError`` otherwise, as
+    :func:`written`). A column some of them leave alone is a :func:`column_case`."""
+    for transition in transitions:
+        written(transition, **{column: value for column, value in values.items() if column in transition.writes})
+    if unknown := set(values).difference(*(transition.writes for transition in transitions)):
+        names = ", ".join(transition.name for transition in transitions)
+        raise ValueError(f"None of {names} writes {sorted(unknown)} (rules/lifecycle.py).")
+    columns = {
+        column: value if all(column in t.writes for t in transitions) else column_case(transitions, column, value)
+        for column, value in values.items()
+    }
+    return {"status": status_case(transitions), **columns}

@@ -25,8 +25,9 @@ from django_sqlqueue.db.clock import DatabaseNowPlus
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.indexes import finished_in
 from django_sqlqueue.db.keys import concurrency
+from django_sqlqueue.db.lifecycle import allowed
 from django_sqlqueue.db.transient import retry_transient
-from django_sqlqueue.rules.lifecycle import JobStatus
+from django_sqlqueue.rules.lifecycle import PRUNE, JobStatus
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
@@ -79,7 +80,10 @@ def due(
     the statuses the chart counts, before ``counted_until`` (``rollup.Hours``). Never a
     job another still waits for (``db/dependencies.py``): the sweep settles that first; never
     a job of an unfinished batch (``db/batches.py``), which counts it when it finishes."""
-    candidates = jobs.filter(finished_in(status), finished_at__lt=DatabaseNowPlus(-kept))
+    if status not in PRUNE.sources:
+        raise ValueError(f"{status} is not pruned: prune moves only {', '.join(PRUNE.sources)} (rules/lifecycle.py).")
+    # The status as the finished indexes read it, within what prune allows.
+    candidates = jobs.filter(allowed(PRUNE), finished_in(status), finished_at__lt=DatabaseNowPlus(-kept))
     candidates = candidates.exclude(dependencies.waited_for()).filter(batches.kept())
     return candidates.filter(finished_at__lt=counted_until) if status in rollup.CHARTED else candidates
 

@@ -96,6 +96,7 @@ class Condition(enum.Enum):
     )
     NO_DEPENDENCY_FAILED = 'none of the jobs it was enqueued after failed, or it has after_failure="run"'
     CANCELLED_BY_DEPENDENCY = "it was cancelled without running by the end of a job it waits for (cancel_dependent)"
+    UNIQUE_KEY_HELD = 'it holds the unique_key of a job enqueued with on_conflict="replace"'
 
 
 @dataclass(frozen=True)
@@ -347,6 +348,14 @@ RUN_NOW = _transition(
     ("run_at",),
     "the admin's Run now (a waiting job is not ready: it runs once the jobs it waits for have finished)",
 )
+REPLACE = _transition(
+    "replace",
+    (_READY,),
+    _READY,
+    (_C.UNIQUE_KEY_HELD,),
+    ("args", "kwargs", "run_at"),
+    'Job.objects.enqueue and enqueue_many with on_conflict="replace" (a running holder is left alone)',
+)
 DELETE = _transition(
     "delete",
     (_WAITING, _READY, *FINISHED),
@@ -390,6 +399,7 @@ TRANSITIONS: dict[str, Transition] = {
         ADMIN_RETRY_WAITING,
         RETRY_DEPENDENT,
         RUN_NOW,
+        REPLACE,
         DELETE,
         PRUNE,
     )

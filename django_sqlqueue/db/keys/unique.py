@@ -17,9 +17,10 @@ from django.db.models.expressions import DatabaseDefault, RawSQL
 from django_sqlqueue.db import inserting
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.indexes import MYSQL_ACTIVE_KEY_COLUMN, ActiveKeyConstraint
+from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.exceptions import SQLQueueError, UniqueJobExists
-from django_sqlqueue.rules.lifecycle import JobStatus
+from django_sqlqueue.rules.lifecycle import REPLACE
 
 if TYPE_CHECKING:
     # The table, not the model: the model holds the manager, which calls this module.
@@ -127,5 +128,6 @@ def _replace(holder: AbstractJob, job: AbstractJob, using: str) -> None:
     """Give a ``READY`` holder ``job``'s arguments and run time; a running one is left alone."""
     run_at = DatabaseNow() if isinstance(job.run_at, DatabaseDefault) else job.run_at
     jobs = type(job)._base_manager.using(using)
-    if jobs.filter(pk=holder.pk, status=JobStatus.READY).update(args=job.args, kwargs=job.kwargs, run_at=run_at):
+    replaced = written(REPLACE, args=job.args, kwargs=job.kwargs, run_at=run_at)
+    if jobs.filter(allowed(REPLACE), pk=holder.pk).update(**replaced):
         holder.refresh_from_db(using=using, fields=["args", "kwargs", "run_at", "status"])

@@ -4,6 +4,8 @@ a failed attempt is decided once, however many of its writers look at it."""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -12,9 +14,10 @@ import pytest
 from django.db import connection
 from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
-from django_sqlqueue.db import finishing
-from django_sqlqueue.db.lifecycle import CHECKED_ELSEWHERE, SQL_CONDITIONS, allowed, status_case, written
+from django_sqlqueue.db import claiming, finishing, pruning
+from django_sqlqueue.db.lifecycle import CHECKED_ELSEWHERE, SQL_CONDITIONS, allowed, status_case, written, written_case
 from django_sqlqueue.exceptions import JobCancelled
 from django_sqlqueue.models import Job
 from django_sqlqueue.rules import lifecycle
@@ -22,6 +25,7 @@ from django_sqlqueue.rules.lifecycle import AFTER_RELEASE, Condition, JobStatus,
 from django_sqlqueue.runner import execution
 from django_sqlqueue.testing import Ran, run_jobs
 from tests.djtasks.tasks import fail
+from tests.support import status_writes
 from tests.testapp.tasks import noop
 
 pytestmark = pytest.mark.django_db
@@ -82,6 +86,74 @@ def test_the_finisher_sets_the_columns_of_each_ending(outcome: str, transition: 
     columns = updates_by(lambda: Job.objects.finish(worker_id="w", succeeded=succeeded, failed=failed))
     assert columns == [writes(transition)]
     assert Job.objects.get().status == transition.target
+
+
+def test_a_success_that_returned_none_writes_the_columns_of_succeed_and_stores_no_result() -> None:
+    (job,) = claimed()
+    columns = updates_by(lambda: Job.objects.finish(worker_id="w", succeeded={job: None}, failed={}))
+    assert columns == [writes(lifecycle.SUCCEED)]
+    assert Job.objects.filter(result__isnull=True).get().status == lifecycle.SUCCEED.target
+
+
+def declaring(transition: Transition, *more: str) -> Transition:
+    """``transition`` as if the table declared it writing ``more`` columns too."""
+    return dataclasses.replace(transition, writes=(*transition.writes, *more))
+
+
+def test_the_success_write_cannot_drift_from_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    (job,) = claimed()
+    monkeypatch.setattr(finishing, "SUCCEED", declaring(lifecycle.SUCCEED, "progress"))
+    with pytest.raises(ValueError, match="succeed writes"):
+        Job.objects.finish(worker_id="w", succeeded={job: 1}, failed={})
+
+
+def test_the_release_cannot_drift_from_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    (job,) = claimed()
+    drifted = (lifecycle.RELEASE_CANCELLED, declaring(lifecycle.RELEASE, "worker"))
+    monkeypatch.setattr(finishing, "AFTER_RELEASE", drifted)
+    with pytest.raises(ValueError, match="release writes"):
+        Job.objects.release(worker_id="w", unstarted=[job])
+
+
+def test_the_claim_cannot_drift_from_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    Job.objects.enqueue(noop)
+    monkeypatch.setattr(claiming, "CLAIM", declaring(lifecycle.CLAIM, "progress"))
+    claiming.claim_updates.forget()
+    try:
+        with pytest.raises(ValueError, match="claim writes"):
+            Job.objects.claim(worker_id="w")
+    finally:
+        claiming.claim_updates.forget()
+    assert set(claiming.CLAIMED) == set(lifecycle.CLAIM.writes)
+
+
+def test_written_case_names_the_columns_of_every_transition_it_picks_from() -> None:
+    columns = written_case(AFTER_RELEASE, finished_at=1, attempts=2, started_at=None)
+    assert set(columns) == writes(*AFTER_RELEASE)
+    assert (columns["attempts"], columns["started_at"]) == (2, None)
+    with pytest.raises(ValueError, match="release_cancelled writes"):
+        written_case(AFTER_RELEASE, finished_at=1, attempts=2)
+    with pytest.raises(ValueError, match=r"None of release_cancelled, release writes \['worker'\]"):
+        written_case(AFTER_RELEASE, finished_at=1, attempts=2, started_at=None, worker="")
+
+
+def test_a_replace_writes_the_columns_of_replace_on_the_rows_it_allows() -> None:
+    Job.objects.enqueue(noop, (1,), unique_key="k")
+    with CaptureQueriesContext(connection) as queries:
+        Job.objects.enqueue(noop, (2,), unique_key="k", on_conflict="replace")
+    updates = [q["sql"] for q in queries.captured_queries if q["sql"].lstrip().upper().startswith("UPDATE")]
+    # On MySQL/MariaDB the insert's own UPDATE of the rows it marked comes first.
+    (replacing,) = [sql for sql in updates if "args" in set_columns(sql)]
+    assert set_columns(replacing) == writes(lifecycle.REPLACE)
+    assert Job.objects.get().args == [2]
+    assert (lifecycle.REPLACE.sources, lifecycle.REPLACE.target) == ((JobStatus.READY,), JobStatus.READY)
+
+
+def test_pruning_moves_only_what_prune_allows() -> None:
+    due = pruning.due(Job.objects.all(), JobStatus.FAILED, datetime.timedelta(days=1), timezone.now())
+    assert str(Job.objects.filter(allowed(lifecycle.PRUNE)).query).split(" WHERE ")[1] in str(due.query)
+    with pytest.raises(ValueError, match="READY is not pruned"):
+        pruning.due(Job.objects.all(), JobStatus.READY, datetime.timedelta(days=1), timezone.now())
 
 
 def test_a_batch_of_several_endings_sets_the_columns_of_them_all() -> None:
@@ -223,3 +295,40 @@ def test_a_bare_exception_is_decided_by_the_finisher(calls: Calls) -> None:
     (job,) = claimed()
     assert Job.objects.finish(worker_id="w", failed={job: ValueError("boom")}) == 1
     assert counted(calls) == {"retry_delay": 1, "error_record": 1}
+
+
+# Every status write, captured
+
+
+def test_the_status_write_checker_reads_what_a_statement_moves_and_where_to() -> None:
+    update = 'UPDATE "sqlqueue_job" SET "status" = %s, "worker" = %s WHERE "sqlqueue_job"."status" IN (%s, %s)'
+    assert status_writes.pairs(update, ["CANCELLED", "w", "WAITING", "READY"]) == {
+        ("WAITING", "CANCELLED"),
+        ("READY", "CANCELLED"),
+    }
+    assert status_writes.pairs("INSERT INTO `sqlqueue_job` (`status`) VALUES ('READY'), ('READY')", None) == {
+        (None, "READY")
+    }
+    assert not status_writes.declared("FAILED", "RUNNING")
+    assert status_writes.declared("*", "RUNNING")
+
+
+def test_every_write_path_in_this_process_makes_a_declared_transition() -> None:
+    from django_sqlqueue.maintenance.rescue import rescue_worker
+
+    checker = status_writes.StatusWrites(Job._meta.db_table)
+    with connection.execute_wrapper(checker):
+        parent = Job.objects.enqueue(noop)
+        Job.objects.enqueue(noop, after=[parent])
+        Job.objects.enqueue_many(Job.objects.build(noop, (index,), max_attempts=1) for index in range(3))
+        Job.objects.enqueue(noop, (1,), unique_key="k")
+        Job.objects.enqueue(noop, (2,), unique_key="k", on_conflict="replace")
+        done, again, given_back, lost = Job.objects.claim(worker_id="w", limit=4)
+        Job.objects.finish(worker_id="w", succeeded={done: 1}, failed={again: ValueError("boom")})
+        Job.objects.release(worker_id="w", unstarted=[given_back])
+        rescue_worker("w", ValueError("gone"), started=[lost.pk])
+        Job.objects.cancel(list(Job.objects.values_list("pk", flat=True)))
+        run_jobs()
+    assert checker.undeclared() == {}
+    # Every status these paths write was seen (the claim's WHERE is the claimer's own SQL).
+    assert {target for _, target in checker.seen} == {status.value for status in JobStatus}
