@@ -26,7 +26,7 @@ DECLARED = frozenset(
     (source, transition.target.value)
     for transition in TRANSITIONS.values()
     if transition.target is not None and "status" in transition.writes
-    for source in ((transition.sources and [source.value for source in transition.sources]) or [None])
+    for source in ([status.value for status in transition.sources] if transition.sources else [None])
 )
 #: A new row made in two statements of one transaction (``written(..., over=ENQUEUE)``):
 #: inserted as ``enqueue``, then given its own transition's status.
