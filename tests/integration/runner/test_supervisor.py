@@ -137,9 +137,9 @@ def test_max_jobs_counts_the_jobs_finished_not_the_jobs_a_crash_gave_back(start_
 
 
 def test_max_jobs_counts_no_attempt_a_crash_charged_to_jobs_that_will_run_again(start_workers: StartWorkers) -> None:
-    """Issue 52: the jobs of the crashed process's batch that had run before the crash,
-    their outcomes not yet written, were charged ``WorkerLost`` by the rescue and stayed
-    charged to ``--max-jobs`` though they run again: the run ended jobs short."""
+    """The jobs of the crashed process's batch that had run before the crash, their
+    outcomes not yet written, are charged ``WorkerLost`` by the rescue and run again: they
+    give their share of ``--max-jobs`` back, so the run does not end jobs short."""
     # Batches grow 1, 2, 4, 8, 16 (quick jobs): the crash ends the fifth, after 15 that ran.
     _with_one_crash(70, at=30)
     workers = start_workers("--processes", "1", "--max-jobs", "50")
