@@ -10,15 +10,19 @@ Statements run by worker processes a test starts are not seen here; the unit tes
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import django_sqlqueue
 from django_sqlqueue.rules.lifecycle import ENQUEUE, TRANSITIONS, JobStatus
 
-_PACKAGE = str(Path(__file__).resolve().parents[2] / "django_sqlqueue")
+#: Where the package was imported from: the checkout, or a virtualenv's site-packages
+#: where tox installs its wheel; a frame's file names it as imported.
+_PACKAGE = os.path.join(os.path.dirname(django_sqlqueue.__file__), "")
 _TESTS = str(Path(__file__).resolve().parents[1])
 _STATUSES = frozenset(status.value for status in JobStatus)
 #: The pairs (from, to) the table declares; a new row comes from None.
