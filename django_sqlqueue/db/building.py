@@ -20,6 +20,7 @@ from django.conf import settings
 from django_sqlqueue.conf import conf, remembered
 from django_sqlqueue.db import batches, instances
 from django_sqlqueue.db.clock import DatabaseNowPlus
+from django_sqlqueue.db.finishing import error_message
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.rules.registry import RegisteredTask, get_task
 from django_sqlqueue.rules.tags import tags_problem
@@ -294,8 +295,12 @@ def _hooked_safely(hook: Callable[[Any], Any], job: AbstractJob) -> None:
     if caught.error is not None:
         job.__dict__.update(fields)
         kept = meta if isinstance(meta, dict) else {}
-        error = f"{type(caught.error).__qualname__}: {caught.error}"[:HOOK_ERROR_CHARS]
-        job.meta = {**kept, HOOK_ERRORS: [*kept.get(HOOK_ERRORS, []), {"hook": name, "error": error}]}
+        # As a failed attempt's message is kept: what every database stores, even when
+        # the exception's ``__str__`` raises.
+        error = f"{type(caught.error).__qualname__}: {error_message(caught.error)}"[:HOOK_ERROR_CHARS]
+        earlier = kept.get(HOOK_ERRORS)
+        record = [*(earlier if isinstance(earlier, list) else []), {"hook": name, "error": error}]
+        job.meta = {**kept, HOOK_ERRORS: record}
 
 
 def validate(job: AbstractJob, *, bind: bool = True, seen: dict[tuple[Any, ...], RegisteredTask] | None = None) -> None:

@@ -112,6 +112,21 @@ def request_scoped(job: Job) -> None:
     meta["user"] = REQUEST_USER.get()
 
 
+class Unprintable(LookupError):
+    """An exception whose ``__str__`` raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no words for it")
+
+
+def raising_badly(job: Job) -> None:
+    """An enqueue hook that raises an exception no database stores as it says itself
+    (a NUL), or whose ``__str__`` raises, by the job's first argument."""
+    if job.args and job.args[0] == "unprintable":
+        raise Unprintable()
+    raise LookupError("no request\x00 here")
+
+
 def urgent(job: Job) -> None:
     """An enqueue hook: notes each job it sees (unsaved), and makes the one whose
     kwargs say ``urgent`` a priority 9 job (whatever that says: 10**9 is refused)."""

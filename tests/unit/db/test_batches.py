@@ -555,6 +555,28 @@ def test_an_enqueue_hook_raising_on_a_callback_leaves_the_finish_written_and_enq
         Job.objects.enqueue(noop)
 
 
+@pytest.mark.parametrize("token", ["nul", "unprintable"])
+def test_a_hook_error_no_database_stores_as_it_is_is_recorded_as_a_failed_attempt_would_be(
+    settings: Any, token: str
+) -> None:
+    """A hook's exception that holds a NUL (PostgreSQL refuses it in JSON), or whose
+    ``__str__`` raises, is recorded on the callback as a failed attempt's message is:
+    the finish and the callback are written all the same."""
+    with Job.objects.batch(on_finish=(batch_done, (token,))) as batch:
+        Job.objects.enqueue(add, (1, 1))
+    settings.SQLQUEUE_ENQUEUE_HOOKS = ["tests.support.middleware.raising_badly"]
+    claimed = Job.objects.claim(worker_id=WORKER, limit=10)
+    Job.objects.finish(worker_id=WORKER, succeeded=dict.fromkeys(claimed, 2))
+    batch.refresh_from_db()
+    (callback,) = Job.objects.filter(pk__in=batch.callback_jobs.values())
+    assert callback.meta is not None
+    (record,) = callback.meta[HOOK_ERRORS]
+    assert record["error"] in {
+        "LookupError: no request\\x00 here",
+        "Unprintable: <str() of this Unprintable raised RuntimeError>",
+    }
+
+
 def _expire_last(last: Job) -> None:
     Job.objects.filter(pk=last.pk).update(expires_at=PAST)
     assert Job.objects.expire() == 1
