@@ -187,6 +187,8 @@ class FeaturesTogether(RuleBasedStateMachine):
         everything = dict(Job.objects.values_list("pk", "status"))
         before = {pk: everything[pk] for pk in picked if pk in everything}
         chosen = list(Job.objects.filter(pk__in=picked))
+        if not chosen:  # all deleted since (retention 0, pruning): nothing to select
+            return
         response = action(self.admin, "retry_with_dependents" if with_dependents else "retry", chosen)
         assert response.status_code == 302, response
         said = " ".join(messages_of(self.admin.get("/admin/django_sqlqueue/job/")))
