@@ -3,7 +3,7 @@ its enqueue names none (its task's ``@job(...)``, then the settings), its run an
 expiry times, the ``SQLQUEUE_ENQUEUE_HOOKS`` it goes through, and the checks it passes
 again just before it is written (a caller may change a built job).
 
-The manager's enqueueing verbs (``django_sqlqueue.enqueueing``) call these for every
+The manager's enqueueing verbs (``django_sqlqueue.managers.enqueueing``) call these for every
 job, hundreds of thousands at a time: what follows from the settings and the task is
 worked out once (:func:`remembered`, and :func:`validate`'s ``seen``), not for each job."""
 

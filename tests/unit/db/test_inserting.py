@@ -1,4 +1,4 @@
-"""``Job.objects.enqueue()``, ``build()`` and ``enqueue_many()`` (``enqueueing.py``, which
+"""``Job.objects.enqueue()``, ``build()`` and ``enqueue_many()`` (``managers/enqueueing.py``, which
 builds and checks each job with ``db/building.py``) and the INSERT of
 ``db/inserting.py``: defaults, validation, and the caller's transaction."""
 

@@ -1,5 +1,5 @@
 """``Job.objects.enqueue_rows()``: plain ``(task, args, kwargs)`` rows written without a
-``Job`` object each (``enqueueing.py``, and ``plain_row``/``insert_plain`` in
+``Job`` object each (``managers/enqueueing.py``, and ``plain_row``/``insert_plain`` in
 ``db/inserting.py``): the same rows as ``enqueue_many`` writes, all or none."""
 
 from __future__ import annotations
