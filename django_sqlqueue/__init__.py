@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from django_sqlqueue.current import JobHandle, current_job
 from django_sqlqueue.exceptions import JobCancelled, Snooze
 from django_sqlqueue.rules.registry import job
+from django_sqlqueue.runner.current import JobHandle, current_job
 
 if TYPE_CHECKING:
     from django_sqlqueue.operations import cancel_jobs, pause_queue, queue_stats, resume_queue

@@ -8,9 +8,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 
 from django_sqlqueue.db.migrated import tables_problem
-from django_sqlqueue.db.pooling import without_pool
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import Job
+from django_sqlqueue.runner.pooling import without_pool
 
 
 class QueueCommand(BaseCommand):
@@ -20,7 +20,7 @@ class QueueCommand(BaseCommand):
     database that is down with a traceback. As ``runserver`` does, the checks run once
     from the command line and are skipped by ``call_command``; they include the checks
     that ask the database, which Django runs only for ``migrate`` and ``check --database``.
-    Run from the command line, it connects without Django's connection pool (``db.pooling``)."""
+    Run from the command line, it connects without Django's connection pool (``runner/pooling``)."""
 
     requires_system_checks: list[str] = []
 

@@ -19,9 +19,9 @@ from typing import Any
 import django
 from django.db import connections
 
-from django_sqlqueue.db.pooling import without_pool
 from django_sqlqueue.logs import configure_logging
 from django_sqlqueue.runner.config import WorkerOptions
+from django_sqlqueue.runner.pooling import without_pool
 from django_sqlqueue.runner.started import StartedJobs
 
 

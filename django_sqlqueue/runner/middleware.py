@@ -25,9 +25,9 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.current import current_job
 from django_sqlqueue.db.finishing import Failure, decide
 from django_sqlqueue.models import Job
+from django_sqlqueue.runner.current import current_job
 from django_sqlqueue.runner.execution import run
 
 #: A handler: takes a claimed job, returns its result or raises.

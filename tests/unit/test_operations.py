@@ -10,9 +10,10 @@ import sys
 import pytest
 
 import django_sqlqueue
-from django_sqlqueue import current, exceptions, operations, workflows
+from django_sqlqueue import exceptions, operations, workflows
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.rules import registry
+from django_sqlqueue.runner import current
 from tests.testapp.tasks import noop
 
 pytestmark = pytest.mark.django_db

@@ -12,12 +12,12 @@ import pytest
 from django.db import OperationalError, connection, transaction
 
 from django_sqlqueue import current_job
-from django_sqlqueue.current import JobHandle
 from django_sqlqueue.db import dependencies
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.exceptions import JobCancelled, WorkerLost
 from django_sqlqueue.maintenance.rescue import rescue_worker
 from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.runner.current import JobHandle
 from django_sqlqueue.runner.execution import attempt
 from django_sqlqueue.testing import perform, run_jobs
 from tests.djtasks.tasks import current_job_id, current_job_id_async

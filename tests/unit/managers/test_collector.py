@@ -1,4 +1,4 @@
-"""The garbage collector's pause around ``enqueue_many`` (``db/collector.py``): off while
+"""The garbage collector's pause around ``enqueue_many`` (``managers/collector.py``): off while
 it builds, checks and writes, on again however it ends, shared by calls that overlap
 in threads, and never turned on where the project had turned it off."""
 
@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from django_sqlqueue.db import collector
 from django_sqlqueue.exceptions import InvalidJobError
+from django_sqlqueue.managers import collector
 from django_sqlqueue.models import Job
 from tests.testapp.tasks import noop
 
