@@ -3,7 +3,7 @@ Python per job beyond building the statement; on the jobs table with its columns
 indexes, and on a minimal queue table made for the run (the physical ceiling).
 
 Here are the processes and the timing; the statements, and how each database takes
-them, are ``db/ceiling``'s."""
+them, are ``bench/raw``'s."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import queue as queue_module
 import time
 from typing import Any, NamedTuple
 
-from django_sqlqueue.db.ceiling import RawDatabase
+from django_sqlqueue.bench.raw import RawDatabase
 from django_sqlqueue.db.transient import retried
 from django_sqlqueue.runner.spawning import main_module_hidden
 

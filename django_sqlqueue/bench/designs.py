@@ -1,5 +1,5 @@
-"""The table designs of issue 41 side by side: each drained in raw SQL on scratch
-tables of its own (``db/designs``), beside the minimal table, round after round.
+"""The other designs of the jobs table side by side: each drained in raw SQL on scratch
+tables of its own (``bench/design_tables``), beside the minimal table, round after round.
 
 Apart from ``bench/ceiling``, whose drain processes import it without Django set up:
 the designs are built from the models."""
@@ -9,8 +9,8 @@ from __future__ import annotations
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.bench import ceiling
-from django_sqlqueue.db.ceiling import RawDatabase
-from django_sqlqueue.db.designs import scratch
+from django_sqlqueue.bench.design_tables import scratch
+from django_sqlqueue.bench.raw import RawDatabase
 
 
 def drain_designs(
@@ -23,7 +23,7 @@ def drain_designs(
     batch_size: int,
     rounds: int,
 ) -> dict[str, list[ceiling.Drained]]:
-    """Each design of ``names`` (``db/designs``) and the minimal table, filled with
+    """Each design of ``names`` (``bench/design_tables``) and the minimal table, filled with
     ``count`` ready jobs and drained, on scratch tables made for each drain: ``rounds``
     times, every other round in the reverse order, so that none always runs first (on a
     cold cache) or last (after the others' dead rows)."""

@@ -1,5 +1,5 @@
 """How wide a MySQL/MariaDB claim reads, apart from the statements: the benchmark's
-raw claim (``db/ceiling``) uses it too, in processes that never set Django up."""
+raw claim (``bench/raw``) uses it too, in processes that never set Django up."""
 
 from __future__ import annotations
 

@@ -12,11 +12,11 @@ from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.bench import ceiling, measure
+from django_sqlqueue.bench import design_tables as table_designs
 from django_sqlqueue.bench import designs as bench_designs
 from django_sqlqueue.bench import workflows as bench_workflows
+from django_sqlqueue.bench.raw import RawDatabase, jobs_table
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import designs as table_designs
-from django_sqlqueue.db.ceiling import RawDatabase, jobs_table
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.management.arguments import claim_limit, non_negative_int, positive_int
 from django_sqlqueue.management.base import QueueCommand

@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from django_sqlqueue.bench import ceiling, measure
-from django_sqlqueue.db.designs import DESIGNS
+from django_sqlqueue.bench.design_tables import DESIGNS
 from django_sqlqueue.management.commands.sqlqueue_bench import nothing_else_to_run
 from django_sqlqueue.models import Job, JobDependency
 from tests.support.workers import UNGUARDED_MANAGE_PY, run_script

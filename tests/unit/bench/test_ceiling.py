@@ -14,7 +14,7 @@ from unittest.mock import patch
 import pytest
 
 from django_sqlqueue.bench import ceiling
-from django_sqlqueue.db.ceiling import RawDatabase, jobs_table
+from django_sqlqueue.bench.raw import RawDatabase, jobs_table
 
 
 def test_a_raw_drain_process_that_dies_is_reported_at_once(tmp_path: Path) -> None:

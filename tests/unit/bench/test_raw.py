@@ -1,4 +1,4 @@
-"""``db/ceiling``: the bare driver reaches the database as the project does, and reads
+"""``bench/raw``: the bare driver reaches the database as the project does, and reads
 the queue's own clock."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from django_sqlqueue.bench import ceiling
-from django_sqlqueue.db.ceiling import RawDatabase, jobs_table
+from django_sqlqueue.bench.raw import RawDatabase, jobs_table
 from django_sqlqueue.db.clock import database_now
 from django_sqlqueue.models import Job, JobStatus
 

@@ -1,4 +1,4 @@
-"""``db/designs``: each design's scratch tables are today's table changed in its one way,
+"""``bench/design_tables``: each design's scratch tables are today's table changed in its one way,
 and go when the drain is done."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from django_sqlqueue.db.ceiling import RawDatabase, jobs_table
-from django_sqlqueue.db.designs import DESIGNS, scratch, unsupported
+from django_sqlqueue.bench.design_tables import DESIGNS, scratch, unsupported
+from django_sqlqueue.bench.raw import RawDatabase, jobs_table
 
 
 def index_sql(table: str) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Other designs of the jobs table (issue 41), made as scratch tables for the raw drain
+"""Other designs of the jobs table, made as scratch tables for the raw drain
 of ``sqlqueue_bench --designs``, so that each is a figure beside today's table and the
 minimal one before anything is adopted.
 
@@ -21,7 +21,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.backends.ddl_references import Statement
 
-from django_sqlqueue.db.ceiling import QueueTable, RawDatabase, jobs_table
+from django_sqlqueue.bench.raw import QueueTable, RawDatabase, jobs_table
 from django_sqlqueue.db.names import NameField
 from django_sqlqueue.db.table import AbstractJob
 from django_sqlqueue.rules.lifecycle import FINISHED

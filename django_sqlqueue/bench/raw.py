@@ -3,7 +3,7 @@ database's statements for the raw queue (insert, claim with ``SKIP LOCKED`` or S
 write lock, finish) on the jobs table and on a minimal queue table made for the run.
 
 The processes, timing and printing are ``bench/ceiling``'s; every vendor branch they
-need is here, as everywhere in ``db/``."""
+need is here."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class QueueTable:
     name, ``{now}`` for the database's clock), the order claims take rows in, the
     columns a claim reads back, and what else a claim sets beside status, owner and time.
 
-    A design of the jobs table (``db/designs``) may also name the table a claim reads
+    A design of the jobs table (``bench/design_tables``) may also name the table a claim reads
     its payload from by id (``payload_from``), a statement that follows each ``INSERT``
     with the queue's name (``filled``: rows of another table for the new ones), the
     statements of a finish (``finish``: ``{t}``, ``{now}`` and ``{ids}`` for the ids'
