@@ -7,8 +7,8 @@ from django.db import models
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.names import NameField
-from django_sqlqueue.db.table import AbstractJob
+from django_sqlqueue.db.schema.names import NameField
+from django_sqlqueue.db.schema.table import AbstractJob
 from django_sqlqueue.managers import JobManager
 from django_sqlqueue.rules.batches import DESCRIPTION_MAX_LENGTH
 from django_sqlqueue.rules.lifecycle import JobStatus

@@ -53,7 +53,7 @@ from django_sqlqueue.rules.lifecycle import (
 
 if TYPE_CHECKING:
     from django_sqlqueue.db.finishing import Ended
-    from django_sqlqueue.db.table import AbstractJob
+    from django_sqlqueue.db.schema.table import AbstractJob
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ next attempt (a group cancels them). A ready job an admin Retry put back (its at
 start again from 0) has not failed since, and is in no group.
 
 The class is ``Job.last_error_class``, written with each failed attempt's error, so
-the groups are counted from the failures index (``db/failures.py``; the retrying jobs,
+the groups are counted from the failures index (``db/schema/failures.py``; the retrying jobs,
 on PostgreSQL and SQLite, from the ready jobs: few in a queue that keeps up), never by
 reading the JSON of every failed row, which took seconds at a million rows."""
 
@@ -23,8 +23,8 @@ from django.utils.safestring import SafeString
 
 from django_sqlqueue.admin import display
 from django_sqlqueue.admin.changes import CANCEL, RETRY, Change
-from django_sqlqueue.db.failures import FailureSeenAt, InFailureGroup
 from django_sqlqueue.db.routing import read_db
+from django_sqlqueue.db.schema.failures import FailureSeenAt, InFailureGroup
 from django_sqlqueue.models import Job, JobStatus
 
 #: The most groups the page lists, the most recently seen first.

@@ -13,7 +13,7 @@ from django.utils.functional import cached_property
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.estimates import estimated_rows
-from django_sqlqueue.db.indexes import InStatus
+from django_sqlqueue.db.schema.indexes import InStatus
 from django_sqlqueue.rules import registry
 from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.rules.queues import offered_queues

@@ -22,8 +22,8 @@ from django.db.models.functions.datetime import TruncBase
 
 from django_sqlqueue.db import rollup
 from django_sqlqueue.db.clock import database_now
-from django_sqlqueue.db.indexes import finished_in
 from django_sqlqueue.db.routing import queue_db, read_db
+from django_sqlqueue.db.schema.indexes import finished_in
 from django_sqlqueue.managers import JobQuerySet
 from django_sqlqueue.models import FinishedHour, Job
 from django_sqlqueue.rules.lifecycle import JobStatus

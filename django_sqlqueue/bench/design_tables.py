@@ -2,7 +2,7 @@
 of ``sqlqueue_bench --designs``, so that each is a figure beside today's table and the
 minimal one before anything is adopted.
 
-Each is today's table (:class:`~django_sqlqueue.db.table.AbstractJob`, built by
+Each is today's table (:class:`~django_sqlqueue.db.schema.table.AbstractJob`, built by
 Django's schema editor as the migrations build it) changed in one way, under names
 of its own, and dropped after its drain."""
 
@@ -22,8 +22,8 @@ from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.backends.ddl_references import Statement
 
 from django_sqlqueue.bench.raw import QueueTable, RawDatabase, jobs_table
-from django_sqlqueue.db.names import NameField
-from django_sqlqueue.db.table import AbstractJob
+from django_sqlqueue.db.schema.names import NameField
+from django_sqlqueue.db.schema.table import AbstractJob
 from django_sqlqueue.rules.lifecycle import FINISHED
 
 #: Each design, by the name ``--designs`` takes, and what it is.

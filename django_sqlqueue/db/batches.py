@@ -43,7 +43,7 @@ from django_sqlqueue.rules.user_code import runner_enqueues
 
 if TYPE_CHECKING:
     from django_sqlqueue.db.finishing import Ended
-    from django_sqlqueue.db.table import AbstractJob
+    from django_sqlqueue.db.schema.table import AbstractJob
 
 logger = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ from django_sqlqueue.rules.validation import (
 if TYPE_CHECKING:
     from typing import Unpack
 
-    from django_sqlqueue.db.table import AbstractJob, JobT
+    from django_sqlqueue.db.schema.table import AbstractJob, JobT
 
 
 class PlainOptions(TypedDict, total=False):

@@ -23,7 +23,7 @@ from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.rates import Limited, draw
 
 # The table, not the model: the model holds the manager, which calls this module.
-from django_sqlqueue.db.table import AbstractJob, JobT
+from django_sqlqueue.db.schema.table import AbstractJob, JobT
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.db.vendors import claim_hint, claim_problem
 from django_sqlqueue.rules.lifecycle import CLAIM

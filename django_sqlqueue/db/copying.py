@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
     from psycopg import Copy
 
-    from django_sqlqueue.db.table import AbstractJob
+    from django_sqlqueue.db.schema.table import AbstractJob
 
 #: The columns every new job starts with the same value in, and those values as ``COPY`` takes them.
 _SAME_FOR_ALL = {"status": ENQUEUE.status.value, "attempts": 0, "worker": "", "errors": "[]"}

@@ -26,7 +26,7 @@ from django_sqlqueue.rules.dependencies import BLOCKING, stopped_by
 from django_sqlqueue.rules.lifecycle import ACTIVE, RETRY_DEPENDENT, JobStatus
 
 if TYPE_CHECKING:
-    from django_sqlqueue.db.table import AbstractJob
+    from django_sqlqueue.db.schema.table import AbstractJob
 
 
 def unfinished_parents(model: type[AbstractJob], using: str, retried: Collection[int]) -> dict[int, int]:

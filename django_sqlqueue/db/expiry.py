@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from django.db.models import QuerySet
 
     # The table, not the model: the model holds the manager, which calls this module.
-    from django_sqlqueue.db.table import AbstractJob
+    from django_sqlqueue.db.schema.table import AbstractJob
 
 #: Jobs ended by one statement of the sweep.
 BATCH_SIZE = 1000

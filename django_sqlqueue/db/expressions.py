@@ -15,7 +15,7 @@ from django.db.models.sql.compiler import SQLCompiler
 from django_sqlqueue.rules.lifecycle import JobStatus
 
 if TYPE_CHECKING:
-    from django_sqlqueue.db.table import AbstractJob
+    from django_sqlqueue.db.schema.table import AbstractJob
 
 
 class PrimaryKeyIn(Lookup):

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from django.db.models import QuerySet
 
     # The table, not the model: the model holds the manager, which calls this module.
-    from django_sqlqueue.db.table import AbstractJob, JobT
+    from django_sqlqueue.db.schema.table import AbstractJob, JobT
 
 logger = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from django.db.models.sql.compiler import SQLCompiler
 
     # The table, not the model: the model holds the manager, which calls this module.
-    from django_sqlqueue.db.table import AbstractJob, JobT
+    from django_sqlqueue.db.schema.table import AbstractJob, JobT
 
 #: The values each job brings, in column order, each with its PostgreSQL type (a bulk
 #: insert there binds a column as one array). A row is these, then ``run_at``, then

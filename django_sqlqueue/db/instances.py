@@ -24,7 +24,7 @@ from django.db.models.signals import post_init, pre_init
 from django_sqlqueue.db.per_connection import PerConnection
 
 if TYPE_CHECKING:
-    from django_sqlqueue.db.table import AbstractJob, JobT
+    from django_sqlqueue.db.schema.table import AbstractJob, JobT
 
 #: What converts a value a database returned to what Django reads: ``(value, expression, connection)``.
 Converter = Callable[[Any, Any, BaseDatabaseWrapper], Any]

@@ -23,16 +23,16 @@ from typing import TYPE_CHECKING
 from django_sqlqueue.db import batches, dependencies, rollup
 from django_sqlqueue.db.clock import DatabaseNowPlus
 from django_sqlqueue.db.expressions import PrimaryKeyIn
-from django_sqlqueue.db.indexes import finished_in
 from django_sqlqueue.db.keys import concurrency
 from django_sqlqueue.db.lifecycle import allowed
+from django_sqlqueue.db.schema.indexes import finished_in
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.rules.lifecycle import PRUNE, JobStatus
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
 
-    from django_sqlqueue.db.table import AbstractJob
+    from django_sqlqueue.db.schema.table import AbstractJob
 
 #: Rows one chunk deletes by default: big enough that a million rows take a thousand
 #: statements, small enough that each transaction is over in milliseconds.
@@ -76,7 +76,7 @@ def due(
 ) -> QuerySet[AbstractJob]:
     """The jobs of ``status`` that finished more than ``kept`` ago by the database's clock
     (served by the ``sqlqueue_job_finished`` index on ``finished_at, status``, which
-    :func:`~django_sqlqueue.db.indexes.finished_in` reads on MySQL/MariaDB too), and, for
+    :func:`~django_sqlqueue.db.schema.indexes.finished_in` reads on MySQL/MariaDB too), and, for
     the statuses the chart counts, before ``counted_until`` (``rollup.Hours``). Never a
     job another still waits for (``db/dependencies.py``): the sweep settles that first; never
     a job of an unfinished batch (``db/batches.py``), which counts it when it finishes."""

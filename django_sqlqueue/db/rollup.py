@@ -20,14 +20,14 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 
 from django_sqlqueue.db.clock import database_now
-from django_sqlqueue.db.indexes import finished_in
+from django_sqlqueue.db.schema.indexes import finished_in
 from django_sqlqueue.models import FinishedHour, Job
 from django_sqlqueue.rules.lifecycle import JobStatus
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
 
-    from django_sqlqueue.db.table import AbstractJob
+    from django_sqlqueue.db.schema.table import AbstractJob
 
 HOUR = datetime.timedelta(hours=1)
 #: How long after an hour ends it is counted: finishes stamped within it may commit

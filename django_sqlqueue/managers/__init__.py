@@ -24,7 +24,7 @@ from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.keys.concurrency import with_free_slot
 from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.db.routing import queue_db
-from django_sqlqueue.db.table import JobT
+from django_sqlqueue.db.schema.table import JobT
 from django_sqlqueue.managers.enqueueing import EnqueueingManager
 from django_sqlqueue.rules.lifecycle import (
     CANCEL,

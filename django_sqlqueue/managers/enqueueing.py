@@ -22,7 +22,7 @@ from django_sqlqueue.db import batches, charsets, dependencies, inserting, taggi
 from django_sqlqueue.db.building import JobOptions, PlainOptions, first, hooked, plain_job, unkeyed, validate
 from django_sqlqueue.db.keys import unique
 from django_sqlqueue.db.routing import queue_db
-from django_sqlqueue.db.table import JobT
+from django_sqlqueue.db.schema.table import JobT
 from django_sqlqueue.db.vendors import migrations_needed
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.managers import collector

@@ -22,10 +22,10 @@ from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.state import StateApps
 
 import django_sqlqueue.db.clock
-import django_sqlqueue.db.failures
-import django_sqlqueue.db.indexes
-import django_sqlqueue.db.names
-import django_sqlqueue.db.tagging
+import django_sqlqueue.db.schema.failures
+import django_sqlqueue.db.schema.indexes
+import django_sqlqueue.db.schema.names
+import django_sqlqueue.db.schema.tag_table
 
 AUTOVACUUM = (
     "autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, "
@@ -79,7 +79,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="ConcurrencyKey",
             fields=[
-                ("key", django_sqlqueue.db.names.NameField(max_length=255, primary_key=True, serialize=False)),
+                ("key", django_sqlqueue.db.schema.names.NameField(max_length=255, primary_key=True, serialize=False)),
             ],
             options={
                 "default_permissions": (),
@@ -89,10 +89,10 @@ class Migration(migrations.Migration):
             name="Leader",
             fields=[
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                ("role", django_sqlqueue.db.names.NameField(max_length=50, unique=True)),
+                ("role", django_sqlqueue.db.schema.names.NameField(max_length=50, unique=True)),
                 (
                     "holder",
-                    django_sqlqueue.db.names.NameField(
+                    django_sqlqueue.db.schema.names.NameField(
                         help_text="The supervisor: host:pid, after --name-prefix.", max_length=255
                     ),
                 ),
@@ -108,7 +108,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="PausedQueue",
             fields=[
-                ("queue", django_sqlqueue.db.names.NameField(max_length=100, primary_key=True, serialize=False)),
+                ("queue", django_sqlqueue.db.schema.names.NameField(max_length=100, primary_key=True, serialize=False)),
                 ("reason", models.CharField(blank=True, default="", max_length=255)),
                 ("paused_at", models.DateTimeField(db_default=django_sqlqueue.db.clock.DatabaseNow())),
             ],
@@ -121,7 +121,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="RateBucket",
             fields=[
-                ("name", django_sqlqueue.db.names.NameField(max_length=100, primary_key=True, serialize=False)),
+                ("name", django_sqlqueue.db.schema.names.NameField(max_length=100, primary_key=True, serialize=False)),
                 ("tokens", models.FloatField()),
                 ("updated_at", models.DateTimeField(db_default=django_sqlqueue.db.clock.DatabaseNow())),
             ],
@@ -133,7 +133,7 @@ class Migration(migrations.Migration):
             name="Worker",
             fields=[
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                ("name", django_sqlqueue.db.names.NameField(max_length=255, unique=True)),
+                ("name", django_sqlqueue.db.schema.names.NameField(max_length=255, unique=True)),
                 ("host", models.CharField(max_length=255)),
                 ("pid", models.PositiveIntegerField()),
                 (
@@ -158,7 +158,7 @@ class Migration(migrations.Migration):
             fields=[
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
                 ("hour", models.DateTimeField()),
-                ("queue", django_sqlqueue.db.names.NameField(blank=True, max_length=100)),
+                ("queue", django_sqlqueue.db.schema.names.NameField(blank=True, max_length=100)),
                 ("succeeded", models.PositiveBigIntegerField()),
                 ("failed", models.PositiveBigIntegerField()),
             ],
@@ -171,7 +171,7 @@ class Migration(migrations.Migration):
             name="Job",
             fields=[
                 ("id", models.BigAutoField(primary_key=True, serialize=False)),
-                ("queue", django_sqlqueue.db.names.NameField(max_length=100)),
+                ("queue", django_sqlqueue.db.schema.names.NameField(max_length=100)),
                 ("task", models.CharField(help_text="The registered name of the task.", max_length=255)),
                 ("args", models.JSONField(blank=True, default=list)),
                 ("kwargs", models.JSONField(blank=True, default=dict)),
@@ -224,7 +224,7 @@ class Migration(migrations.Migration):
                 ("finished_at", models.DateTimeField(blank=True, null=True)),
                 (
                     "worker",
-                    django_sqlqueue.db.names.NameField(
+                    django_sqlqueue.db.schema.names.NameField(
                         blank=True, help_text="The worker that holds or last held the job.", max_length=255
                     ),
                 ),
@@ -261,11 +261,11 @@ class Migration(migrations.Migration):
                         null=True,
                     ),
                 ),
-                ("concurrency_key", django_sqlqueue.db.names.NameField(blank=True, max_length=255, null=True)),
+                ("concurrency_key", django_sqlqueue.db.schema.names.NameField(blank=True, max_length=255, null=True)),
                 ("concurrency_limit", models.PositiveIntegerField(blank=True, null=True)),
                 (
                     "unique_key",
-                    django_sqlqueue.db.names.NameField(
+                    django_sqlqueue.db.schema.names.NameField(
                         blank=True,
                         help_text="No other ready or running job has this key (see the docs: Unique jobs).",
                         max_length=255,
@@ -341,38 +341,40 @@ class Migration(migrations.Migration):
                 ],
                 "abstract": False,
                 "indexes": [
-                    django_sqlqueue.db.indexes.StatusIndex(
+                    django_sqlqueue.db.schema.indexes.StatusIndex(
                         fields=["-priority", "run_at", "id", "expires_at"], name="sqlqueue_job_ready", status="READY"
                     ),
-                    django_sqlqueue.db.indexes.StatusIndex(
+                    django_sqlqueue.db.schema.indexes.StatusIndex(
                         fields=["queue", "-priority", "run_at", "id", "expires_at"],
                         name="sqlqueue_job_ready_queue",
                         status="READY",
                     ),
-                    django_sqlqueue.db.indexes.HiddenStatusIndex(
+                    django_sqlqueue.db.schema.indexes.HiddenStatusIndex(
                         field="queue", name="sqlqueue_job_waiting", status="WAITING"
                     ),
-                    django_sqlqueue.db.indexes.ExpiringIndex(name="sqlqueue_job_expiring"),
-                    django_sqlqueue.db.indexes.StatusIndex(
+                    django_sqlqueue.db.schema.indexes.ExpiringIndex(name="sqlqueue_job_expiring"),
+                    django_sqlqueue.db.schema.indexes.StatusIndex(
                         fields=["worker"], name="sqlqueue_job_running", status="RUNNING"
                     ),
-                    django_sqlqueue.db.indexes.KeyedIndex(
+                    django_sqlqueue.db.schema.indexes.KeyedIndex(
                         fields=["concurrency_key", "status"], name="sqlqueue_job_concurrency"
                     ),
-                    django_sqlqueue.db.indexes.KeyedIndex(fields=["batch_id", "status"], name="sqlqueue_job_batch"),
-                    django_sqlqueue.db.indexes.HiddenFinishedIndex(
+                    django_sqlqueue.db.schema.indexes.KeyedIndex(
+                        fields=["batch_id", "status"], name="sqlqueue_job_batch"
+                    ),
+                    django_sqlqueue.db.schema.indexes.HiddenFinishedIndex(
                         adds_column=True,
                         fields=["queue", "status"],
                         name="sqlqueue_job_queue_status",
                         over=models.Q(("status__in", ["SUCCESSFUL", "FAILED", "CANCELLED"])),
                     ),
-                    django_sqlqueue.db.indexes.HiddenFinishedIndex(
+                    django_sqlqueue.db.schema.indexes.HiddenFinishedIndex(
                         fields=["finished_at", "status"],
                         name="sqlqueue_job_finished",
                         over=models.Q(("finished_at__isnull", False)),
                     ),
                     models.Index(fields=["enqueued_at"], name="sqlqueue_job_enqueued"),
-                    django_sqlqueue.db.failures.FailureIndex(name="sqlqueue_job_failed"),
+                    django_sqlqueue.db.schema.failures.FailureIndex(name="sqlqueue_job_failed"),
                 ],
                 "constraints": [
                     models.CheckConstraint(
@@ -408,7 +410,7 @@ class Migration(migrations.Migration):
                         ),
                         name="sqlqueue_job_concurrency_pair",
                     ),
-                    django_sqlqueue.db.indexes.ActiveKeyConstraint(kept=True, name="sqlqueue_job_unique_key"),
+                    django_sqlqueue.db.schema.indexes.ActiveKeyConstraint(kept=True, name="sqlqueue_job_unique_key"),
                 ],
             },
         ),
@@ -474,7 +476,7 @@ class Migration(migrations.Migration):
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
                 (
                     "key",
-                    django_sqlqueue.db.names.NameField(
+                    django_sqlqueue.db.schema.names.NameField(
                         help_text="Its name: its key in SQLQUEUE_SCHEDULE, or the one given in the admin.",
                         max_length=200,
                         unique=True,
@@ -515,7 +517,7 @@ class Migration(migrations.Migration):
                 ("kwargs", models.JSONField(blank=True, default=dict)),
                 (
                     "queue",
-                    django_sqlqueue.db.names.NameField(
+                    django_sqlqueue.db.schema.names.NameField(
                         blank=True, default="", help_text="Empty for the task's own queue.", max_length=100
                     ),
                 ),
@@ -628,8 +630,8 @@ class Migration(migrations.Migration):
             database_operations=[],
         ),
         migrations.RunPython(
-            django_sqlqueue.db.tagging.create_tag_table,
-            django_sqlqueue.db.tagging.delete_tag_table,
+            django_sqlqueue.db.schema.tag_table.create_tag_table,
+            django_sqlqueue.db.schema.tag_table.delete_tag_table,
             # DDL: MariaDB cannot roll it back, and refuses it inside a transaction.
             atomic=False,
         ),

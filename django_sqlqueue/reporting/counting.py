@@ -20,8 +20,8 @@ from operator import or_
 from django.db.models import Count, Max, Min, Q
 
 from django_sqlqueue.db.estimates import estimated_rows, keeps_value_shares, value_shares
-from django_sqlqueue.db.indexes import FINISHED_JOBS, FinishedStatus, InStatus
 from django_sqlqueue.db.planner_hints import finished_first
+from django_sqlqueue.db.schema.indexes import FINISHED_JOBS, FinishedStatus, InStatus
 from django_sqlqueue.managers import JobQuerySet
 from django_sqlqueue.models import Job
 from django_sqlqueue.rules.lifecycle import ACTIVE, FINISHED

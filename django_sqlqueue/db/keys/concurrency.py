@@ -20,7 +20,7 @@ from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.rules.lifecycle import ACTIVE, JobStatus
 
 if TYPE_CHECKING:
-    from django_sqlqueue.db.table import AbstractJob
+    from django_sqlqueue.db.schema.table import AbstractJob
 
 
 class Candidate(Protocol):

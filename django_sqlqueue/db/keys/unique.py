@@ -16,15 +16,15 @@ from django.db.models.expressions import DatabaseDefault, RawSQL
 
 from django_sqlqueue.db import inserting
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.indexes import MYSQL_ACTIVE_KEY_COLUMN, ActiveKeyConstraint
 from django_sqlqueue.db.lifecycle import allowed, written
+from django_sqlqueue.db.schema.indexes import MYSQL_ACTIVE_KEY_COLUMN, ActiveKeyConstraint
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.exceptions import SQLQueueError, UniqueJobExists
 from django_sqlqueue.rules.lifecycle import REPLACE
 
 if TYPE_CHECKING:
     # The table, not the model: the model holds the manager, which calls this module.
-    from django_sqlqueue.db.table import AbstractJob, JobT
+    from django_sqlqueue.db.schema.table import AbstractJob, JobT
 
 #: How many times a job is written again when the job that held its key ended between
 #: the conflict and the read of that job: each time it took a new holder to refuse it.

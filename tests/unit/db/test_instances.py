@@ -16,7 +16,7 @@ from django.db.models.signals import post_init, pre_init
 from django_sqlqueue import conf as conf_module
 from django_sqlqueue.db.claiming import claim_updates
 from django_sqlqueue.db.instances import JobRows, job_rows, unsaved
-from django_sqlqueue.db.table import AbstractJob
+from django_sqlqueue.db.schema.table import AbstractJob
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.spies import counting
 from tests.testapp.tasks import noop, report

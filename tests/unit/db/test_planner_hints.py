@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from django_sqlqueue.db.indexes import FINISHED_JOBS
 from django_sqlqueue.db.planner_hints import finished_first
+from django_sqlqueue.db.schema.indexes import FINISHED_JOBS
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.admin_helpers import make_job
 

@@ -1,4 +1,4 @@
-"""The failures index (``db/failures.py``): on MySQL/MariaDB the hidden columns it is
+"""The failures index (``db/schema/failures.py``): on MySQL/MariaDB the hidden columns it is
 made of hold a job only while it is in a failure group, and the failures page's queries
 read the index alone."""
 
@@ -12,7 +12,7 @@ from django.db import connection
 from django.db.models import Count, Max, Min
 
 from django_sqlqueue.admin import changes, failures
-from django_sqlqueue.db.failures import MYSQL_SEEN_COLUMN, MYSQL_STATUS_COLUMN, FailureSeenAt, InFailureGroup
+from django_sqlqueue.db.schema.failures import MYSQL_SEEN_COLUMN, MYSQL_STATUS_COLUMN, FailureSeenAt, InFailureGroup
 from django_sqlqueue.models import Job, JobStatus
 from tests.testapp.tasks import noop
 

@@ -40,7 +40,7 @@ from django.db.backends.ddl_references import Statement
 from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
 
-from django_sqlqueue.db.indexes import HiddenParts, alter_sql
+from django_sqlqueue.db.schema.indexes import HiddenParts, alter_sql
 
 
 class ReplaceIndex(Operation):

@@ -1,4 +1,4 @@
-"""The indexes each database builds for the jobs table (``db/indexes.py``): on
+"""The indexes each database builds for the jobs table (``db/schema/indexes.py``): on
 PostgreSQL the admin's indexes hold finished jobs only, and every query that read them
 whole can still read them; the waiting jobs' index is read where they are counted and
 filtered, and on MySQL/MariaDB holds a job only while it waits; there the admin's
@@ -19,7 +19,7 @@ from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.admin.throughput import LAST_HOUR, throughput
 from django_sqlqueue.db import pruning, rollup
-from django_sqlqueue.db.indexes import (
+from django_sqlqueue.db.schema.indexes import (
     MYSQL_FINISHED_COLUMN,
     MYSQL_STATUS_COLUMNS,
     ActiveKeyConstraint,

@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 from django.db import models
 
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.failures import FailureIndex
-from django_sqlqueue.db.indexes import (
+from django_sqlqueue.db.schema.failures import FailureIndex
+from django_sqlqueue.db.schema.indexes import (
     FINISHED_AT_SET,
     FINISHED_JOBS,
     ActiveKeyConstraint,
@@ -26,7 +26,7 @@ from django_sqlqueue.db.indexes import (
     KeyedIndex,
     StatusIndex,
 )
-from django_sqlqueue.db.names import NameField
+from django_sqlqueue.db.schema.names import NameField
 from django_sqlqueue.rules.lifecycle import END_REASONS, JobStatus
 from django_sqlqueue.rules.limits import (
     CONCURRENCY_KEY_MAX_LENGTH,

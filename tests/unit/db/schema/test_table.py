@@ -1,4 +1,4 @@
-"""The jobs table (``db/table.py``): its status check refuses what is not a status, and
+"""The jobs table (``db/schema/table.py``): its status check refuses what is not a status, and
 is worded as ORs of equalities (``any_of``), which SQLite evaluates without the
 temporary table it builds on every claimed and finished row for an ``IN`` of more than
 two values."""

@@ -1,4 +1,4 @@
-"""The names the queue matches on (``db/names.py``) compare byte for byte on every
+"""The names the queue matches on (``db/schema/names.py``) compare byte for byte on every
 database: a queue, key or worker name never stands for another that differs in case,
 accents or trailing spaces, as it did under MariaDB's usual collations."""
 
@@ -11,8 +11,8 @@ from django.db import DEFAULT_DB_ALIAS, connection, models
 
 from django_sqlqueue import pause_queue
 from django_sqlqueue.db import leadership
-from django_sqlqueue.db.names import NameField, binary_collation
 from django_sqlqueue.db.pausing import paused_queues
+from django_sqlqueue.db.schema.names import NameField, binary_collation
 from django_sqlqueue.models import (
     ConcurrencyKey,
     FinishedHour,

@@ -16,7 +16,7 @@ from django.db.backends.ddl_references import Statement
 from django.db.models.sql import Query
 from django.db.models.sql.compiler import SQLCompiler
 
-from django_sqlqueue.db.indexes import HiddenColumn, HiddenParts, drop_hidden_sql, hidden_column
+from django_sqlqueue.db.schema.indexes import HiddenColumn, HiddenParts, drop_hidden_sql, hidden_column
 
 #: Per status a failure group's jobs are in: which jobs of that status, and when each was
 #: seen failing (a failed job when it finished; a retrying one does not finish, so when
@@ -52,7 +52,7 @@ class FailureIndex(models.Index):
         super().__init__(fields=list(self.FIELDS), name=name)
 
     def deconstruct(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
-        return ("django_sqlqueue.db.failures.FailureIndex", (), {"name": self.name})
+        return ("django_sqlqueue.db.schema.failures.FailureIndex", (), {"name": self.name})
 
     def create_sql(
         self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, using: str = "", **kwargs: Any

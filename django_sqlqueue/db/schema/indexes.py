@@ -36,7 +36,7 @@ class StatusIndex(models.Index):
 
     def deconstruct(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
         kwargs = {"status": str(self.status), "fields": list(self.fields), "name": self.name}
-        return ("django_sqlqueue.db.indexes.StatusIndex", (), kwargs)
+        return ("django_sqlqueue.db.schema.indexes.StatusIndex", (), kwargs)
 
     def create_sql(
         self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, using: str = "", **kwargs: Any
@@ -141,7 +141,7 @@ class HiddenStatusIndex(models.Index):
 
     def deconstruct(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
         kwargs = {"status": str(self.status), "field": self.fields[0], "name": self.name}
-        return ("django_sqlqueue.db.indexes.HiddenStatusIndex", (), kwargs)
+        return ("django_sqlqueue.db.schema.indexes.HiddenStatusIndex", (), kwargs)
 
     def create_sql(
         self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, using: str = "", **kwargs: Any
@@ -255,7 +255,7 @@ class FinishedIndex(models.Index):
 
     def deconstruct(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
         kwargs = {"fields": list(self.fields), "name": self.name, "over": self.over}
-        return ("django_sqlqueue.db.indexes.FinishedIndex", (), kwargs)
+        return ("django_sqlqueue.db.schema.indexes.FinishedIndex", (), kwargs)
 
     def create_sql(
         self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, using: str = "", **kwargs: Any
@@ -289,7 +289,7 @@ class HiddenFinishedIndex(FinishedIndex):
     def deconstruct(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
         _path, args, kwargs = super().deconstruct()
         kwargs.update({"adds_column": True} if self.adds_column else {})
-        return ("django_sqlqueue.db.indexes.HiddenFinishedIndex", args, kwargs)
+        return ("django_sqlqueue.db.schema.indexes.HiddenFinishedIndex", args, kwargs)
 
     def create_sql(
         self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, using: str = "", **kwargs: Any
@@ -324,7 +324,7 @@ class KeyedIndex(models.Index):
     the first field alone, so that a status change of such a job does not either."""
 
     def deconstruct(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
-        return ("django_sqlqueue.db.indexes.KeyedIndex", (), {"fields": list(self.fields), "name": self.name})
+        return ("django_sqlqueue.db.schema.indexes.KeyedIndex", (), {"fields": list(self.fields), "name": self.name})
 
     def create_sql(
         self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, using: str = "", **kwargs: Any
@@ -347,7 +347,7 @@ class ExpiringIndex(models.Index):
         super().__init__(fields=["expires_at"], name=name)
 
     def deconstruct(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
-        return ("django_sqlqueue.db.indexes.ExpiringIndex", (), {"name": self.name})
+        return ("django_sqlqueue.db.schema.indexes.ExpiringIndex", (), {"name": self.name})
 
     def create_sql(
         self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, using: str = "", **kwargs: Any
@@ -382,7 +382,7 @@ class ActiveKeyConstraint(models.UniqueConstraint):
 
     def deconstruct(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
         options: dict[str, Any] = {"name": self.name, **({"kept": True} if self.kept else {})}
-        return ("django_sqlqueue.db.indexes.ActiveKeyConstraint", (), options)
+        return ("django_sqlqueue.db.schema.indexes.ActiveKeyConstraint", (), options)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ActiveKeyConstraint) and (self.name, self.kept) == (other.name, other.kept)

@@ -11,8 +11,14 @@ from django.apps import apps
 from django.db import connection, models, transaction
 from django.db.migrations.state import ProjectState
 
-from django_sqlqueue.db.indexes import FINISHED_JOBS, FinishedIndex, HiddenFinishedIndex, HiddenStatusIndex, StatusIndex
-from django_sqlqueue.db.online_index import ReplaceIndex
+from django_sqlqueue.db.schema.indexes import (
+    FINISHED_JOBS,
+    FinishedIndex,
+    HiddenFinishedIndex,
+    HiddenStatusIndex,
+    StatusIndex,
+)
+from django_sqlqueue.db.schema.online_index import ReplaceIndex
 from django_sqlqueue.models import Job
 from tests.support.migrating import migrate
 
