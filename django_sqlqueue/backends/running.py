@@ -11,8 +11,9 @@ from django.utils.timezone import now
 
 from django_sqlqueue.backends.compat import Task, TaskContext, TaskResult, normalize_json, task_finished, task_started
 from django_sqlqueue.backends.results import job_result
-from django_sqlqueue.db.finishing import after_failure, decide
+from django_sqlqueue.db.finishing import after_failure
 from django_sqlqueue.models import Job
+from django_sqlqueue.rules.failures import decide
 from django_sqlqueue.rules.lifecycle import SUCCEED
 from django_sqlqueue.runner.current import current_job
 from django_sqlqueue.runner.execution import call

@@ -20,8 +20,8 @@ from django.conf import settings
 from django_sqlqueue.conf import conf, remembered
 from django_sqlqueue.db import batches, instances
 from django_sqlqueue.db.clock import DatabaseNowPlus
-from django_sqlqueue.db.finishing import error_message
 from django_sqlqueue.exceptions import InvalidJobError
+from django_sqlqueue.rules.failures import error_message
 from django_sqlqueue.rules.registry import RegisteredTask, get_task
 from django_sqlqueue.rules.tags import tags_problem
 from django_sqlqueue.rules.user_code import contained, name_of, runner_enqueueing

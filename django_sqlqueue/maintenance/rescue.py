@@ -14,11 +14,11 @@ from django.db import transaction
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.finishing import decide
 from django_sqlqueue.db.transient import unless_away
 from django_sqlqueue.exceptions import WorkerLost
 from django_sqlqueue.maintenance.service import Service
 from django_sqlqueue.models import Job, JobStatus, Worker
+from django_sqlqueue.rules.failures import decide
 
 logger = logging.getLogger(__name__)
 

@@ -26,6 +26,7 @@ from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.schema.table import JobT
 from django_sqlqueue.managers.enqueueing import EnqueueingManager
+from django_sqlqueue.rules import failures
 from django_sqlqueue.rules.lifecycle import (
     CANCEL,
     CLAIM,
@@ -182,7 +183,7 @@ class JobManager(EnqueueingManager[JobT]):
 
         Each job written sends its outcome's signal (``signals.job_ended``) once this
         commits: at once, outside a transaction."""
-        decided = {job: finishing.decide(job, error, worker_id) for job, error in (failed or {}).items()}
+        decided = {job: failures.decide(job, error, worker_id) for job, error in (failed or {}).items()}
         ended = self._finish_decided(worker_id=worker_id, succeeded=succeeded or {}, failed=decided)
         return Counter(outcome.status for outcome in ended)
 
@@ -191,7 +192,7 @@ class JobManager(EnqueueingManager[JobT]):
         *,
         worker_id: str,
         succeeded: Mapping[JobT, Any],
-        failed: Mapping[JobT, finishing.Failure],
+        failed: Mapping[JobT, failures.Failure],
     ) -> list[finishing.Ended]:
         """:meth:`finish_by_status` for the runner (the worker, the testing helpers, the
         rescue), which decided each failure (or snooze) as it ran the job: written as

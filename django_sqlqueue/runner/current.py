@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from django.db import DatabaseError, transaction
 
 from django_sqlqueue.exceptions import JobCancelled, Snooze
+from django_sqlqueue.rules.failures import Failure, decide
 from django_sqlqueue.rules.validation import json_problem, meta_problem
 
 if TYPE_CHECKING:
-    from django_sqlqueue.db.finishing import Failure
     from django_sqlqueue.models import Job
 
 #: ``report_progress`` writes at most this often (and always the report that reaches the total).
@@ -189,15 +189,12 @@ class JobHandle:
         return written
 
     def decision(self, error: BaseException) -> Failure:
-        """What this attempt, which raised ``error``, becomes (``db.finishing.decide``),
+        """What this attempt, which raised ``error``, becomes (``rules.failures.decide``),
         decided once however many ask: the Django task's backend as it tells
         ``task_finished``, each middleware as the exception passes it, and the runner,
         which writes it. The traceback is formatted and the backoff drawn once. A new
         exception (a middleware raised another) is decided anew."""
         if self._decided is None or self._decided[0] is not error:
-            # Imported here: this module is imported with the package, before the models can be.
-            from django_sqlqueue.db.finishing import decide
-
             self._decided = (error, decide(self.job, error, self.worker_id))
         return self._decided[1]
 

@@ -15,9 +15,9 @@ from asgiref.sync import async_to_sync
 from django.db import DatabaseError, connections
 
 from django_sqlqueue import signals
-from django_sqlqueue.db.finishing import Failure, attempt_number, error_message
 from django_sqlqueue.exceptions import TransactionLeftOpen
 from django_sqlqueue.models import Job
+from django_sqlqueue.rules.failures import Failure, attempt_number, error_message
 from django_sqlqueue.rules.lifecycle import FAIL, RETRY, SNOOZE, STOP, SUCCEED
 from django_sqlqueue.rules.registry import get_task
 from django_sqlqueue.runner import current

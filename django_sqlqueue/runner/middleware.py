@@ -25,8 +25,8 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db.finishing import Failure, decide
 from django_sqlqueue.models import Job
+from django_sqlqueue.rules.failures import Failure, decide
 from django_sqlqueue.runner.current import current_job
 from django_sqlqueue.runner.execution import run
 

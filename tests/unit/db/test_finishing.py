@@ -16,10 +16,10 @@ from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.db import finishing
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.finishing import MESSAGE_LIMIT, TRACEBACK_LIMIT, retry_delay
 from django_sqlqueue.db.vendors import is_away, is_unwritable
 from django_sqlqueue.exceptions import WorkerLost
 from django_sqlqueue.models import Job, JobStatus
+from django_sqlqueue.rules.failures import MESSAGE_LIMIT, TRACEBACK_LIMIT
 from tests.support.locks import held_elsewhere, impatient
 from tests.support.severed import needs_a_server, sever_outcome_writes
 from tests.support.spies import counting
@@ -308,38 +308,6 @@ def test_single_attempt_job_fails_at_once() -> None:
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED
     assert job.finished_at is not None
-
-
-# Backoff
-
-
-def test_retry_delay_doubles_within_its_jitter_window() -> None:
-    # Defaults: 10 s, doubling, at most an hour.
-    for attempt, ceiling in [(1, 10), (2, 20), (3, 40), (4, 80), (8, 1280), (9, 2560), (10, 3600), (30, 3600)]:
-        delays = [retry_delay(attempt).total_seconds() for _ in range(300)]
-        assert all(ceiling / 2 <= delay <= ceiling for delay in delays), (attempt, min(delays), max(delays))
-        # Spread over the whole upper half, so jobs that failed together do not retry together.
-        assert min(delays) < ceiling * 0.6
-        assert max(delays) > ceiling * 0.9
-        assert len(set(delays)) > 250
-
-
-@override_settings(SQLQUEUE_RETRY_BACKOFF=0.5, SQLQUEUE_RETRY_BACKOFF_MAX=3)
-def test_retry_delay_follows_the_settings() -> None:
-    for attempt, ceiling in [(1, 0.5), (2, 1), (3, 2), (4, 3), (5, 3)]:
-        delays = [retry_delay(attempt).total_seconds() for _ in range(100)]
-        assert all(ceiling / 2 <= delay <= ceiling for delay in delays)
-
-
-@override_settings(SQLQUEUE_RETRY_BACKOFF=5, SQLQUEUE_RETRY_BACKOFF_MAX=5)
-def test_retry_delay_with_backoff_equal_to_its_max() -> None:
-    assert all(2.5 <= retry_delay(attempt).total_seconds() <= 5 for attempt in (1, 2, 10))
-
-
-@pytest.mark.parametrize("attempt", [1030, 5000])
-def test_retry_delay_of_a_job_retried_for_ever_stays_capped(attempt: int) -> None:
-    # max_attempts has no upper bound, so attempt counts past 1024 (2**1024 overflows a float) happen.
-    assert 1800 <= retry_delay(attempt).total_seconds() <= 3600
 
 
 def test_failure_after_a_thousand_attempts_is_still_recorded() -> None:

@@ -21,7 +21,7 @@ from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.exceptions import Snooze, WorkerLost
 from django_sqlqueue.maintenance.rescue import rescue_worker
 from django_sqlqueue.models import Job, JobStatus
-from django_sqlqueue.rules import lifecycle
+from django_sqlqueue.rules import failures, lifecycle
 from django_sqlqueue.runner import execution
 from django_sqlqueue.testing import Ran, run_jobs
 from tests.djtasks.tasks import snooze_at_most_never, snooze_for
@@ -52,7 +52,7 @@ def run_and_finish(job: Job, worker_id: str = "w") -> dict[str, int]:
     return dict(Counter(ended.transition.outcome for ended in finish(job, outcome.failure, worker_id)))
 
 
-def finish(job: Job, failure: finishing.Failure, worker_id: str = "w") -> list[finishing.Ended]:
+def finish(job: Job, failure: failures.Failure, worker_id: str = "w") -> list[finishing.Ended]:
     return Job.objects._finish_decided(worker_id=worker_id, succeeded={}, failed={job: failure})
 
 
@@ -140,7 +140,7 @@ def test_a_snooze_of_a_job_someone_asked_to_cancel_ends_it_cancelled() -> None:
 def test_a_snooze_with_a_bad_delay_fails_the_attempt_saying_why(delay: Any) -> None:
     Job.objects.enqueue(noop)
     job = claim_one()
-    failure = finishing.decide(job, Snooze(delay), "w")
+    failure = failures.decide(job, Snooze(delay), "w")
     assert failure.transition is lifecycle.RETRY
     assert failure.record is not None
     assert failure.record["exception_class_path"] == "django_sqlqueue.exceptions.InvalidJobError"
@@ -150,7 +150,7 @@ def test_a_snooze_with_a_bad_delay_fails_the_attempt_saying_why(delay: Any) -> N
 def test_a_snoozed_job_keeps_its_unique_key() -> None:
     first = Job.objects.enqueue(sync_order, (7,))
     job = claim_one()
-    finish(job, finishing.decide(job, Snooze(60), "w"))
+    finish(job, failures.decide(job, Snooze(60), "w"))
     again = Job.objects.enqueue(sync_order, (7,))
     assert again.pk == first.pk
     assert Job.objects.count() == 1
