@@ -21,6 +21,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.backends.ddl_references import Statement
 
+from django_sqlqueue.bench.dialects import dialect_of
 from django_sqlqueue.bench.raw import QueueTable, RawDatabase, jobs_table
 from django_sqlqueue.db.schema.names import NameField
 from django_sqlqueue.db.schema.table import AbstractJob
@@ -57,11 +58,7 @@ MYSQL_FINISHED_STATUS_COLUMN = "finished_status"
 
 def unsupported(design: str, connection: BaseDatabaseWrapper) -> str | None:
     """Why ``design`` cannot be made on ``connection``'s database, or None."""
-    if design == "fillfactor" and connection.vendor != "postgresql":
-        return "InnoDB and SQLite have no table fillfactor (innodb_fill_factor is the server's, for index builds)"
-    if design == "read-then-lock" and connection.vendor != "mysql":
-        return "the app reads then locks on MySQL/MariaDB only; elsewhere its claim is one locking statement"
-    return None
+    return dialect_of(connection).unsupported(design)
 
 
 class FinishedIndex(models.Index):
@@ -74,7 +71,7 @@ class FinishedIndex(models.Index):
         self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, using: str = "", **kwargs: Any
     ) -> Statement:
         statuses = [str(status) for status in FINISHED]
-        if schema_editor.connection.features.supports_partial_indexes:
+        if dialect_of(schema_editor.connection).has_partial_indexes:
             index = models.Index(fields=self.fields, name=self.name, condition=models.Q(status__in=statuses))
             return index.create_sql(model, schema_editor, using=using, **kwargs)
         qn, column = schema_editor.quote_name, MYSQL_FINISHED_STATUS_COLUMN
@@ -180,13 +177,6 @@ _WIDE_VALUES = "id, queue, 'sqlqueue.noop', '[]', '{{}}', priority, status, run_
 def _narrow(name: str, connection: BaseDatabaseWrapper) -> _Made:
     wide = f"{name}_wide"
     finished = f"UPDATE {wide} SET status = 'SUCCESSFUL', finished_at = {{now}}"
-    if connection.vendor == "postgresql":  # one statement
-        finish: tuple[str, ...] = (
-            f"WITH gone AS (DELETE FROM {{t}} WHERE id IN ({{ids}}) RETURNING id) "
-            f"{finished} FROM gone WHERE {wide}.id = gone.id",
-        )
-    else:
-        finish = ("DELETE FROM {t} WHERE id IN ({ids})", f"{finished} WHERE id IN ({{ids}})")
     table = replace(
         jobs_table(name),
         columns="queue, priority, status, run_at, attempts, worker",
@@ -196,7 +186,7 @@ def _narrow(name: str, connection: BaseDatabaseWrapper) -> _Made:
             f"INSERT INTO {wide} ({_WIDE_COLUMNS}) SELECT {_WIDE_VALUES} FROM {name} "
             f"WHERE queue = {{mark}} AND id > (SELECT COALESCE(MAX(id), 0) FROM {wide})"
         ),
-        finish=finish,
+        finish=dialect_of(connection).narrow_finish(wide, finished),
     )
     return _Made([_Hot, _cold("wide")], table)
 
@@ -207,11 +197,7 @@ def _history(name: str, connection: BaseDatabaseWrapper) -> _Made:
     finished = {"status": "'SUCCESSFUL'", "finished_at": "{now}"}
     values = ", ".join(finished.get(column, column) for column in columns)
     into = f"INSERT INTO {name}_history ({', '.join(columns)}) SELECT {values}"
-    if connection.vendor == "postgresql":  # one statement
-        moved = "moved AS (DELETE FROM {t} WHERE id IN ({ids}) RETURNING *)"
-        finish: tuple[str, ...] = (f"WITH {moved} {into} FROM moved",)
-    else:
-        finish = (f"{into} FROM {{t}} WHERE id IN ({{ids}})", "DELETE FROM {t} WHERE id IN ({ids})")
+    finish = dialect_of(connection).history_finish(into)
     return _Made([_model("Today", "sqlqueue_job", {}), history], replace(jobs_table(name), finish=finish))
 
 

@@ -2,30 +2,20 @@
 database's statements for the raw queue (insert, claim with ``SKIP LOCKED`` or SQLite's
 write lock, finish) on the jobs table and on a minimal queue table made for the run.
 
-The processes, timing and printing are ``bench/ceiling``'s; every vendor branch they
-need is here."""
+The processes, timing and printing are ``bench/ceiling``'s; what differs between the
+databases is their dialect's (``bench/dialects``)."""
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from django_sqlqueue.db.candidate_window import CandidateWindow
-from django_sqlqueue.db.clock import clock_sql
-
-#: The connection parameters Django adds for its own use of the driver: its adapters and
-#: cursor class, and prepared statements turned off, on PostgreSQL; its converters and
-#: affected-rows flag on MySQL/MariaDB.
-DJANGO_DRIVER_PARAMS = {
-    "postgresql": frozenset({"context", "cursor_factory", "prepare_threshold"}),
-    "mysql": frozenset({"conv", "client_flag"}),
-}
-
+from django_sqlqueue.bench.dialects import Claim, ClaimStatements, Dialect, Finish, dialect_of
 
 #: The raw finish: the jobs ``{ids}`` (their parameters) succeeded at ``{now}``.
 FINISH = "UPDATE {t} SET status = 'SUCCESSFUL', finished_at = {now} WHERE id IN ({ids})"
@@ -76,17 +66,9 @@ def jobs_table(name: str, *, succeeded: bool = False) -> QueueTable:
     )
 
 
-#: Per database: the minimal table's key, its payload's type and its time type.
-MINIMAL_TYPES = {
-    "postgresql": ("BIGSERIAL PRIMARY KEY", "TEXT", "TIMESTAMPTZ"),
-    "mysql": ("BIGINT AUTO_INCREMENT PRIMARY KEY", "LONGTEXT", "DATETIME(6)"),
-    "sqlite": ("INTEGER PRIMARY KEY AUTOINCREMENT", "TEXT", "DATETIME"),
-}
-
-
-def minimal_columns(vendor: str) -> str:
-    """The minimal queue table's columns on ``vendor``'s database."""
-    key, text, stamp = MINIMAL_TYPES[vendor]
+def minimal_columns(dialect: Dialect) -> str:
+    """The minimal queue table's columns in ``dialect``'s types."""
+    key, text, stamp = dialect.minimal_types
     return (
         f"id {key}, queue VARCHAR(100) NOT NULL, payload {text} NOT NULL, status VARCHAR(10) NOT NULL, "
         f"run_at {stamp} NOT NULL, worker VARCHAR(100) NOT NULL DEFAULT '', started_at {stamp} NULL, "
@@ -94,26 +76,11 @@ def minimal_columns(vendor: str) -> str:
     )
 
 
-def minimal_ready_index(vendor: str, name: str) -> str:
-    """The minimal table's one index, for the claim: partial where the database has them."""
-    if vendor == "mysql":
-        return f"CREATE INDEX {name}_ready ON {name} (status, queue, run_at, id)"
-    return f"CREATE INDEX {name}_ready ON {name} (queue, run_at, id) WHERE status = 'READY'"
-
-
-#: Claims and finishes as the raw drain runs them: claim() takes a batch and returns its
-#: ids (none when the queue is empty) and the candidates it lost to another claimer,
-#: finish(ids) marks them done.
-Claimed = tuple[list[int], int]
-Claim = Callable[[], Claimed]
-Finish = Callable[[list[int]], None]
-
-
 @dataclass(frozen=True)
 class RawDatabase:
     """How to reach a queue table with the bare driver; picklable for worker processes."""
 
-    vendor: str
+    dialect: Dialect
     params: dict[str, Any]
     table: QueueTable
     #: The database's clock as this driver takes it in a statement with parameters: the
@@ -123,48 +90,16 @@ class RawDatabase:
 
     @classmethod
     def of(cls, connection: BaseDatabaseWrapper, table: QueueTable) -> RawDatabase:
-        """How the raw side reaches ``connection``'s database: as the project connects,
-        with the parameters Django works out from its settings, ``OPTIONS`` included (a
-        MySQL option file, a PostgreSQL service, SSL), less what Django adds for its own
-        use of the driver, so the driver's defaults stand."""
-        config = connection.settings_dict
-        now = clock_sql(connection)
-        if connection.vendor == "sqlite":
-            # The project's own pragmas (journal mode, synchronous), as Django runs them, so
-            # that the raw side commits as durably as the app does.
-            init = config["OPTIONS"].get("init_command", "")
-            params: dict[str, Any] = {
-                "database": str(config["NAME"]),
-                "init": [part.strip() for part in init.split(";") if part.strip()],
-            }
-            # sqlite3 takes ? for parameters: a % is itself, not doubled as Django writes it.
-            now = now.replace("%%", "%")
-        else:
-            django_own = DJANGO_DRIVER_PARAMS[connection.vendor]
-            params = {
-                name: value for name, value in connection.get_connection_params().items() if name not in django_own
-            }
-        return cls(connection.vendor, params, table, now)
+        """How the raw side reaches ``connection``'s database: as the project connects
+        (:meth:`~django_sqlqueue.bench.dialects.Dialect.params`)."""
+        dialect = dialect_of(connection)
+        return cls(dialect, dialect.params(connection), table, dialect.now(connection))
 
     @contextmanager
     def connect(self) -> Iterator[Any]:
         """A connection of the bare driver, closed afterwards; on MySQL/MariaDB at READ
         COMMITTED, as the queue requires."""
-        if self.vendor == "postgresql":
-            import psycopg
-
-            connection: Any = psycopg.connect(**self.params)
-        elif self.vendor == "mysql":
-            import MySQLdb
-
-            connection = MySQLdb.connect(**self.params)
-            connection.cursor().execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
-        else:
-            import sqlite3
-
-            connection = sqlite3.connect(self.params["database"], timeout=30, isolation_level=None)
-            for statement in self.params.get("init", ()):
-                connection.execute(statement)
+        connection = self.dialect.connect(self.params)
         try:
             yield connection
         finally:
@@ -173,19 +108,15 @@ class RawDatabase:
     @property
     def mark(self) -> str:
         """The driver's parameter marker."""
-        return "?" if self.vendor == "sqlite" else "%s"
+        return self.dialect.mark
 
     def begin(self, connection: Any) -> None:
         """SQLite takes the write lock up front, as the app's claim does."""
-        if self.vendor == "sqlite":
-            connection.execute("BEGIN IMMEDIATE")
+        self.dialect.begin(connection)
 
     def commit(self, connection: Any) -> None:
         """Commit what :meth:`begin` (or the driver, elsewhere) opened."""
-        if self.vendor == "sqlite":
-            connection.execute("COMMIT")
-        else:
-            connection.commit()
+        self.dialect.commit(connection)
 
     def insert_sql(self, rows: int) -> str:
         """An ``INSERT`` of ``rows`` ready rows, each with the queue's name as its parameter."""
@@ -205,7 +136,7 @@ class RawDatabase:
         whatever happens meanwhile: the columns a queue needs and one index for the claim
         (partial where the database has them), so no other index slows a claim or a finish."""
         name = f"sqlqueue_bench_minimal_{secrets.token_hex(4)}"
-        self.execute(f"CREATE TABLE {name} ({minimal_columns(self.vendor)})", minimal_ready_index(self.vendor, name))
+        self.execute(f"CREATE TABLE {name} ({minimal_columns(self.dialect)})", self.dialect.minimal_ready_index(name))
         try:
             yield replace(
                 self,
@@ -226,8 +157,7 @@ class RawDatabase:
             cursor = connection.cursor()
             for statement in statements:
                 cursor.execute(statement)
-            if self.vendor != "sqlite":
-                connection.commit()
+            self.dialect.commit_statements(connection)
 
     def claim_and_finish(self, connection: Any, queue: str, batch_size: int, name: str) -> tuple[Claim, Finish]:
         """The raw drain's claim of up to ``batch_size`` ready jobs of ``queue`` for the
@@ -238,91 +168,23 @@ class RawDatabase:
         took and how many candidates it read that another claimer took first."""
         table, m, now = self.table, self.mark, self.now
         t = table.name
-        ready = f"status = 'READY' AND queue = {m} AND run_at <= {now} ORDER BY {table.order} LIMIT {m}"
-        claimed = f"status = 'RUNNING', worker = {m}, started_at = {now}{table.claimed}"
-        # What the claim returns: the payload too, unless it is read from another table.
-        returned = f"{t}.id" if table.payload_from else f"{t}.id, {table.payload}"
+        statements = ClaimStatements(
+            table=t,
+            ready=f"status = 'READY' AND queue = {m} AND run_at <= {now} ORDER BY {table.order} LIMIT {m}",
+            claimed=f"status = 'RUNNING', worker = {m}, started_at = {now}{table.claimed}",
+            # What the claim returns: the payload too, unless it is read from another table.
+            returned=f"{t}.id" if table.payload_from else f"{t}.id, {table.payload}",
+            payload=table.payload,
+            payload_from=table.payload_from,
+            read_then_lock=table.read_then_lock,
+            mark=m,
+        )
         cursor = connection.cursor()
-
-        def marks(ids: list[int]) -> str:
-            return ", ".join([m] * len(ids))
-
-        def payloads(ids: list[int]) -> None:
-            if ids and table.payload_from:
-                cursor.execute(f"SELECT id, {table.payload} FROM {table.payload_from} WHERE id IN ({marks(ids)})", ids)
-                cursor.fetchall()
 
         def finish(ids: list[int]) -> None:
             self.begin(connection)
             for statement in table.finish:
-                cursor.execute(statement.format(t=t, now=now, ids=marks(ids)), ids)
+                cursor.execute(statement.format(t=t, now=now, ids=statements.marks(ids)), ids)
             self.commit(connection)
 
-        if self.vendor == "postgresql":
-            locked = f"c AS MATERIALIZED (SELECT id FROM {t} WHERE {ready} FOR UPDATE SKIP LOCKED)"
-            update = f"UPDATE {t} SET {claimed} FROM c WHERE {t}.id = c.id RETURNING {returned}"
-            # Another table's payload is read in the same statement.
-            statement = (
-                f"WITH {locked}, u AS ({update}) "
-                f"SELECT u.id, {table.payload} FROM u JOIN {table.payload_from} p ON p.id = u.id"
-                if table.payload_from
-                else f"WITH {locked} {update}"
-            )
-
-            def claim() -> Claimed:
-                cursor.execute(statement, (queue, batch_size, name))
-                ids = [row[0] for row in cursor.fetchall()]
-                connection.commit()
-                return ids, 0
-
-        elif self.vendor == "mysql" and table.read_then_lock:
-            window = CandidateWindow()
-
-            def claim() -> Claimed:
-                lost = 0
-                while True:
-                    cursor.execute(f"SELECT id FROM {t} WHERE {ready}", (queue, batch_size * window.per_job))
-                    candidates = [row[0] for row in cursor.fetchall()]
-                    if not candidates:
-                        connection.commit()
-                        return [], lost
-                    cursor.execute(
-                        f"SELECT {returned} FROM {t} WHERE status = 'READY' AND id IN ({marks(candidates)}) "
-                        f"ORDER BY id LIMIT {m} FOR UPDATE SKIP LOCKED",
-                        (*candidates, batch_size),
-                    )
-                    ids = [row[0] for row in cursor.fetchall()]
-                    lost += window.lost(candidates, ids, batch_size)
-                    if ids:
-                        payloads(ids)
-                        cursor.execute(f"UPDATE {t} SET {claimed} WHERE id IN ({marks(ids)})", (name, *ids))
-                        connection.commit()
-                        return ids, lost
-                    # Others hold every candidate: read again (a claim of none ends the drain).
-                    connection.commit()
-
-        elif self.vendor == "mysql":
-
-            def claim() -> Claimed:
-                cursor.execute(f"SELECT {returned} FROM {t} WHERE {ready} FOR UPDATE SKIP LOCKED", (queue, batch_size))
-                ids = [row[0] for row in cursor.fetchall()]
-                payloads(ids)
-                if ids:
-                    cursor.execute(f"UPDATE {t} SET {claimed} WHERE id IN ({marks(ids)})", (name, *ids))
-                connection.commit()
-                return ids, 0
-
-        else:
-
-            def claim() -> Claimed:
-                self.begin(connection)
-                cursor.execute(
-                    f"UPDATE {t} SET {claimed} WHERE id IN (SELECT id FROM {t} WHERE {ready}) RETURNING {returned}",
-                    (name, queue, batch_size),
-                )
-                ids = [row[0] for row in cursor.fetchall()]
-                payloads(ids)
-                self.commit(connection)
-                return ids, 0
-
-        return claim, finish
+        return self.dialect.claim(connection, statements, queue, batch_size, name), finish

@@ -14,11 +14,12 @@ from unittest.mock import patch
 import pytest
 
 from django_sqlqueue.bench import ceiling
+from django_sqlqueue.bench.dialects import SQLite
 from django_sqlqueue.bench.raw import RawDatabase, jobs_table
 
 
 def test_a_raw_drain_process_that_dies_is_reported_at_once(tmp_path: Path) -> None:
-    unopenable = RawDatabase("sqlite", {"database": f"{tmp_path}/no/such/dir/db.sqlite3"}, jobs_table("jobs"), "0")
+    unopenable = RawDatabase(SQLite(), {"database": f"{tmp_path}/no/such/dir/db.sqlite3"}, jobs_table("jobs"), "0")
     began = time.monotonic()
     with pytest.raises(RuntimeError, match="a raw drain process exited with status 1"):
         ceiling.drain(unopenable, "q", 10, processes=2, batch_size=5)
@@ -41,7 +42,7 @@ class Deadlocking:
 
 def drain_in_this_process(tmp_path: Path, claim: Deadlocking, finish: Deadlocking) -> Any:
     """One raw drain process's loop, run here with ``claim`` and ``finish`` in place of the SQL."""
-    database = RawDatabase("sqlite", {"database": f"{tmp_path}/db.sqlite3"}, jobs_table("jobs"), "0")
+    database = RawDatabase(SQLite(), {"database": f"{tmp_path}/db.sqlite3"}, jobs_table("jobs"), "0")
     start, results = threading.Event(), queue.Queue()  # type: ignore[var-annotated]
     start.set()
     with patch.object(RawDatabase, "claim_and_finish", return_value=(claim, finish)):

@@ -14,8 +14,7 @@ PACKAGE = Path(django_sqlqueue.__file__).parent
 #: Outside ``db/``, these may name the vendor, each for its reason.
 ALLOWED = {
     "migrations": "a migration is frozen history: it keeps the vendor branches it was written with",
-    "bench/raw.py": "the benchmark's raw SQL reaches each database through its bare driver, not Django's",
-    "bench/design_tables.py": "the benchmark's other table designs, made on each database in its own way",
+    "bench/dialects.py": "the benchmark's raw SQL, each database's through its bare driver, chosen in one place",
 }
 
 
