@@ -1,4 +1,4 @@
-"""``current_job()`` and its handle (``current.py``), in the test process through
+"""``current_job()`` and its handle (``runner/current.py``), in the test process through
 ``django_sqlqueue.testing``; with real workers, ``tests/integration/test_cancelling.py``."""
 
 from __future__ import annotations
