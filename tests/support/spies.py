@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from django_sqlqueue.db import finishing
+from django_sqlqueue.rules import failures
 
 
 def counting(method: Callable[..., Any], made: list[Any]) -> Callable[..., Any]:
@@ -24,7 +24,7 @@ def counting(method: Callable[..., Any], made: list[Any]) -> Callable[..., Any]:
 
 
 def tracebacks_formatted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The message of each exception whose traceback ``db/finishing.py`` formats (a
+    """The message of each exception whose traceback ``rules/failures.py`` formats (a
     failed attempt's record) from now on, until the test ends."""
     formatted: list[str] = []
 
@@ -32,5 +32,5 @@ def tracebacks_formatted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         formatted.append(str(error))
         return traceback.format_exception(error)
 
-    monkeypatch.setattr(finishing, "traceback", SimpleNamespace(format_exception=format_exception))
+    monkeypatch.setattr(failures, "traceback", SimpleNamespace(format_exception=format_exception))
     return formatted

@@ -20,7 +20,7 @@ from django_sqlqueue.db import claiming, finishing, pruning
 from django_sqlqueue.db.lifecycle import CHECKED_ELSEWHERE, SQL_CONDITIONS, allowed, status_case, written, written_case
 from django_sqlqueue.exceptions import JobCancelled
 from django_sqlqueue.models import Job
-from django_sqlqueue.rules import lifecycle
+from django_sqlqueue.rules import failures, lifecycle
 from django_sqlqueue.rules.lifecycle import AFTER_RELEASE, Condition, JobStatus, Transition
 from django_sqlqueue.runner import execution
 from django_sqlqueue.testing import Ran, run_jobs
@@ -259,7 +259,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Calls:
     """Each backoff drawn and each traceback formatted (``error_record``)."""
     made = Calls()
     for name in ("retry_delay", "error_record"):
-        monkeypatch.setattr(finishing, name, made.spy(getattr(finishing, name)))
+        monkeypatch.setattr(failures, name, made.spy(getattr(failures, name)))
     return made
 
 
