@@ -323,7 +323,7 @@ class JobManager(EnqueueingManager[JobT]):
         they were enqueued after that have not finished. ``jobs`` have their ``pk`` and
         ``unique_key`` read, and are locked by the caller's transaction. Each job with
         a ``unique_key`` is written in a savepoint of its own: one whose key another
-        active job holds now is left as it is (:attr:`Retried.held`).
+        active job holds now is left as it is (:attr:`~django_sqlqueue.managers.Retried.held`).
 
         With ``with_dependents``, the jobs the ends of those retried had cancelled come
         back to wait for them again; else they are only counted. All in one

@@ -37,8 +37,6 @@ from django_sqlqueue.rules.validation import (
 )
 
 if TYPE_CHECKING:
-    from typing import Unpack
-
     from django_sqlqueue.db.table import AbstractJob, JobT
 
 
@@ -85,11 +83,10 @@ class JobOptions(PlainOptions, total=False):
     batch: Any | None
 
 
-def unkeyed(
-    model: type[JobT], registered: RegisteredTask, args: Any, kwargs: Any, **options: Unpack[PlainOptions]
-) -> JobT:
+def unkeyed(model: type[JobT], registered: RegisteredTask, args: Any, kwargs: Any, options: PlainOptions) -> JobT:
     """An unsaved ``model`` job of ``registered`` with its options filled in as
-    ``JobManager.build`` says, and no concurrency or unique key yet."""
+    ``JobManager.build`` says (those of ``options``; a :class:`JobOptions`' keys are
+    left for the caller), and no concurrency or unique key yet."""
     run_at, delay = options.get("run_at"), options.get("delay")
     if run_at is not None and delay is not None:
         raise InvalidJobError("Pass run_at or delay, not both.")
