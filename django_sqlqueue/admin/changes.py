@@ -30,6 +30,8 @@ from django_sqlqueue.rules import lifecycle
 if TYPE_CHECKING:
     from django.db.models.query import QuerySet
 
+    from django_sqlqueue.managers import JobManager
+
 #: Rows locked and written per transaction.
 CHUNK_SIZE = 1000
 #: Jobs left as they were that the message names, each with the job holding its key.
@@ -184,12 +186,7 @@ def _apply(change: Change, jobs: QuerySet[Job], request: HttpRequest, tally: Tal
             done = Tally(skipped=len(locked) - len(eligible))
             manager = Job.objects.db_manager(alias)
             if change.activates:
-                retried = manager.retry(eligible, with_dependents=change.retries_dependents)
-                done.hold(alias, retried.held)
-                eligible = [job for job in eligible if job.pk not in retried.held]
-                done.dependents = retried.dependents
-                done.hold(alias, retried.dependents_held)
-                done.below_held = retried.below_held
+                eligible = _retry(change, manager, eligible, alias, done)
             if eligible:
                 _log(change, request, eligible, already_logged=tally.done)
                 if change.cancels:
@@ -201,6 +198,18 @@ def _apply(change: Change, jobs: QuerySet[Job], request: HttpRequest, tally: Tal
             if not change.cancels:
                 done.done = len(eligible)
         tally.add(done)
+
+
+def _retry(change: Change, manager: JobManager[Job], eligible: list[Job], alias: str, done: Tally) -> list[Job]:
+    """Retry ``eligible`` (``Job.objects.retry``), counting into ``done`` the jobs and
+    the dependents another job's unique key keeps out, and the dependents brought back
+    or left cancelled. The jobs retried."""
+    retried = manager.retry(eligible, with_dependents=change.retries_dependents)
+    done.hold(alias, retried.held)
+    done.dependents = retried.dependents
+    done.hold(alias, retried.dependents_held)
+    done.below_held = retried.below_held
+    return [job for job in eligible if job.pk not in retried.held]
 
 
 def _log(change: Change, request: HttpRequest, jobs: list[Job], *, already_logged: int) -> None:
