@@ -44,15 +44,17 @@ _OPTIONS = frozenset(JobOptions.__annotations__)
 def _templated(options: JobOptions) -> bool:
     """Whether every option of ``options`` a template does not hold is one
     :meth:`EnqueueingManager.build` takes, given as None."""
-    others = options.keys() - _TEMPLATED
-    return others <= _OPTIONS and all(options[name] is None for name in others)  # type: ignore[literal-required]
+    for name, value in options.items():
+        if value is not None and name not in _TEMPLATED:
+            return False
+    return options.keys() <= _OPTIONS
 
 
 def _built(model: type[JobT], registered: RegisteredTask, args: Any, kwargs: Any, options: JobOptions) -> JobT:
     """The job :meth:`EnqueueingManager.build` makes the long way: every option of
     ``options`` worked out, checked and derived (its keys, its batch)."""
-    if unknown := sorted(options.keys() - _OPTIONS):
-        raise TypeError(f"build() got an unexpected keyword argument {unknown[0]!r}")
+    if not options.keys() <= _OPTIONS:
+        raise TypeError(f"build() got an unexpected keyword argument {min(options.keys() - _OPTIONS)!r}")
     job = unkeyed(model, registered, args, kwargs, options)
     job.concurrency_key, job.concurrency_limit = keys.concurrency_slot(
         registered, job.args, job.kwargs, key=options.get("concurrency_key"), limit=options.get("concurrency_limit")
