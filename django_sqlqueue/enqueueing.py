@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 #: The options :func:`~django_sqlqueue.db.building.plain_job`'s templates hold.
 _TEMPLATED = frozenset({"queue", "priority", "max_attempts", "timeout"})
+#: Those options of a job built with none.
+_NO_OPTIONS = (None, None, None, None)
 #: Every option :meth:`EnqueueingManager.build` takes.
 _OPTIONS = frozenset(JobOptions.__annotations__)
 
@@ -106,13 +108,17 @@ class EnqueueingManager(models.Manager[JobT]):
         args = list(args) if isinstance(args, (list, tuple)) else args
         kwargs = {} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs
         # No option (not None) but those a template may hold (see plain_job), as for most jobs built.
-        if options.keys() <= _TEMPLATED or _templated(options):
+        common: tuple[Any, ...] | None = None
+        if not options:
+            common = _NO_OPTIONS
+        elif options.keys() <= _TEMPLATED or _templated(options):
             common = (
                 options.get("queue"),
                 options.get("priority"),
                 options.get("max_attempts"),
                 options.get("timeout"),
             )
+        if common is not None:
             plain = plain_job(self.model, registered, args, kwargs, common, self.build)
             if plain is not None:
                 return plain
