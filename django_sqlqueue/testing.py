@@ -17,10 +17,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.db.models import Q
 
-from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.models import Job
-from django_sqlqueue.rules.lifecycle import RUN_NOW, JobStatus
+from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.rules.registry import get_task
 from django_sqlqueue.runner.execution import JobOutcome, attempt
 from django_sqlqueue.runner.middleware import chain
@@ -202,7 +200,7 @@ def _finish(outcome: JobOutcome) -> Counter[str]:
     failed = {} if outcome.failure is None else {outcome.job: outcome.failure}
     return Counter(
         ended.transition.outcome
-        for ended in Job.objects._finish_decided(worker_id=WORKER_ID, succeeded=succeeded, failed=failed)
+        for ended in Job.objects.finish_as_decided(worker_id=WORKER_ID, succeeded=succeeded, failed=failed)
     )
 
 
@@ -214,8 +212,7 @@ def _tally(ran: Ran, written: Counter[str]) -> Ran:
 
 def _make_due(queues: list[str] | None) -> None:
     """Run now every waiting job of ``queues``, as the admin's Run now does."""
-    waiting = Job.objects.on_queue_db().filter(allowed(RUN_NOW)).in_queues(queues)
-    waiting.update(**written(RUN_NOW, run_at=DatabaseNow()))
+    Job.objects.run_now(Job.objects.on_queue_db().in_queues(queues))
 
 
 def _task_name(task: AnyTask) -> str:

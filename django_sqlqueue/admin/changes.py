@@ -12,26 +12,25 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
-from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from django.contrib.admin.models import CHANGE, DELETION, LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.db import DatabaseError, models, transaction
 from django.http import HttpRequest
 
-from django_sqlqueue.db import dependencies, dependents
-from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.keys import unique
-from django_sqlqueue.db.lifecycle import allowed, written
+from django_sqlqueue.db.lifecycle import allowed
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import Job
 from django_sqlqueue.rules import lifecycle
 
 if TYPE_CHECKING:
     from django.db.models.query import QuerySet
+
+    from django_sqlqueue.managers import JobManager
 
 #: Rows locked and written per transaction.
 CHUNK_SIZE = 1000
@@ -56,39 +55,19 @@ class Change:
     applies: Callable[[], models.Q]
     #: Why a job it does not apply to was skipped.
     skipped: str
-    #: The columns it sets; None deletes the jobs instead.
-    writes: Callable[[], dict[str, Any]] | None = None
+    #: Whether it deletes the jobs (``Job.objects.delete_jobs``).
+    deletes: bool = False
     #: Whether it cancels through ``Job.objects.cancel`` (ready jobs cancelled, running
-    #: ones asked to stop) rather than by ``writes``.
+    #: ones asked to stop).
     cancels: bool = False
-    #: Whether it makes jobs active again, so that a job's ``unique_key`` may be held
-    #: by another active job: such a job is left as it is and counted in ``held``.
+    #: Whether it retries the jobs (``Job.objects.retry``), so that a job's ``unique_key``
+    #: may be held by another active job: such a job is left as it is and counted in
+    #: ``held``. A change that neither deletes, cancels nor retries runs jobs now
+    #: (``Job.objects.run_now``).
     activates: bool = False
     #: Whether it brings back, with the jobs it retries, the jobs their ends cancelled
     #: (``db/dependents.py``); a retry without says how many it leaves cancelled.
     retries_dependents: bool = False
-
-
-def retried(unfinished: int) -> dict[str, Any]:
-    """What a Retry writes to a job that ``unfinished`` jobs it was enqueued after have
-    not finished (``admin_retry_transition``): ready now for none, else waiting for them."""
-    transition = lifecycle.admin_retry_transition(unfinished=unfinished)
-    waits: dict[str, Any] = {"waiting_for": unfinished} if "waiting_for" in transition.writes else {}
-    # A fresh budget of attempts and snoozes: the errors of the earlier ones stay in ``errors``.
-    return written(
-        transition,
-        run_at=DatabaseNow(),
-        attempts=0,
-        snoozes=0,
-        started_at=None,
-        finished_at=None,
-        worker="",
-        cancel_requested_at=None,
-        # A person asked for it to run: a deadline it missed no longer holds.
-        expires_at=None,
-        end_reason="",
-        **waits,
-    )
 
 
 RETRY = Change(
@@ -97,7 +76,6 @@ RETRY = Change(
     done="Retried",
     permission="retry",
     applies=lambda: functools.reduce(operator.or_, map(allowed, lifecycle.ADMIN_RETRIES)),
-    writes=lambda: retried(0),
     skipped="not failed or cancelled",
     activates=True,
 )
@@ -110,7 +88,6 @@ CANCEL = Change(
     done="Cancelled",
     permission="cancel",
     applies=lambda: allowed(lifecycle.CANCEL) | allowed(lifecycle.REQUEST_CANCEL),
-    writes=lambda: written(lifecycle.CANCEL, finished_at=DatabaseNow()),
     skipped="not ready or running, or already asked to stop",
     cancels=True,
 )
@@ -120,7 +97,6 @@ RUN_NOW = Change(
     done="Brought forward",
     permission="run_now",
     applies=lambda: allowed(lifecycle.RUN_NOW),
-    writes=lambda: written(lifecycle.RUN_NOW, run_at=DatabaseNow()),
     skipped="not ready or already due",
 )
 # A job a worker holds is not deleted under it: its outcome would have nowhere to go.
@@ -131,6 +107,7 @@ DELETE = Change(
     permission="delete",
     applies=lambda: allowed(lifecycle.DELETE),
     skipped="running",
+    deletes=True,
 )
 CHANGES = {change.name: change for change in (RETRY, RETRY_WITH_DEPENDENTS, CANCEL, RUN_NOW, DELETE)}
 
@@ -207,53 +184,32 @@ def _apply(change: Change, jobs: QuerySet[Job], request: HttpRequest, tally: Tal
             eligible = list(targets.only("pk", "task", "status", "unique_key"))
             # The chunk's own tally, counted in once it has committed, never before.
             done = Tally(skipped=len(locked) - len(eligible))
-            held = _activate(targets, eligible, alias) if change.activates else set()
-            done.hold(alias, {job.pk: job.unique_key for job in eligible if job.pk in held})
-            eligible = [job for job in eligible if job.pk not in held]
+            manager = Job.objects.db_manager(alias)
+            if change.activates:
+                eligible = _retry(change, manager, eligible, alias, done)
             if eligible:
                 _log(change, request, eligible, already_logged=tally.done)
-                if change.activates:
-                    _dependents(change, [job.pk for job in eligible], alias, done)
                 if change.cancels:
-                    done.done, done.requested = Job.objects.db_manager(alias).cancel(job.pk for job in eligible)
-                elif change.writes is None:
-                    targets.delete()
-                    dependencies.forget(alias, [job.pk for job in eligible])
-                elif not change.activates:  # _activate wrote those
-                    targets.update(**change.writes())
+                    done.done, done.requested = manager.cancel(job.pk for job in eligible)
+                elif change.deletes:
+                    manager.delete_jobs([job.pk for job in eligible])
+                elif not change.activates:  # retry wrote those
+                    manager.run_now(manager.filter(pk__in=[job.pk for job in eligible]))
             if not change.cancels:
                 done.done = len(eligible)
         tally.add(done)
 
 
-def _activate(targets: QuerySet[Job], eligible: list[Job], alias: str) -> set[int]:
-    """Retry ``eligible``: ready now, or waiting again for the jobs they were enqueued
-    after that have not finished, each group written by ``unique.update_each``. The
-    ids of the jobs left as they were because another active job holds their key now."""
-    unfinished = dependents.unfinished_parents(Job, alias, [job.pk for job in eligible])
-    groups: dict[int, list[Job]] = defaultdict(list)
-    for job in eligible:
-        groups[unfinished.get(job.pk, 0)].append(job)
-    held: set[int] = set()
-    for count, jobs in groups.items():
-        keyed = [job.pk for job in jobs if job.unique_key is not None]
-        rows = targets.filter(pk__in=[job.pk for job in jobs])
-        held |= unique.update_each(rows, keyed, alias, **retried(count))
-    dependents.wait_again(Job, alias, unfinished.keys() - held)
-    return held
-
-
-def _dependents(change: Change, retried: list[int], alias: str, done: Tally) -> None:
-    """With ``retries_dependents``, bring back what the ends of ``retried`` cancelled,
-    counting into ``done`` those back and those another job's unique key keeps out;
-    else count those that stay cancelled."""
-    if not change.retries_dependents:
-        done.dependents = len(dependents.cancelled_dependents(Job, alias, retried, lock=False))
-        return
-    restored = dependents.retry_dependents(Job, alias, retried)
-    done.dependents = restored.back
-    done.hold(alias, restored.held)
-    done.below_held = restored.below_held
+def _retry(change: Change, manager: JobManager[Job], eligible: list[Job], alias: str, done: Tally) -> list[Job]:
+    """Retry ``eligible`` (``Job.objects.retry``), counting into ``done`` the jobs and
+    the dependents another job's unique key keeps out, and the dependents brought back
+    or left cancelled. The jobs retried."""
+    retried = manager.retry(eligible, with_dependents=change.retries_dependents)
+    done.hold(alias, retried.held)
+    done.dependents = retried.dependents
+    done.hold(alias, retried.dependents_held)
+    done.below_held = retried.below_held
+    return [job for job in eligible if job.pk not in retried.held]
 
 
 def _log(change: Change, request: HttpRequest, jobs: list[Job], *, already_logged: int) -> None:
@@ -261,7 +217,7 @@ def _log(change: Change, request: HttpRequest, jobs: list[Job], *, already_logge
     room = max(LOGGED_JOBS - already_logged, 0)
     user = request.user.pk
     assert user is not None, "the admin's views are for signed-in users"
-    flag = CHANGE if change.writes else DELETION
+    flag = DELETION if change.deletes else CHANGE
     if room:
         LogEntry.objects.log_actions(user_id=user, queryset=jobs[:room], action_flag=flag, change_message=change.done)
     if rest := jobs[room:]:

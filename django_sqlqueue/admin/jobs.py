@@ -14,7 +14,6 @@ from django.contrib.admin import helpers
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ORDER_VAR, ChangeList
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -28,7 +27,7 @@ from rangefilter.filters import DateRangeFilterBuilder
 from django_sqlqueue.admin import changes, display, failures, overview, throughput, times, workflow
 from django_sqlqueue.admin.changes import CHANGES, Change
 from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, StatusFilter, TagFilter, TaskFilter
-from django_sqlqueue.db import dependencies, dependents, pausing
+from django_sqlqueue.db import dependents, pausing
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import Job, JobStatus, Worker
 
@@ -67,7 +66,7 @@ def _action(name: str, description: str) -> Any:
 
     @admin.action(permissions=[change.permission], description=description)
     def action(modeladmin: JobAdmin, request: HttpRequest, queryset: QuerySet[Job]) -> HttpResponse | None:
-        if change.writes is None and "post" not in request.POST:
+        if change.deletes and "post" not in request.POST:
             return modeladmin.confirm_deletion(request, queryset)
         modeladmin.apply(request, change, queryset)
         return None
@@ -198,11 +197,9 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def delete_model(self, request: HttpRequest, obj: Job) -> None:
         """Delete the job and the links that made it wait (neither end of a link is a
-        foreign key), as the delete action does; what waited for it is the sweep's."""
-        pk, alias = obj.pk, str(obj._state.db)
-        with transaction.atomic(using=alias):
-            super().delete_model(request, obj)  # which forgets obj.pk
-            dependencies.forget(alias, [pk])
+        foreign key), as the delete action does (``Job.objects.delete_jobs``: not while
+        a worker holds it); what waited for it is the sweep's."""
+        Job.objects.db_manager(str(obj._state.db)).delete_jobs([obj.pk])
 
     def may_make(self, request: HttpRequest, change: Change) -> bool:
         """Whether the user holds ``change``'s own permission."""
@@ -392,7 +389,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             context["job_changes"] = [
                 change
                 for change in CHANGES.values()
-                if change.writes is not None
+                if not change.deletes
                 and self.may_make(request, change)
                 and Job.objects.filter(Q(pk=job.pk) & change.applies()).exists()
                 and (not change.retries_dependents or self.has_cancelled_dependents(job))

@@ -37,8 +37,6 @@ from django_sqlqueue.rules.validation import (
 )
 
 if TYPE_CHECKING:
-    from typing import Unpack
-
     from django_sqlqueue.db.schema.table import AbstractJob, JobT
 
 
@@ -47,13 +45,17 @@ class PlainOptions(TypedDict, total=False):
     :meth:`JobManager.enqueue_rows` takes (the same for every row). One left out or
     ``None`` comes from the task's ``@job(...)``, then from settings."""
 
+    #: The queue it waits on (default: the task's, else ``SQLQUEUE_DEFAULT_QUEUE``).
     queue: str | None
+    #: Higher runs first (default: the task's, else 0).
     priority: int | None
     #: When the job may run first (aware when ``USE_TZ`` is on); not with ``delay``.
     run_at: datetime.datetime | None
     #: Seconds (or a timedelta) from the database's now; not with ``run_at``.
     delay: datetime.timedelta | float | None
+    #: Attempts before it is ``FAILED`` (default: the task's, else ``SQLQUEUE_MAX_ATTEMPTS``).
     max_attempts: int | None
+    #: Seconds (or a timedelta) an attempt may run (default: the task's, else ``SQLQUEUE_TIMEOUT``).
     timeout: datetime.timedelta | float | None
     #: Never started from this time on (aware when ``USE_TZ`` is on): it ends ``CANCELLED``,
     #: ``end_reason`` "expired"; not with ``expires_in``.
@@ -70,6 +72,7 @@ class JobOptions(PlainOptions, total=False):
 
     #: Never more than ``concurrency_limit`` jobs with this key run at once.
     concurrency_key: str | None
+    #: How many jobs with its ``concurrency_key`` may run at once.
     concurrency_limit: int | None
     #: At most one ready or running job has it (default: derived by ``@job(unique=...)``).
     unique_key: str | None
@@ -85,11 +88,10 @@ class JobOptions(PlainOptions, total=False):
     batch: Any | None
 
 
-def unkeyed(
-    model: type[JobT], registered: RegisteredTask, args: Any, kwargs: Any, **options: Unpack[PlainOptions]
-) -> JobT:
+def unkeyed(model: type[JobT], registered: RegisteredTask, args: Any, kwargs: Any, options: PlainOptions) -> JobT:
     """An unsaved ``model`` job of ``registered`` with its options filled in as
-    ``JobManager.build`` says, and no concurrency or unique key yet."""
+    ``JobManager.build`` says (those of ``options``; a :class:`JobOptions`' keys are
+    left for the caller), and no concurrency or unique key yet."""
     run_at, delay = options.get("run_at"), options.get("delay")
     if run_at is not None and delay is not None:
         raise InvalidJobError("Pass run_at or delay, not both.")

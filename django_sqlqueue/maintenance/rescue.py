@@ -68,7 +68,7 @@ def rescue_worker(
     rescued = Rescued(
         Counter(
             ended.transition.outcome
-            for ended in Job.objects._finish_decided(worker_id=name, succeeded={}, failed=failed)
+            for ended in Job.objects.finish_as_decided(worker_id=name, succeeded={}, failed=failed)
         ),
         Job.objects.release(worker_id=name, unstarted=[job for job in held if job.pk not in started]),
     )

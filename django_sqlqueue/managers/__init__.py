@@ -2,7 +2,9 @@
 
 :class:`JobManager` is built on ``enqueueing.EnqueueingManager``, the verbs that build
 and enqueue jobs; here are those on jobs once written: claim, finish, cancel, expire
-and release. The options of an enqueue (:class:`JobOptions`, :class:`PlainOptions`) are
+and release, and a person's changes (retry, run now, delete). These are the one door
+for writes to jobs: the runner, the rescue, the admin and the testing helpers change
+jobs only through them. The options of an enqueue (:class:`JobOptions`, :class:`PlainOptions`) are
 defined with the building of a job, in ``db/building``, and importable from here."""
 
 from __future__ import annotations
@@ -10,17 +12,19 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from django.db import models, transaction
 
 from django_sqlqueue import signals
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import batches, claiming, dependencies, expiry, finishing, rates, tagging
+from django_sqlqueue.db import batches, claiming, dependencies, dependents, expiry, finishing, rates, tagging
 from django_sqlqueue.db.building import JobOptions, PlainOptions
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.keys import unique
 from django_sqlqueue.db.keys.concurrency import with_free_slot
 from django_sqlqueue.db.lifecycle import allowed, written
 from django_sqlqueue.db.routing import queue_db
@@ -28,17 +32,21 @@ from django_sqlqueue.db.schema.table import JobT
 from django_sqlqueue.managers.enqueueing import EnqueueingManager
 from django_sqlqueue.rules import failures
 from django_sqlqueue.rules.lifecycle import (
+    ADMIN_RETRIES,
     CANCEL,
     CLAIM,
+    DELETE,
     EXPIRE,
     RELEASE_CANCELLED,
     REQUEST_CANCEL,
+    RUN_NOW,
     SUCCEED_UNKEPT,
     Transition,
+    admin_retry_transition,
 )
 from django_sqlqueue.rules.validation import claim_limit_problem
 
-__all__ = ["CancelCount", "JobManager", "JobOptions", "JobQuerySet", "PlainOptions"]
+__all__ = ["CancelCount", "JobManager", "JobOptions", "JobQuerySet", "PlainOptions", "Retried"]
 
 
 class JobQuerySet(models.QuerySet[JobT]):
@@ -79,6 +87,23 @@ class CancelCount(NamedTuple):
     cancelled: int
     #: ``RUNNING`` jobs asked to stop (not counting those asked before).
     requested: int
+
+
+@dataclass
+class Retried:
+    """What :meth:`JobManager.retry` did, beside the jobs it made active again."""
+
+    #: The jobs left as they were because another active job holds their
+    #: ``unique_key`` now, by id: their keys.
+    held: dict[int, str | None] = field(default_factory=dict)
+    #: Jobs the retried jobs' ends had cancelled: brought back to wait for them again
+    #: (``with_dependents``), else left cancelled.
+    dependents: int = 0
+    #: The dependents left cancelled because another active job holds their key, by id:
+    #: their keys (``with_dependents`` only).
+    dependents_held: dict[int, str] = field(default_factory=dict)
+    #: Dependents left cancelled below those.
+    below_held: int = 0
 
 
 class JobManager(EnqueueingManager[JobT]):
@@ -184,10 +209,10 @@ class JobManager(EnqueueingManager[JobT]):
         Each job written sends its outcome's signal (``signals.job_ended``) once this
         commits: at once, outside a transaction."""
         decided = {job: failures.decide(job, error, worker_id) for job, error in (failed or {}).items()}
-        ended = self._finish_decided(worker_id=worker_id, succeeded=succeeded or {}, failed=decided)
+        ended = self.finish_as_decided(worker_id=worker_id, succeeded=succeeded or {}, failed=decided)
         return Counter(outcome.status for outcome in ended)
 
-    def _finish_decided(
+    def finish_as_decided(
         self,
         *,
         worker_id: str,
@@ -195,9 +220,10 @@ class JobManager(EnqueueingManager[JobT]):
         failed: Mapping[JobT, failures.Failure],
     ) -> list[finishing.Ended]:
         """:meth:`finish_by_status` for the runner (the worker, the testing helpers, the
-        rescue), which decided each failure (or snooze) as it ran the job: written as
-        decided. What each job written became; each sends its outcome's signal
-        (``signals.job_ended``) once this commits."""
+        rescue), which decided each failure (or snooze) as it ran the job
+        (``rules.failures.decide``): written as decided, fenced the same way. What each job
+        written became; each sends its outcome's signal (``signals.job_ended``) once
+        this commits."""
         jobs = self.on_queue_db()
         # The claimed rows carry their batch (ids are never 0): a batch-less job costs no query.
         batched = any(map(_BATCH_ID, itertools.chain(succeeded, failed)))
@@ -290,6 +316,81 @@ class JobManager(EnqueueingManager[JobT]):
             released = finishing.release(jobs, worker_id=worker_id, unstarted=unstarted, cancelled=sent)
             batches.recount(self.model, jobs.db, map(_BATCH_ID, unstarted))
         return released
+
+    def retry(self, jobs: Iterable[JobT], *, with_dependents: bool = False) -> Retried:
+        """Run ``jobs`` again, as a person's Retry does: those still ``FAILED`` or
+        ``CANCELLED`` get a fresh budget of attempts and snoozes (their errors stay in
+        ``errors``), no deadline, and are ready now, or ``WAITING`` again for the jobs
+        they were enqueued after that have not finished. ``jobs`` have their ``pk`` and
+        ``unique_key`` read, and are locked by the caller's transaction. Each job with
+        a ``unique_key`` is written in a savepoint of its own: one whose key another
+        active job holds now is left as it is (:attr:`~django_sqlqueue.managers.Retried.held`).
+
+        With ``with_dependents``, the jobs the ends of those retried had cancelled come
+        back to wait for them again; else they are only counted. All in one
+        transaction (the caller's, when it has one)."""
+        jobs = list(jobs)
+        rows = self.on_queue_db()
+        using = rows.db
+        rows = rows.filter(functools.reduce(operator.or_, map(allowed, ADMIN_RETRIES)))
+        with transaction.atomic(using=using, savepoint=False):
+            unfinished = dependents.unfinished_parents(self.model, using, [job.pk for job in jobs])
+            groups: dict[int, list[JobT]] = defaultdict(list)
+            for job in jobs:
+                groups[unfinished.get(job.pk, 0)].append(job)
+            held: set[int] = set()
+            for count, group in groups.items():
+                keyed = [job.pk for job in group if job.unique_key is not None]
+                chosen = rows.filter(pk__in=[job.pk for job in group])
+                held |= unique.update_each(chosen, keyed, using, **_retried(count))
+            dependents.wait_again(self.model, using, unfinished.keys() - held)
+            done = Retried(held={job.pk: job.unique_key for job in jobs if job.pk in held})
+            retried = [job.pk for job in jobs if job.pk not in held]
+            if not retried:
+                return done
+            if not with_dependents:
+                done.dependents = len(dependents.cancelled_dependents(self.model, using, retried, lock=False))
+                return done
+            restored = dependents.retry_dependents(self.model, using, retried)
+        done.dependents, done.dependents_held, done.below_held = restored.back, restored.held, restored.below_held
+        return done
+
+    def run_now(self, jobs: models.QuerySet[JobT]) -> int:
+        """Make those of ``jobs`` that are ``READY`` for a later time due now, on the
+        database's clock (a person's Run now). Returns how many it brought forward."""
+        return jobs.filter(allowed(RUN_NOW)).update(**written(RUN_NOW, run_at=DatabaseNow()))
+
+    def delete_jobs(self, ids: Collection[int]) -> int:
+        """Delete the jobs of ``ids`` that no worker holds (a job a worker runs keeps its
+        row: its outcome would have nowhere to go), with their links to the jobs they
+        waited for, in one transaction (the caller's, when it has one). Returns how many
+        jobs it deleted."""
+        jobs = self.on_queue_db()
+        with transaction.atomic(using=jobs.db, savepoint=False):
+            _, deleted = jobs.filter(pk__in=ids).filter(allowed(DELETE)).delete()
+            dependencies.forget(jobs.db, ids)
+        return deleted.get(self.model._meta.label, 0)
+
+
+def _retried(unfinished: int) -> dict[str, Any]:
+    """What a Retry writes to a job that ``unfinished`` jobs it was enqueued after have
+    not finished (``admin_retry_transition``): ready now for none, else waiting for them."""
+    transition = admin_retry_transition(unfinished=unfinished)
+    waits: dict[str, Any] = {"waiting_for": unfinished} if "waiting_for" in transition.writes else {}
+    return written(
+        transition,
+        run_at=DatabaseNow(),
+        attempts=0,
+        snoozes=0,
+        started_at=None,
+        finished_at=None,
+        worker="",
+        cancel_requested_at=None,
+        # A person asked for it to run: a deadline it missed no longer holds.
+        expires_at=None,
+        end_reason="",
+        **waits,
+    )
 
 
 def _sender(transition: Transition, using: str) -> Callable[[list[Any]], None]:

@@ -9,7 +9,6 @@ in two modules, each with one side of a job's life."""
 from __future__ import annotations
 
 import contextlib
-import datetime
 import itertools
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -37,6 +36,56 @@ if TYPE_CHECKING:
     from typing import Unpack
 
 
+#: The options :func:`~django_sqlqueue.db.building.plain_job`'s templates hold.
+_TEMPLATED = frozenset({"queue", "priority", "max_attempts", "timeout"})
+#: Those options of a job built with none.
+_NO_OPTIONS = (None, None, None, None)
+#: Every option :meth:`EnqueueingManager.build` takes.
+_OPTIONS = frozenset(JobOptions.__annotations__)
+
+
+def _templated(options: JobOptions) -> bool:
+    """Whether every option of ``options`` a template does not hold is one
+    :meth:`EnqueueingManager.build` takes, given as None."""
+    for name, value in options.items():
+        if value is not None and name not in _TEMPLATED:
+            return False
+    return options.keys() <= _OPTIONS
+
+
+def _built(model: type[JobT], registered: RegisteredTask, args: Any, kwargs: Any, options: JobOptions) -> JobT:
+    """The job :meth:`EnqueueingManager.build` makes the long way: every option of
+    ``options`` worked out, checked and derived (its keys, its batch)."""
+    if not options.keys() <= _OPTIONS:
+        raise TypeError(f"build() got an unexpected keyword argument {min(options.keys() - _OPTIONS)!r}")
+    job = unkeyed(model, registered, args, kwargs, options)
+    job.concurrency_key, job.concurrency_limit = keys.concurrency_slot(
+        registered, job.args, job.kwargs, key=options.get("concurrency_key"), limit=options.get("concurrency_limit")
+    )
+    unique_key = options.get("unique_key")
+    if unique_key is None and isinstance(job.kwargs, dict):  # other kwargs are refused later
+        unique_key = keys.unique_key(registered, job.args, job.kwargs, job.queue)
+    job.unique_key = unique_key
+    until = first(options.get("unique_until"), registered.unique_until, "finished")
+    if problem := unique_until_problem(until):
+        raise InvalidJobError(f"{problem}.")
+    if until == "pruned" and unique_key is None:
+        raise InvalidJobError('unique_until="pruned" needs a unique_key (or @job(unique=...)).')
+    job.unique_until_pruned = until == "pruned"
+    if (after := options.get("after")) is not None:
+        job.after = tuple(after)
+    after_failure = options.get("after_failure")
+    if problem := after_failure_problem("cancel" if after_failure is None else after_failure):
+        raise InvalidJobError(f"{problem}.")
+    job.runs_after_failure = after_failure == "run"
+    tags = options.get("tags")
+    if tags is not None and (problem := tags_problem(tags)):
+        raise InvalidJobError(f"Cannot enqueue {registered.name}: {problem}.")
+    job.new_tags = merged(registered.tags, tags)
+    job.batch_id = batches.batch_id(options.get("batch"))
+    return job
+
+
 class EnqueueingManager(models.Manager[JobT]):
     """Build and enqueue jobs (:class:`~django_sqlqueue.managers.JobManager` is this, and
     the verbs that claim and end them)."""
@@ -46,28 +95,12 @@ class EnqueueingManager(models.Manager[JobT]):
         task: Callable[..., Any] | str,
         args: Sequence[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
-        *,
-        queue: str | None = None,
-        priority: int | None = None,
-        run_at: datetime.datetime | None = None,
-        delay: datetime.timedelta | float | None = None,
-        max_attempts: int | None = None,
-        timeout: datetime.timedelta | float | None = None,
-        expires_at: datetime.datetime | None = None,
-        expires_in: datetime.timedelta | float | None = None,
-        meta: dict[str, Any] | None = None,
-        concurrency_key: str | None = None,
-        concurrency_limit: int | None = None,
-        unique_key: str | None = None,
-        unique_until: str | None = None,
-        after: Iterable[Any] | None = None,
-        after_failure: str | None = None,
-        tags: Sequence[str] | None = None,
-        batch: Any | None = None,
+        **options: Unpack[JobOptions],
     ) -> JobT:
         """An unsaved job for ``task`` with its defaults filled in, for :meth:`enqueue_many`.
 
-        Options left ``None`` come from the task's ``@job(...)``, then from settings.
+        ``options`` are those of :class:`~django_sqlqueue.managers.JobOptions`: one left
+        out or ``None`` comes from the task's ``@job(...)``, then from settings.
         With ``after`` (jobs or ids), the job waits (``WAITING``) until those have all
         finished; see the Workflows guide for ``after_failure``. With ``batch`` (a
         ``JobBatch`` or its id), or inside ``with Job.objects.batch()``, it joins that
@@ -75,52 +108,22 @@ class EnqueueingManager(models.Manager[JobT]):
         registered = get_task(task)
         args = list(args) if isinstance(args, (list, tuple)) else args
         kwargs = {} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs
-        # The options a template may hold (see plain_job), and the others.
-        common = (queue, priority, max_attempts, timeout)
-        others: tuple[Any, ...] = (run_at, delay, expires_at, expires_in, meta, concurrency_key, concurrency_limit)
-        others += (unique_key, unique_until, after, after_failure, tags, batch)
-        # None compares by identity first: no other option given, as for most jobs built.
-        if others.count(None) == len(others):
+        # No option (not None) but those a template may hold (see plain_job), as for most jobs built.
+        common: tuple[Any, ...] | None = None
+        if not options:
+            common = _NO_OPTIONS
+        elif options.keys() <= _TEMPLATED or _templated(options):
+            common = (
+                options.get("queue"),
+                options.get("priority"),
+                options.get("max_attempts"),
+                options.get("timeout"),
+            )
+        if common is not None:
             plain = plain_job(self.model, registered, args, kwargs, common, self.build)
             if plain is not None:
                 return plain
-        job = unkeyed(
-            self.model,
-            registered,
-            args,
-            kwargs,
-            queue=queue,
-            priority=priority,
-            run_at=run_at,
-            delay=delay,
-            max_attempts=max_attempts,
-            timeout=timeout,
-            expires_at=expires_at,
-            expires_in=expires_in,
-            meta=meta,
-        )
-        job.concurrency_key, job.concurrency_limit = keys.concurrency_slot(
-            registered, job.args, job.kwargs, key=concurrency_key, limit=concurrency_limit
-        )
-        if unique_key is None and isinstance(job.kwargs, dict):  # other kwargs are refused later
-            unique_key = keys.unique_key(registered, job.args, job.kwargs, job.queue)
-        job.unique_key = unique_key
-        until = first(unique_until, registered.unique_until, "finished")
-        if problem := unique_until_problem(until):
-            raise InvalidJobError(f"{problem}.")
-        if until == "pruned" and unique_key is None:
-            raise InvalidJobError('unique_until="pruned" needs a unique_key (or @job(unique=...)).')
-        job.unique_until_pruned = until == "pruned"
-        if after is not None:
-            job.after = tuple(after)
-        if problem := after_failure_problem("cancel" if after_failure is None else after_failure):
-            raise InvalidJobError(f"{problem}.")
-        job.runs_after_failure = after_failure == "run"
-        if tags is not None and (problem := tags_problem(tags)):
-            raise InvalidJobError(f"Cannot enqueue {registered.name}: {problem}.")
-        job.new_tags = merged(registered.tags, tags)
-        job.batch_id = batches.batch_id(batch)
-        return job
+        return _built(self.model, registered, args, kwargs, options)
 
     def enqueue(
         self,
@@ -250,7 +253,7 @@ class EnqueueingManager(models.Manager[JobT]):
             raise InvalidJobError(
                 f"{registered.name} has @job(tags=...): enqueue_rows writes no tags; enqueue them with enqueue_many."
             )
-        template = unkeyed(self.model, registered, [], {}, **options)
+        template = unkeyed(self.model, registered, [], {}, options)
         validate(template, bind=False)  # each row's arguments are bound as it comes
         return template, registered
 

@@ -334,7 +334,7 @@ class WorkerProcess:
         ended = Counter(
             outcome.transition.outcome
             for outcome in self._persist(
-                lambda: Job.objects._finish_decided(worker_id=self.config.name, succeeded=succeeded, failed=failed)
+                lambda: Job.objects.finish_as_decided(worker_id=self.config.name, succeeded=succeeded, failed=failed)
             )
         )
         self._persist(lambda: Job.objects.release(worker_id=self.config.name, unstarted=unstarted))

@@ -15,7 +15,6 @@ from django.db import transaction
 from django.test import override_settings
 from django.utils import timezone
 
-from django_sqlqueue.admin import changes
 from django_sqlqueue.backends import SQLQueueBackend, SQLQueueTask
 from django_sqlqueue.backends.compat import (
     InvalidTask,
@@ -450,9 +449,7 @@ def test_attempts_and_workers_count_every_attempt_across_an_admin_retry() -> Non
     Job.objects.update(max_attempts=1)
     (job,) = Job.objects.claim(worker_id="worker-1")
     Job.objects.finish(worker_id="worker-1", failed={job: ValueError("boom")})
-    retry = changes.RETRY.writes
-    assert retry is not None
-    Job.objects.update(**retry())
+    Job.objects.retry(Job.objects.all())
     (job,) = Job.objects.claim(worker_id="worker-2")
 
     result.refresh()

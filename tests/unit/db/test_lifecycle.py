@@ -182,15 +182,16 @@ def test_cancel_sets_the_columns_of_cancel_and_of_request_cancel() -> None:
 
 def test_the_admins_changes_write_their_transitions_columns_on_the_rows_they_allow() -> None:
     from django_sqlqueue.admin import changes
+    from django_sqlqueue.managers import _retried
 
-    for change, transition in [
-        (changes.RETRY, lifecycle.ADMIN_RETRY),
-        (changes.CANCEL, lifecycle.CANCEL),
-        (changes.RUN_NOW, lifecycle.RUN_NOW),
-    ]:
-        assert change.writes is not None
-        assert set(change.writes()) == writes(transition)
-    assert set(changes.retried(2)) == writes(lifecycle.ADMIN_RETRY_WAITING)
+    assert set(_retried(0)) == writes(lifecycle.ADMIN_RETRY)
+    assert set(_retried(2)) == writes(lifecycle.ADMIN_RETRY_WAITING)
+    (running,) = claimed(max_attempts=1)
+    assert updates_by(lambda: Job.objects.run_now(Job.objects.all())) == [writes(lifecycle.RUN_NOW)]
+    Job.objects.finish(worker_id="w", failed={running: ValueError("boom")})
+    assert updates_by(lambda: Job.objects.retry(Job.objects.all())) == [writes(lifecycle.ADMIN_RETRY)]
+    assert str(changes.RETRY.applies()) == str(allowed(lifecycle.ADMIN_RETRY) | allowed(lifecycle.ADMIN_RETRY_WAITING))
+    assert str(changes.RUN_NOW.applies()) == str(allowed(lifecycle.RUN_NOW))
     assert str(changes.DELETE.applies()) == str(allowed(lifecycle.DELETE))
     assert str(changes.CANCEL.applies()) == str(allowed(lifecycle.CANCEL) | allowed(lifecycle.REQUEST_CANCEL))
 
@@ -274,7 +275,7 @@ def test_a_django_tasks_failed_attempt_is_decided_once_for_its_signal_its_log_an
     outcome = execution.attempt(job, "w")
     assert outcome.failure is not None
     assert outcome.failure.transition is lifecycle.RETRY
-    ended = Job.objects._finish_decided(worker_id="w", succeeded={}, failed={job: outcome.failure})
+    ended = Job.objects.finish_as_decided(worker_id="w", succeeded={}, failed={job: outcome.failure})
     assert [written.transition for written in ended] == [lifecycle.RETRY]
     assert counted(calls) == {"retry_delay": 1, "error_record": 1}
     # The row holds the delay that was decided: run_at is the attempt's start plus it, or about.

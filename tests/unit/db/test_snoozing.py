@@ -53,7 +53,7 @@ def run_and_finish(job: Job, worker_id: str = "w") -> dict[str, int]:
 
 
 def finish(job: Job, failure: failures.Failure, worker_id: str = "w") -> list[finishing.Ended]:
-    return Job.objects._finish_decided(worker_id=worker_id, succeeded={}, failed={job: failure})
+    return Job.objects.finish_as_decided(worker_id=worker_id, succeeded={}, failed={job: failure})
 
 
 def test_a_snooze_is_ready_again_at_the_database_clock_plus_its_delay_its_attempt_not_counted() -> None:
@@ -157,10 +157,10 @@ def test_a_snoozed_job_keeps_its_unique_key() -> None:
 
 
 def test_admin_retry_gives_a_fresh_budget_of_snoozes() -> None:
-    from django_sqlqueue.admin.changes import RETRY
-
-    assert RETRY.writes is not None
-    assert RETRY.writes()["snoozes"] == 0
+    job = Job.objects.enqueue(noop)
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.FAILED, snoozes=2)
+    Job.objects.retry([job])
+    assert Job.objects.get(pk=job.pk).snoozes == 0
 
 
 @override_settings(SQLQUEUE_MAX_SNOOZES=1)

@@ -72,7 +72,7 @@ def test_a_middleware_that_raises_fails_the_attempt_as_the_task_would(max_attemp
     assert isinstance(outcome.error, test_middleware.Refused)
     assert outcome.failure is not None
     assert (outcome.failure.transition, outcome.failure.error) == (transition, outcome.error)
-    Job.objects._finish_decided(worker_id="worker-1", succeeded={}, failed={job: outcome.failure})
+    Job.objects.finish_as_decided(worker_id="worker-1", succeeded={}, failed={job: outcome.failure})
     job.refresh_from_db()
     assert (job.status, job.last_error_class) == (transition.target, "tests.support.middleware.Refused")  # type: ignore[attr-defined]
 
