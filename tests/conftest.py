@@ -29,9 +29,9 @@ def claims_as_a_new_worker() -> None:
     MySQL/MariaDB a claim after a loss reads a wider window of candidates and takes them
     by id (``db/candidate_window``), and the window is kept on the connection that
     every test of a run shares."""
-    from django_sqlqueue.db import claiming
+    from django_sqlqueue.db import engines
 
-    claiming.candidate_windows.forget()
+    engines.forget()
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -20,17 +20,10 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django_sqlqueue.checks import ids as check_ids
 from django_sqlqueue.conf import conf, setting_names
 from django_sqlqueue.db import charsets, recurrence
+from django_sqlqueue.db.engines import engine, supports
+from django_sqlqueue.db.engines.base import Engine
 from django_sqlqueue.db.migrated import tables_problem
 from django_sqlqueue.db.routing import queue_db
-from django_sqlqueue.db.vendors import (
-    claim_hint,
-    claim_problem,
-    driver_hint,
-    driver_problem,
-    journal_problem,
-    vacuum_problem,
-    version_problem,
-)
 from django_sqlqueue.exceptions import TaskModuleError
 from django_sqlqueue.metrics import client_installed
 from django_sqlqueue.models import Job
@@ -96,14 +89,19 @@ def _queue_connections(aliases: Iterable[str]) -> list[BaseDatabaseWrapper]:
     return [connections[alias] for alias in aliases if router.allow_migrate_model(alias, Job)]
 
 
+def _queue_engines(aliases: Iterable[str]) -> list[Engine]:
+    """The engines of the databases that may hold the jobs table, among ``aliases``."""
+    return [engine(connection) for connection in _queue_connections(aliases) if supports(connection)]
+
+
 def check_database_settings(**kwargs: Any) -> list[checks.CheckMessage]:
     """The databases that may hold the jobs table are configured for safe concurrent claims.
 
     Reads settings only, so it runs with every command, not just ``migrate``."""
     return [
-        check_ids.CLAIMS.message(f"{problem}.", claim_hint(connection))
-        for connection in _queue_connections(connections)
-        if (problem := claim_problem(connection))
+        check_ids.CLAIMS.message(f"{problem}.", queue_engine.claim_hint)
+        for queue_engine in _queue_engines(connections)
+        if (problem := queue_engine.claim_problem())
     ]
 
 
@@ -112,9 +110,9 @@ def check_database_drivers(**kwargs: Any) -> list[checks.CheckMessage]:
 
     Asks the installed driver, not the server, so it runs with every command."""
     return [
-        check_ids.DRIVER.message(f"{problem}.", driver_hint(connection))
-        for connection in _queue_connections(connections)
-        if (problem := driver_problem(connection))
+        check_ids.DRIVER.message(f"{problem}.", queue_engine.driver_hint)
+        for queue_engine in _queue_engines(connections)
+        if (problem := queue_engine.driver_problem())
     ]
 
 
@@ -122,8 +120,8 @@ def check_database_version(databases: Sequence[str] | None = None, **kwargs: Any
     """The database servers that hold the jobs table can lock rows with SKIP LOCKED."""
     return [
         check_ids.VERSION.message(f"{problem}.")
-        for connection in _queue_connections(databases or ())
-        if (problem := version_problem(connection))
+        for queue_engine in _queue_engines(databases or ())
+        if (problem := queue_engine.version_problem())
     ]
 
 
@@ -141,8 +139,8 @@ def check_database_journal(databases: Sequence[str] | None = None, **kwargs: Any
     queue works without it, only several times slower."""
     return [
         check_ids.JOURNAL.message(f"{problem}.")
-        for connection in _queue_connections(databases or ())
-        if (problem := journal_problem(connection))
+        for queue_engine in _queue_engines(databases or ())
+        if (problem := queue_engine.journal_problem())
     ]
 
 
@@ -151,8 +149,8 @@ def check_database_vacuum(databases: Sequence[str] | None = None, **kwargs: Any)
     warning, since the queue works without it, slower with every job."""
     return [
         check_ids.VACUUM.message(f"{problem}.")
-        for connection in _queue_connections(databases or ())
-        if (problem := vacuum_problem(connection, Job._meta.db_table))
+        for queue_engine in _queue_engines(databases or ())
+        if (problem := queue_engine.vacuum_problem(Job._meta.db_table))
     ]
 
 

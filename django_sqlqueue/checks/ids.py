@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from django.core import checks
 
 from django_sqlqueue.db import charsets
-from django_sqlqueue.db.vendors import CLAIM_PROBLEM_HINTS, DRIVER_PROBLEM_HINTS, JOURNAL_HINT, VACUUM_HINT
+from django_sqlqueue.db.engines import ENGINES
+from django_sqlqueue.db.engines.postgresql import VACUUM_HINT
+from django_sqlqueue.db.engines.sqlite import JOURNAL_HINT
 
 
 @dataclass(frozen=True)
@@ -31,8 +33,8 @@ class CheckId:
         return self.level(msg, hint=self.hint if hint is None else hint, id=self.id)
 
 
-def _by_vendor(hints: Mapping[str, str]) -> str:
-    return " ".join(f"On {database}: {hint}" for database, hint in hints.items())
+def _by_database(hints: Mapping[str, str | None]) -> str:
+    return " ".join(f"On {database}: {hint}" for database, hint in hints.items() if hint)
 
 
 #: The check of each ``SQLQUEUE_*`` setting; its message is the setting's own error.
@@ -69,7 +71,7 @@ CLAIMS = CheckId(
     "sqlqueue.E010",
     checks.Error,
     "A database that may hold the jobs table is not configured for safe concurrent claims.",
-    _by_vendor(CLAIM_PROBLEM_HINTS),
+    _by_database({name: each.claim_hint for name, each in ENGINES.items()}),
 )
 VERSION = CheckId(
     "sqlqueue.E011",
@@ -81,7 +83,7 @@ DRIVER = CheckId(
     "sqlqueue.E016",
     checks.Error,
     "A database that may hold the jobs table is reached through a driver the queue cannot use.",
-    _by_vendor(DRIVER_PROBLEM_HINTS),
+    _by_database({name: each.driver_hint for name, each in ENGINES.items()}),
 )
 SCHEDULE_ENTRY = CheckId(
     "sqlqueue.E019",

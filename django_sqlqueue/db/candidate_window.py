@@ -20,7 +20,7 @@ class CandidateWindow:
     MOST = 8
 
     def __init__(self, model: object = None, connection: object = None) -> None:
-        # Made per connection (db/claiming's PerConnection): the model and connection name its claimer.
+        # Made per connection (by its engine): the model and connection name its claimer.
         self.per_job = 1
 
     def lost(self, ids: list[int], taken: list[int], limit: int) -> int:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from django.db import connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from django_sqlqueue.db.per_connection import PerConnection
+from django_sqlqueue.db.engines import engine
 from django_sqlqueue.rules.validation import charset_problem
 
 #: The character set that holds every character, the one the queue's tables and
@@ -45,7 +45,6 @@ class TextCharsets:
 
 
 #: Each connection's :class:`TextCharsets` of each of the queue's tables.
-text_charsets = PerConnection(TextCharsets)
 
 
 def unstorable(model: type[models.Model], using: str, texts: Mapping[str, str | None]) -> str | None:
@@ -55,7 +54,7 @@ def unstorable(model: type[models.Model], using: str, texts: Mapping[str, str | 
     without a question to the database (the usual case: no query at all)."""
     if all(text is None or text.isascii() for text in texts.values()):
         return None
-    columns = text_charsets(model, connections[using]).columns
+    columns = engine(connections[using]).made(TextCharsets, model).columns
     for column, text in texts.items():
         for where, charset in columns.get(column, []):
             if text is not None and (problem := charset_problem(text, charset)):

@@ -38,7 +38,6 @@ from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.wakeup import make_folder, say_once
 
 try:
@@ -156,4 +155,3 @@ _turns = itertools.count()
 
 
 #: Each connection's :class:`ClaimTurn`.
-claim_turns: PerConnection[Any, ClaimTurn] = PerConnection(ClaimTurn)

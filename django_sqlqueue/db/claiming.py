@@ -13,19 +13,18 @@ from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.db.candidate_window import CandidateWindow
-from django_sqlqueue.db.claim_turn import claim_turns
+from django_sqlqueue.db.claim_turn import ClaimTurn
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.engines import engine
 from django_sqlqueue.db.expressions import PrimaryKeyIn
-from django_sqlqueue.db.instances import job_rows
+from django_sqlqueue.db.instances import JobRows
 from django_sqlqueue.db.keys.concurrency import admit, keys_seen, note_keys
 from django_sqlqueue.db.lifecycle import written
-from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.rates import Limited, draw
 
 # The table, not the model: the model holds the manager, which calls this module.
 from django_sqlqueue.db.schema.table import AbstractJob, JobT
 from django_sqlqueue.db.transient import retry_transient
-from django_sqlqueue.db.vendors import claim_hint, claim_problem
 from django_sqlqueue.rules.lifecycle import CLAIM
 
 if TYPE_CHECKING:
@@ -87,8 +86,8 @@ def claim(
     queues, or one, and no other filter): the claim then walks that index whatever the
     table's statistics say (see :func:`_walk_the_index`)."""
     connection = connections[candidates.using]
-    if problem := claim_problem(connection):
-        raise ImproperlyConfigured(f"{problem}. {claim_hint(connection)}")
+    if problem := engine(connection).claim_problem():
+        raise ImproperlyConfigured(f"{problem}. {engine(connection).claim_hint}")
     admitted = functools.partial(_admitted, candidates, limited or {})
     # Until this process has met a keyed job, and while no rate limit is configured,
     # the candidates are the same for every claim of the same queues: their statement
@@ -100,7 +99,7 @@ def claim(
     # SET LOCAL would outlive the claim in a caller's transaction: there, no pin.
     pinned = index_ordered and connection.vendor == "postgresql" and not connection.in_atomic_block
     if connection.vendor == "mysql":  # no UPDATE … RETURNING
-        with claim_turns(candidates.model, connection).held():
+        with engine(connection).made(ClaimTurn, candidates.model).held():
             claimed = retry_transient(
                 candidates.using, lambda: _claim_without_returning(candidates, worker_id, limit, admitted, plain=plain)
             )
@@ -174,7 +173,7 @@ def _claim_returning(
     those under their limits and sets them ``RUNNING`` by id."""
     using = candidates.using
     connection = connections[using]
-    statement = claim_updates(candidates.model, connection)
+    statement = engine(connection).made(_ClaimUpdate, candidates.model)
     # The pin goes with the claim's own statement where the driver sends both at once.
     pin_with_it = pinned and _sends_several(connection)
 
@@ -213,7 +212,7 @@ def _keyless(
 
     Made before the claim's transaction begins: on SQLite that holds the write lock
     of the whole database, which the other claimers wait for."""
-    made = candidate_statements(candidates.model, connection).of(candidates, kept=True)
+    made = engine(connection).made(_CandidateStatements, candidates.model).of(candidates, kept=True)
     if made is None:
         return None
     if connection.vendor == "postgresql":
@@ -229,7 +228,7 @@ def _keyed_among(candidates: Candidates[Any], connection: BaseDatabaseWrapper) -
     claim that comes back short asks it (building and compiling the candidates for it
     cost such a claim, one of a worker taking jobs as they come, more than its own
     statement)."""
-    statements = candidate_statements(candidates.model, connection)
+    statements = engine(connection).made(_CandidateStatements, candidates.model)
     made = statements.of(candidates, kept=True)
     if made is None:
         return False
@@ -293,7 +292,6 @@ class _CandidateStatements:
 
 
 #: Each connection's :class:`_CandidateStatements`.
-candidate_statements = PerConnection(_CandidateStatements)
 
 
 def _claim_without_returning(
@@ -314,11 +312,11 @@ def _claim_without_returning(
     Each locked row also brings the database's time, which becomes the attempt's
     start; the rows are read raw and made into jobs as the other databases' are."""
     connection = connections[candidates.using]
-    made = candidate_statements(candidates.model, connection).of(candidates, kept=plain)
+    made = engine(connection).made(_CandidateStatements, candidates.model).of(candidates, kept=plain)
     if made is None:
         return ClaimedJobs([], 0)
-    statement = claim_updates(candidates.model, connection)
-    window = candidate_windows(candidates.model, connection)
+    statement = engine(connection).made(_ClaimUpdate, candidates.model)
+    window = engine(connection).made(CandidateWindow, candidates.model)
     with connection.cursor() as cursor:
         cursor.execute(f"{made.ready} LIMIT %s", (*made.ready_params, limit * window.per_job))
         ids = [pk for (pk,) in cursor.fetchall()]
@@ -349,10 +347,10 @@ class _ClaimUpdate:
     there held the lock longer: two processes drained 13,400 jobs/s against 16,200 with
     the second read (medians of four rounds).
 
-    Made once for each connection (:data:`claim_updates`); the worker is a parameter."""
+    Made once for each connection (by its engine); the worker is a parameter."""
 
     def __init__(self, model: type[AbstractJob], connection: BaseDatabaseWrapper) -> None:
-        self.rows = job_rows(model, connection)
+        self.rows = engine(connection).made(JobRows, model)
         self._connection = connection
         self._query = query = model._base_manager.all().query
         self._compiler = query.get_compiler(connection=connection)
@@ -441,14 +439,12 @@ class _ClaimUpdate:
 
 
 #: Each connection's :class:`~django_sqlqueue.db.candidate_window.CandidateWindow`: its claimer's own.
-candidate_windows: PerConnection[AbstractJob, CandidateWindow] = PerConnection(CandidateWindow)
 
 
 #: The columns a claim changes (``claim``'s), in the order :meth:`_ClaimUpdate.as_claimed` names them.
 CLAIMED = ("status", "worker", "started_at", "attempts")
 
 #: Each connection's :class:`_ClaimUpdate`, compiled once.
-claim_updates = PerConnection(_ClaimUpdate)
 
 
 def _in_claim_order(model: type[AbstractJob], jobs: list[AbstractJob]) -> list[AbstractJob]:

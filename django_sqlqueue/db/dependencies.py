@@ -44,9 +44,9 @@ from django.db.models import F
 from django_sqlqueue import signals
 from django_sqlqueue.db import batches, notifying
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.engines import engine
 from django_sqlqueue.db.finishing import Ended
 from django_sqlqueue.db.lifecycle import DEPENDENCY_FAILED, allowed, written
-from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.wakeup import wake_on_commit, wakeup_folder
 from django_sqlqueue.exceptions import DependencyFailed, InvalidJobError
 from django_sqlqueue.rules.dependencies import blocked_reason, parent_id_problem
@@ -316,7 +316,7 @@ def awaited(using: str, jobs: Collection[AbstractJob]) -> list[int]:
     under way touches no job's id."""
     if not jobs:
         return []
-    read = _awaited_reads(_link_model(), connections[using])
+    read = engine(connections[using]).made(_AwaitedRead, _link_model())
     if not read.any_unsettled():
         return []
     return [pk for chunk in chunks(job.pk for job in jobs) for pk in read.run(chunk)]
@@ -330,14 +330,14 @@ def none_unsettled_lately(using: str) -> bool:
     transaction of its own. With no workflow under way, a finish reads once, not twice;
     once one is, every finish looks first again, and settles in its own transaction.
     False before the first look."""
-    return _awaited_reads(_link_model(), connections[using]).seen_unsettled is False
+    return engine(connections[using]).made(_AwaitedRead, _link_model()).seen_unsettled is False
 
 
 def unsettled_here(using: str) -> None:
     """Tell :func:`none_unsettled_lately` that this connection has just left links
     unsettled (it linked jobs, or made them wait again): this process's next finish
     looks before its ``UPDATE``, and settles in its own transaction."""
-    _awaited_reads(_link_model(), connections[using]).seen_unsettled = True
+    engine(connections[using]).made(_AwaitedRead, _link_model()).seen_unsettled = True
 
 
 class _AwaitedRead:
@@ -374,7 +374,6 @@ class _AwaitedRead:
 
 
 #: Each connection's :class:`_AwaitedRead`.
-_awaited_reads: PerConnection[models.Model, _AwaitedRead] = PerConnection(_AwaitedRead)
 
 
 def waited_for() -> models.Exists:

@@ -19,11 +19,11 @@ from django.db.models.expressions import Combinable
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import packets
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.engines import engine
+from django_sqlqueue.db.engines.errors import is_away, is_unwritable
 from django_sqlqueue.db.expressions import HeldBy, PrimaryKeyIn
 from django_sqlqueue.db.lifecycle import written, written_case
-from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.transient import retry_transient
-from django_sqlqueue.db.vendors import is_away, is_unwritable
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.rules.failures import Failure, decide
 from django_sqlqueue.rules.lifecycle import (
@@ -233,7 +233,7 @@ def _write(jobs: QuerySet[AbstractJob], worker_id: str, outcomes: Mapping[Abstra
     transaction, which a refused statement would otherwise break (PostgreSQL). Raises
     :class:`_Refused` when the database refused its data, and any other error as it
     came (a lost connection among them, for the caller to write it again)."""
-    statement = outcome_updates(jobs.model, connections[jobs.db])
+    statement = engine(connections[jobs.db]).made(_OutcomeUpdate, jobs.model)
     sql, params = statement.sql(worker_id, outcomes)
     try:
         return retry_transient(jobs.db, lambda: statement.run(sql, params), atomic=connections[jobs.db].in_atomic_block)
@@ -254,8 +254,7 @@ class _Refused(Exception):
 
 class _OutcomeUpdate:
     """The ``UPDATE`` that writes a batch's outcomes to the jobs a worker still holds,
-    compiled against a query and compiler made once for each connection
-    (:data:`outcome_updates`).
+    compiled against a query and compiler made once for each connection (by its engine).
 
     Each batch compiles only its values (one ``CASE`` per column that differs between
     jobs) and the fence. Through a queryset, ``filter()`` and ``update()`` cloned it,
@@ -296,7 +295,6 @@ class _OutcomeUpdate:
 
 
 #: Each connection's :class:`_OutcomeUpdate`.
-outcome_updates = PerConnection(_OutcomeUpdate)
 
 
 def _write_alone(

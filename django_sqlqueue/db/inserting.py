@@ -26,9 +26,9 @@ from django.db.models.expressions import DatabaseDefault
 from django_sqlqueue.db import packets
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus, database_now, time_at
 from django_sqlqueue.db.copying import copy_jobs, copy_rows
+from django_sqlqueue.db.engines import engine
 from django_sqlqueue.db.instances import saved
 from django_sqlqueue.db.literals import Literals
-from django_sqlqueue.db.per_connection import PerConnection
 from django_sqlqueue.db.wakeup import wake_on_commit
 from django_sqlqueue.rules.lifecycle import ENQUEUE
 
@@ -66,7 +66,7 @@ _RETURNED = ("id", "run_at", "enqueued_at")
 
 class JobInserts:
     """What every ``INSERT`` of new jobs into ``model``'s table on ``connection`` shares:
-    made once per connection (:data:`job_inserts`), as it cost each single enqueue about
+    made once per connection (by its engine), as it cost each single enqueue about
     100 µs to compile anew."""
 
     def __init__(self, model: type[AbstractJob], connection: BaseDatabaseWrapper) -> None:
@@ -94,7 +94,6 @@ class JobInserts:
 
 
 #: Each connection's :class:`JobInserts`.
-job_inserts = PerConnection(JobInserts)
 
 
 def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
@@ -107,7 +106,7 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     ended): those come back, unsaved. ``jobs`` must not share a key."""
     connection = connections[using]
     model = type(jobs[0])
-    parts = job_inserts(model, connection)
+    parts = engine(connection).made(JobInserts, model)
     compiler, now, head = parts.compiler, parts.now, parts.head
     keyed = any(job.unique_key is not None for job in jobs)
     mysql = connection.vendor == "mysql"
@@ -232,7 +231,7 @@ def insert_plain(
     our benchmark machine, where the benchmark's raw multi-row INSERTs reach
     60,000-80,000. Elsewhere they go as multi-row INSERTs of ``batch_size`` rows."""
     connection = connections[using]
-    parts = job_inserts(model, connection)
+    parts = engine(connection).made(JobInserts, model)
     if connection.vendor == "postgresql":
         return copy_rows(
             connection, parts.table, tuple(_BOUND), rows, {name: getattr(template, name) for name in _TIMED}

@@ -21,8 +21,6 @@ from django.db.models import JSONField
 from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
 
-from django_sqlqueue.db.per_connection import PerConnection
-
 if TYPE_CHECKING:
     from django_sqlqueue.db.schema.table import AbstractJob, JobT
 
@@ -99,7 +97,6 @@ def _empty_json_first(convert: Converter) -> Converter:
 
 #: Each connection's :class:`JobRows`, made once: compiling the column list and its
 #: converters anew cost every claim about 150 µs.
-job_rows = PerConnection(JobRows)
 
 
 def unsaved(model: type[JobT], **values: Any) -> JobT:

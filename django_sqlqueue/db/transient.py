@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from django.db import Error, OperationalError, close_old_connections, connections, transaction
 
-from django_sqlqueue.db.vendors import is_away, is_transient
+from django_sqlqueue.db.engines.errors import is_away, is_transient
 
 logger = logging.getLogger(__name__)
 

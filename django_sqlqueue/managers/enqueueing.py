@@ -19,10 +19,10 @@ from django.db import models, transaction
 from django_sqlqueue import signals
 from django_sqlqueue.db import batches, charsets, dependencies, inserting, tagging
 from django_sqlqueue.db.building import JobOptions, PlainOptions, first, hooked, plain_job, unkeyed, validate
+from django_sqlqueue.db.engines.errors import migrations_needed
 from django_sqlqueue.db.keys import unique
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.schema.table import JobT
-from django_sqlqueue.db.vendors import migrations_needed
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.managers import collector
 from django_sqlqueue.rules import keys

@@ -8,8 +8,8 @@ from __future__ import annotations
 from django.db import Error
 
 from django_sqlqueue.db.capacity import process_connections, server_connections
+from django_sqlqueue.db.engines.errors import is_away
 from django_sqlqueue.db.routing import queue_db
-from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.models import Job
 
 

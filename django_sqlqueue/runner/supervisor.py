@@ -27,10 +27,10 @@ from django.conf import settings
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import leadership
 from django_sqlqueue.db.capacity import process_connections
+from django_sqlqueue.db.engines import engine_for
 from django_sqlqueue.db.pausing import paused_queues
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.transient import unless_away
-from django_sqlqueue.db.vendors import database_label
 from django_sqlqueue.exceptions import JobCancelled, JobTimeout, WorkerLost
 from django_sqlqueue.maintenance.rescue import Rescued, rescue_worker
 from django_sqlqueue.maintenance.schedules import sync_settings
@@ -473,7 +473,7 @@ class Supervisor:
             limit += f", each process replaced after {' or '.join(recycling)}"
         self.write(
             f"runworkers: {self.options.processes} process(es) x {self.options.threads} thread(s) on {queues}, "
-            f"batches of {self.options.batch_size}{limit}{mode}; database {database_label(using)}, "
+            f"batches of {self.options.batch_size}{limit}{mode}; database {engine_for(using).label}, "
             f"up to {connections_needed} connections"
         )
         if settings.DEBUG:

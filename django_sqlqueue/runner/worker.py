@@ -20,10 +20,10 @@ from django.db import Error, close_old_connections
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.engines.errors import is_away
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.finishing import still_held
 from django_sqlqueue.db.pausing import REFRESH_SECONDS, PausedQueues
-from django_sqlqueue.db.vendors import is_away
 from django_sqlqueue.maintenance.rescue import rescue_worker
 from django_sqlqueue.models import Job, JobStatus, Worker
 from django_sqlqueue.rules.lifecycle import FINISHED, OUTCOME_STATUS

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 from django.db import connection
 
-from django_sqlqueue.db.charsets import text_charsets
+from django_sqlqueue.db import engines
 
 
 @contextmanager
@@ -26,12 +26,12 @@ def column_in(charset: str, table: str, column: str) -> Iterator[None]:
         column_type, collation, nullable = cursor.fetchone()
         null = "NULL" if nullable == "YES" else "NOT NULL"
         cursor.execute(f"ALTER TABLE {qn(table)} MODIFY {qn(column)} {column_type} CHARACTER SET {charset} {null}")
-        text_charsets.forget()
+        engines.forget()
         try:
             yield
         finally:
             cursor.execute(f"ALTER TABLE {qn(table)} MODIFY {qn(column)} {column_type} COLLATE {collation} {null}")
-            text_charsets.forget()
+            engines.forget()
 
 
 @contextmanager
@@ -42,9 +42,9 @@ def session_variable(name: str, value: str) -> Iterator[None]:
         cursor.execute(f"SELECT @@SESSION.{name}")
         (before,) = cursor.fetchone()
         cursor.execute(f"SET SESSION {name} = %s", [value])
-        text_charsets.forget()
+        engines.forget()
         try:
             yield
         finally:
             cursor.execute(f"SET SESSION {name} = %s", [before])
-            text_charsets.forget()
+            engines.forget()

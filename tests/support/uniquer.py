@@ -24,7 +24,7 @@ def main(key: str, count: int, mode: str) -> None:
 
     from django.db import OperationalError, connection, transaction
 
-    from django_sqlqueue.db.vendors import is_transient
+    from django_sqlqueue.db.engines.errors import is_transient
     from django_sqlqueue.models import Job
 
     connection.ensure_connection()

@@ -18,7 +18,6 @@ from django.db import connection, connections
 from django.db.migrations.recorder import MigrationRecorder
 from django.test import override_settings
 
-from django_sqlqueue import checks as sqlqueue_checks
 from django_sqlqueue.checks import (
     check_database_charsets,
     check_database_drivers,
@@ -36,7 +35,9 @@ from django_sqlqueue.checks import (
 )
 from django_sqlqueue.checks import ids as check_ids
 from django_sqlqueue.db import charsets, migrated
-from django_sqlqueue.db.vendors import JOURNAL_HINT, VACUUM_HINT, version_problem
+from django_sqlqueue.db.engines import engine
+from django_sqlqueue.db.engines.postgresql import VACUUM_HINT
+from django_sqlqueue.db.engines.sqlite import JOURNAL_HINT
 from django_sqlqueue.models import Job
 from tests.support.charsets import column_in, session_variable
 from tests.support.messages import SQLITE_DEFERRED, mysql_isolation_problem
@@ -333,7 +334,7 @@ def test_check_database_drivers_reports_an_old_sqlite(
 
 @pytest.mark.django_db
 def test_running_server_version_is_supported() -> None:
-    assert version_problem(connection) is None
+    assert engine(connections["default"]).version_problem() is None
     assert check_database_version(databases=["default"]) == []
     # The tests' SQLite database is in WAL mode, as the README's settings put it.
     assert check_database_journal(databases=["default"]) == []
@@ -470,7 +471,7 @@ def test_mysql_tables_connections_and_modes_that_change_names_are_warned_about(c
 
 @pytest.mark.django_db
 def test_queue_commands_run_the_checks_that_ask_the_database(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sqlqueue_checks, "journal_problem", lambda connection: "Slow")
+    monkeypatch.setattr(type(engine(connections["default"])), "journal_problem", lambda self: "Slow")
     stderr = StringIO()
     call_command("sqlqueue_stats", "--json", skip_checks=False, stdout=StringIO(), stderr=stderr)
     assert "(sqlqueue.W001) Slow." in stderr.getvalue()

@@ -19,7 +19,7 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.conf import MAX_CLAIM_LIMIT
-from django_sqlqueue.db import claiming
+from django_sqlqueue.db import claiming, engines
 from django_sqlqueue.db.candidate_window import CandidateWindow
 from django_sqlqueue.db.claiming import ClaimedJobs
 from django_sqlqueue.db.clock import DatabaseNow
@@ -700,7 +700,7 @@ def test_the_candidates_are_compiled_before_the_claims_transaction(
 
     Job.objects.enqueue(noop)
     monkeypatch.setattr(SQLCompiler, "as_sql", watched)
-    claiming.candidate_statements.forget()  # made once for each connection
+    engines.forget()  # made once for each connection
     [job] = Job.objects.claim(worker_id="w")
     assert job.status == JobStatus.RUNNING
     assert compiled_in_a_transaction
@@ -712,7 +712,7 @@ def test_claims_on_one_connection_make_their_statements_once(monkeypatch: pytest
     Job.objects.enqueue_many(Job.objects.build(noop) for _ in range(4))
     made: list[Any] = []
     monkeypatch.setattr(claiming._ClaimUpdate, "__init__", counting(claiming._ClaimUpdate.__init__, made))
-    claiming.claim_updates.forget()
+    engines.forget()
     claimed = [Job.objects.claim(worker_id=f"w{n}", limit=1) for n in range(4)]
     assert len(made) == 1
     assert sorted(job.worker for [job] in claimed) == ["w0", "w1", "w2", "w3"]
@@ -730,7 +730,7 @@ def test_claims_of_the_same_queues_make_their_candidates_once(monkeypatch: pytes
         Job.objects.enqueue_many(Job.objects.build(noop, (n,), queue=queue) for n in range(6))
     made: list[Any] = []
     monkeypatch.setattr(claiming._CandidateStatements, "_make", counting(claiming._CandidateStatements._make, made))
-    claiming.candidate_statements.forget()
+    engines.forget()
 
     def taken(**options: Any) -> list[tuple[str, int]]:
         return [(job.queue, job.args[0]) for job in Job.objects.claim(worker_id="w", **options)]
@@ -759,7 +759,7 @@ def test_past_the_shapes_kept_the_candidates_are_made_again(monkeypatch: pytest.
     monkeypatch.setattr(claiming._CandidateStatements, "KEPT", 2)
     for queue in ("a", "b", "c"):
         Job.objects.enqueue_many(Job.objects.build(noop, (n,), queue=queue) for n in range(3))
-    claiming.candidate_statements.forget()
+    engines.forget()
     for round in range(3):
         for queue in ("a", "b", "c"):
             [job] = Job.objects.claim(worker_id="w", queues=[queue], limit=1)

@@ -14,9 +14,9 @@ from django.db.models.sql import Query
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
-from django_sqlqueue.db import finishing
+from django_sqlqueue.db import engines, finishing
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.vendors import is_away, is_unwritable
+from django_sqlqueue.db.engines.errors import is_away, is_unwritable
 from django_sqlqueue.exceptions import WorkerLost
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.rules.failures import MESSAGE_LIMIT, TRACEBACK_LIMIT
@@ -107,7 +107,7 @@ def test_finishes_on_one_connection_compile_against_what_it_made_once(monkeypatc
     jobs = claim(6)
     made: list[Any] = []
     monkeypatch.setattr(finishing._OutcomeUpdate, "__init__", counting(finishing._OutcomeUpdate.__init__, made))
-    finishing.outcome_updates.forget()
+    engines.forget()
     compilers: list[Query] = []
     get_compiler = Query.get_compiler
 

@@ -21,7 +21,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from django_sqlqueue import checks
-from django_sqlqueue.db import inserting
+from django_sqlqueue.db import engines, inserting
 from django_sqlqueue.exceptions import InvalidJobError, TablesNotMigrated, UnknownTaskError
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.rules.validation import MAX_DELAY
@@ -775,7 +775,7 @@ def test_one_job_is_one_values_row_and_many_keyed_are_unnested_arrays_on_postgre
 def test_enqueues_on_one_connection_compile_their_statement_once(monkeypatch: pytest.MonkeyPatch) -> None:
     made: list[Any] = []
     monkeypatch.setattr(inserting.JobInserts, "__init__", counting(inserting.JobInserts.__init__, made))
-    inserting.job_inserts.forget()
+    engines.forget()
     jobs = [Job.objects.enqueue(noop, delay=delay) for delay in (None, 5, None)]
     jobs += Job.objects.enqueue_many(Job.objects.build(noop) for _ in range(3))
     Job.objects.enqueue_rows([(noop, (), {})] * 3)

@@ -14,8 +14,9 @@ from django.db.models import Field
 from django.db.models.signals import post_init, pre_init
 
 from django_sqlqueue import conf as conf_module
-from django_sqlqueue.db.claiming import claim_updates
-from django_sqlqueue.db.instances import JobRows, job_rows, unsaved
+from django_sqlqueue.db import engines
+from django_sqlqueue.db.engines import engine
+from django_sqlqueue.db.instances import JobRows, unsaved
 from django_sqlqueue.db.schema.table import AbstractJob
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.spies import counting
@@ -184,12 +185,12 @@ def test_claims_on_one_connection_read_its_columns_once(monkeypatch: pytest.Monk
     Job.objects.enqueue_many(Job.objects.build(noop) for _ in range(3))
     made: list[Any] = []
     monkeypatch.setattr(JobRows, "__init__", counting(JobRows.__init__, made))
-    job_rows.forget()
-    claim_updates.forget()  # they hold the connection's JobRows
+    engines.forget()
     for _ in range(3):
         assert len(Job.objects.claim(worker_id="w", limit=1)) == 1
     assert len(made) == 1
-    assert job_rows(Job, connections["default"]) is job_rows(Job, connections["default"])
+    kept = engine(connections["default"])
+    assert kept.made(JobRows, Job) is kept.made(JobRows, Job)
 
 
 # New jobs: Job.objects.build()

@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from django_sqlqueue.db import claiming, finishing, pruning
+from django_sqlqueue.db import claiming, engines, finishing, pruning
 from django_sqlqueue.db.lifecycle import CHECKED_ELSEWHERE, SQL_CONDITIONS, allowed, status_case, written, written_case
 from django_sqlqueue.exceptions import JobCancelled
 from django_sqlqueue.models import Job
@@ -118,12 +118,12 @@ def test_the_release_cannot_drift_from_the_table(monkeypatch: pytest.MonkeyPatch
 def test_the_claim_cannot_drift_from_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
     Job.objects.enqueue(noop)
     monkeypatch.setattr(claiming, "CLAIM", declaring(lifecycle.CLAIM, "progress"))
-    claiming.claim_updates.forget()
+    engines.forget()
     try:
         with pytest.raises(ValueError, match="claim writes"):
             Job.objects.claim(worker_id="w")
     finally:
-        claiming.claim_updates.forget()
+        engines.forget()
     assert set(claiming.CLAIMED) == set(lifecycle.CLAIM.writes)
 
 

@@ -10,8 +10,8 @@ import pytest
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import F
 
+from django_sqlqueue.db.engines.errors import is_transient
 from django_sqlqueue.db.transient import ATTEMPTS, retry_transient
-from django_sqlqueue.db.vendors import is_transient
 from django_sqlqueue.models import Job
 from tests.support.locks import held_elsewhere, impatient
 from tests.testapp.tasks import noop

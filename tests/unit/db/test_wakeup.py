@@ -14,7 +14,7 @@ from django.db import Error, connection, transaction
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import wakeup, wakeup_bell
-from django_sqlqueue.db.vendors import is_away
+from django_sqlqueue.db.engines.errors import is_away
 from django_sqlqueue.models import Job
 from tests.support.severed import needs_a_server, sever
 from tests.support.wakeups import no_notify, received

@@ -16,7 +16,7 @@ from django.db import DatabaseError, InterfaceError, connection, connections
 from django.utils import timezone
 
 from django_sqlqueue import signals
-from django_sqlqueue.db.vendors import is_away
+from django_sqlqueue.db.engines.errors import is_away
 from django_sqlqueue.managers import JobManager
 from django_sqlqueue.models import Job, JobStatus, Worker
 from django_sqlqueue.runner.config import WorkerOptions

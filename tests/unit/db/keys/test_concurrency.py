@@ -15,7 +15,7 @@ from django.db import connection, connections, transaction
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
-from django_sqlqueue.db import claiming
+from django_sqlqueue.db import claiming, engines
 from django_sqlqueue.db.keys import concurrency
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.models import ConcurrencyKey, Job, JobStatus
@@ -255,7 +255,7 @@ def test_a_short_plain_claim_looks_for_keyed_jobs_without_building_its_candidate
         init(self, model, using, counted_build, shape)
 
     monkeypatch.setattr(claiming.Candidates, "__init__", counted)
-    claiming.candidate_statements.forget()
+    engines.forget()
     Job.objects.enqueue(noop)
     assert len(Job.objects.claim(worker_id="w", limit=10)) == 1  # makes what its queues need
     made = len(built)

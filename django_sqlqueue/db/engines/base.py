@@ -1,0 +1,137 @@
+"""What a database engine is: everything the queue does differently on one database,
+behind one interface, made once per connection (:func:`~django_sqlqueue.db.engines.engine`).
+
+The rest of ``db/`` holds the job and feature statements, the same on every database;
+where they differ they ask the connection's engine. An engine also keeps what its
+connection compiled once and reuses on every claim and enqueue (:meth:`Engine.made`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, ClassVar, NamedTuple, TypeVar
+
+from django.db import models
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+Made = TypeVar("Made")
+#: The model something is made for: the jobs table's for most, any of the queue's tables'.
+Model = TypeVar("Model", bound=models.Model)
+
+
+class ErrorCodes(NamedTuple):
+    """How one database names the errors of each kind the queue tells apart."""
+
+    #: Deadlocks and lock waits that gave up: the whole transaction may succeed if run again.
+    transient: Any
+    #: The connection is gone, or the server cannot write for now (restart, killed
+    #: connection, shutdown, failover, full disk): wait, reconnect and try again.
+    away: Any
+    #: This data cannot be written, however often it is tried: too large, out of range,
+    #: invalid JSON or text. Only the statement that carried it fails.
+    unwritable: Any
+    #: A table or a column a statement names is not in the database: the migrations
+    #: that make them were not applied to it.
+    unmigrated: Any
+
+
+class Engine:
+    """One database's ways, for one connection (subclasses: one per database)."""
+
+    #: Django's ``connection.vendor`` of the databases this engine runs on.
+    vendor: ClassVar[str]
+    #: The database's name in messages to people.
+    display: ClassVar[str]
+    #: This database's codes for each kind of error (see :meth:`raised` and :meth:`matches`).
+    codes: ClassVar[ErrorCodes]
+    #: How to fix what :meth:`claim_problem` finds, where it can find something.
+    claim_hint: ClassVar[str | None] = None
+    #: How to fix what :meth:`driver_problem` finds, where it can find something.
+    driver_hint: ClassVar[str | None] = None
+
+    def __init__(self, connection: BaseDatabaseWrapper) -> None:
+        self.connection = connection
+        self._made: dict[tuple[Callable[..., Any], type[models.Model]], Any] = {}
+
+    def made(self, make: Callable[[type[Model], BaseDatabaseWrapper], Made], model: type[Model]) -> Made:
+        """``make(model, connection)``, made on first use and kept while the connection lives.
+
+        Django gives each thread its own connection object for its whole life and
+        reconnects inside it, so what its backend compiled (column lists, converters,
+        statements) stays true for as long as the object does. Kept on the connection's
+        engine, what is made goes with the connection: a dict of a module's would keep
+        every thread's connection alive after its thread ended (a web server's, say)."""
+        key = (make, model)
+        if (value := self._made.get(key)) is None:
+            value = self._made[key] = make(model, self.connection)
+        return value
+
+    # Errors, told apart by the driver's exception, which needs no connection: the class
+    # answers (``engines.errors`` asks each database's in turn).
+
+    @classmethod
+    def raised(cls, cause: BaseException) -> bool:
+        """Whether this database's driver raised ``cause`` (Django's error's ``__cause__``)."""
+        raise NotImplementedError
+
+    @classmethod
+    def matches(cls, error: BaseException, cause: BaseException, codes: Any) -> bool:
+        """Whether ``error`` (its driver's ``cause``, which :meth:`raised`) is one of ``codes``."""
+        raise NotImplementedError
+
+    @classmethod
+    def lost_connection(cls, error: BaseException) -> bool:
+        """Whether ``error`` is the driver's own report of a lost connection, which
+        carries no code of the database's."""
+        return False
+
+    @classmethod
+    def said(cls, error: BaseException, cause: BaseException) -> str:
+        """The database's message alone, without what the driver adds around it."""
+        return str(error).strip().split("\n")[0]
+
+    # What makes the queue unsafe or slow on this database, for the system checks and
+    # for the claim, which refuses to run into a problem.
+
+    def claim_problem(self) -> str | None:
+        """Why claiming on this connection's database would be unsafe, or None.
+
+        Needs only the settings, never a query, so it is cheap to ask before every claim."""
+        return None
+
+    def version_problem(self) -> str | None:
+        """Why this database server cannot run the queue, or None; may ask the server."""
+        return None
+
+    def driver_problem(self) -> str | None:
+        """Why the driver this connection uses cannot run the queue, or None.
+
+        Asks the driver module, never the server, so it is cheap enough for every command."""
+        return None
+
+    def journal_problem(self) -> str | None:
+        """Why this database's journal makes a slow queue, or None; may ask the database."""
+        return None
+
+    def vacuum_problem(self, table: str) -> str | None:
+        """Why nothing cleans the dead rows of the jobs ``table`` up, or None; may ask the database."""
+        return None
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The connection's ``OPTIONS`` setting."""
+        return self.connection.settings_dict.get("OPTIONS") or {}
+
+    @property
+    def label(self) -> str:
+        """The database as the ``runworkers`` banner names it: its vendor and name."""
+        return f"{self.vendor} {self.connection.settings_dict['NAME']}"
+
+
+def numbers(version: str) -> tuple[int, ...]:
+    """The major and minor numbers of a version string: ``"3.2.1"`` is ``(3, 2)``."""
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+
+
+def dotted(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))

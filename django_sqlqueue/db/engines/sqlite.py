@@ -1,0 +1,74 @@
+"""SQLite: its errors by their words, the write lock a safe claim needs, and WAL mode."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from django_sqlqueue.db.engines.base import Engine, ErrorCodes, dotted
+
+#: ``UPDATE ... RETURNING``, which the claim uses on SQLite, came in 3.35.
+SQLITE_MIN_VERSION = (3, 35)
+
+#: How to put a SQLite database in WAL mode, for the check that finds it is not.
+JOURNAL_HINT = (
+    'Add "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;" to the database\'s '
+    "OPTIONS (see Troubleshooting in django-sqlqueue's documentation), or run PRAGMA journal_mode=WAL on the file once."
+)
+
+
+class SQLite(Engine):
+    vendor = "sqlite"
+    display = "SQLite"
+    # Words of SQLite's message (its only detail on Python 3.10).
+    codes = ErrorCodes(
+        transient=("database is locked", "database table is locked"),
+        away=("disk I/O error", "unable to open database file", "attempt to write a readonly database", "disk is full"),
+        unwritable=("string or blob too big", "CHECK constraint failed"),
+        unmigrated=("no such table", "no such column", "has no column named"),
+    )
+    claim_hint = "Add 'OPTIONS': {'transaction_mode': 'IMMEDIATE'} to this database in settings.DATABASES."
+    driver_hint = "Run on a Python linked with a newer SQLite, or on PostgreSQL or MySQL."
+
+    @classmethod
+    def raised(cls, cause: BaseException) -> bool:
+        # The last asked (``engines.errors``): what neither other driver raised.
+        return True
+
+    @classmethod
+    def matches(cls, error: BaseException, cause: BaseException, codes: Any) -> bool:
+        return any(words in str(error) for words in codes)
+
+    def claim_problem(self) -> str | None:
+        mode = self.options.get("transaction_mode")
+        if str(mode).upper() not in {"IMMEDIATE", "EXCLUSIVE"}:
+            return (
+                f"SQLite database {self.connection.alias!r} opens transactions in DEFERRED mode, so two processes "
+                "claiming at once fail with 'database is locked'"
+            )
+        return None
+
+    def driver_problem(self) -> str | None:
+        driver = cast(Any, self.connection).Database
+        if driver.sqlite_version_info < SQLITE_MIN_VERSION:
+            return (
+                f"SQLite database {self.connection.alias!r} runs on SQLite {driver.sqlite_version}, which has no "
+                f"UPDATE ... RETURNING; django-sqlqueue needs SQLite {dotted(SQLITE_MIN_VERSION)} or newer"
+            )
+        return None
+
+    def journal_problem(self) -> str | None:
+        """Outside WAL mode, every claim and finish rewrites a rollback journal and
+        blocks every reader while it commits: workers drain several times slower, and
+        the admin waits on them. The mode is kept in the file, so asking the database
+        is what tells."""
+        if cast(Any, self.connection).is_in_memory_db():
+            return None
+        with self.connection.cursor() as cursor:
+            cursor.execute("PRAGMA journal_mode")
+            (mode,) = cursor.fetchone()
+        if mode.lower() == "wal":
+            return None
+        return (
+            f"SQLite database {self.connection.alias!r} is in journal_mode {mode}, not WAL: "
+            "claims and finishes block readers"
+        )
