@@ -15,8 +15,8 @@ from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from django_sqlqueue.db.candidate_window import CandidateWindow
 from django_sqlqueue.db.clock import clock_sql
+from django_sqlqueue.db.engines.mysql import CandidateWindow
 
 #: The connection parameters Django adds for its own use of the driver: its adapters and
 #: cursor class, and prepared statements turned off, on PostgreSQL; its converters and
