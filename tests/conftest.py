@@ -27,7 +27,7 @@ def pytest_configure() -> None:
 def claims_as_a_new_worker() -> None:
     """Each test claims as a worker that has lost no candidates to another yet: on
     MySQL/MariaDB a claim after a loss reads a wider window of candidates and takes them
-    by id (``db/candidate_window``), and the window is kept on the connection that
+    by id (``CandidateWindow`` in ``db/engines/mysql``), and the window is kept on the connection that
     every test of a run shares."""
     from django_sqlqueue.db import engines
 

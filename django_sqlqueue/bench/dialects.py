@@ -14,8 +14,8 @@ from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from django_sqlqueue.db.candidate_window import CandidateWindow
 from django_sqlqueue.db.clock import clock_sql
+from django_sqlqueue.db.engines.mysql import CandidateWindow
 
 #: Claims and finishes as the raw drain runs them: claim() takes a batch and returns its
 #: ids (none when the queue is empty) and the candidates it lost to another claimer,

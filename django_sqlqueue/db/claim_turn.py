@@ -1,13 +1,14 @@
-"""MySQL/MariaDB's claims on one host take turns: an exclusive ``flock`` on a file in the
-database's wake-up folder (``db/wakeup.py``) held for the claim's short transaction.
+"""Claims on one host take turns: an exclusive ``flock`` on a file in the database's
+wake-up folder (``db/wakeup.py``) held for the claim's short transaction. The engine
+whose claim reads its candidates before it locks them (MySQL/MariaDB's, in
+``db/engines/mysql.py``) takes the turn; the claim's steps (``db/claiming.py``) offer it.
 
-Why: a claim there reads its candidates before it locks them (``db/claiming.py``), so
-claimers that read at once read the same first rows, and all but one find them locked
-and read again while the winner waits for a CPU they spin on. With eight worker
-processes on two cores, they lost 3.8 candidates per job claimed and drained 69% of
-what two did. Claimers on one host that take turns lose none to each other; those of
-other hosts still may, and the candidate window (``db/candidate_window.py``) still
-spreads those.
+Why: claimers that read at once read the same first rows, and all but one find them
+locked and read again while the winner waits for a CPU they spin on. With several
+worker processes to each core, they lost several candidates for each job claimed and
+drained less than one process to a core did. Claimers on one host that take turns lose
+none to each other; those of other hosts still may, and the candidate window
+(``CandidateWindow`` in ``db/engines/mysql.py``) still spreads those.
 
 The turn is only about speed: the row locks and the fence on worker and attempt keep a
 claim exactly-once without it. So it never waits long: the kernel releases a ``flock``
@@ -152,6 +153,3 @@ def _take(descriptor: int) -> bool | None:
 #: A holder's mark on the file: its pid, and its turns counted.
 _MARK = struct.Struct("=qQ")
 _turns = itertools.count()
-
-
-#: Each connection's :class:`ClaimTurn`.

@@ -3,19 +3,20 @@ no worker waiting on another's locks."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Hashable, Iterable
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from django_sqlqueue.db.candidate_window import CandidateWindow
 from django_sqlqueue.db.claim_turn import ClaimTurn
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.engines import engine
+from django_sqlqueue.db.engines.claims import CandidateSQL, Returned
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.instances import JobRows
 from django_sqlqueue.db.keys.concurrency import admit, keys_seen, note_keys
@@ -29,6 +30,8 @@ from django_sqlqueue.rules.lifecycle import CLAIM
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
+
+T = TypeVar("T")
 
 
 #: The order a claim takes ready jobs in: higher priority first, then the earliest
@@ -60,10 +63,9 @@ class Candidates(Generic[JobT]):
 class ClaimedJobs(list[JobT]):
     """The jobs one claim took, in claim order.
 
-    ``lost`` counts candidates another worker locked first (MySQL/MariaDB, where
-    candidates are read before they are locked): when it stays above zero there are
-    more workers than work. PostgreSQL's ``SKIP LOCKED ... LIMIT`` hands each claimer
-    rows nobody holds, and SQLite claims one writer at a time, so it is 0 there."""
+    ``lost`` counts candidates another worker locked first, where the database's claim
+    reads candidates before it locks them (its engine says how many): when it stays
+    above zero there are more workers than work."""
 
     def __init__(self, jobs: list[JobT], lost: int) -> None:
         super().__init__(jobs)
@@ -83,8 +85,8 @@ def claim(
     rate limits.
 
     ``index_ordered`` says that an index holds the candidates in claim order (all
-    queues, or one, and no other filter): the claim then walks that index whatever the
-    table's statistics say (see :func:`_walk_the_index`)."""
+    queues, or one, and no other filter): a database whose planner might sort them
+    instead is then made to walk that index (its engine's claim says)."""
     connection = connections[candidates.using]
     if problem := engine(connection).claim_problem():
         raise ImproperlyConfigured(f"{problem}. {engine(connection).claim_hint}")
@@ -96,130 +98,16 @@ def claim(
     plain = not limited and not keys_seen(candidates.using)
     if not plain:
         candidates.queryset  # noqa: B018 (built here, not inside the claim's transaction)
-    # SET LOCAL would outlive the claim in a caller's transaction: there, no pin.
-    pinned = index_ordered and connection.vendor == "postgresql" and not connection.in_atomic_block
-    if connection.vendor == "mysql":  # no UPDATE … RETURNING
-        with engine(connection).made(ClaimTurn, candidates.model).held():
-            claimed = retry_transient(
-                candidates.using, lambda: _claim_without_returning(candidates, worker_id, limit, admitted, plain=plain)
-            )
-    else:
-        claimed = _claim_returning(candidates, worker_id, limit, admitted, plain=plain, pinned=pinned)
+    steps = _Claim(candidates, worker_id, limit, admitted, plain=plain, index_ordered=index_ordered)
+    jobs, lost = engine(connection).claim(steps)
     # Made from the rows of ``candidates.model``: instances of it.
-    return cast("ClaimedJobs[JobT]", claimed)
-
-
-#: Makes PostgreSQL walk the ready index in claim order for the rest of its
-#: transaction (see :func:`_walk_the_index`).
-WALK_THE_INDEX = "SET LOCAL enable_sort = off"
-
-
-def _walk_the_index(using: str) -> None:
-    """Make PostgreSQL walk the ready index in claim order for the rest of this
-    transaction, rather than sort every ready row to take the first ``limit``.
-
-    The planner prefers the sort whenever the table's statistics say few rows are
-    ready, and they say so after autovacuum analyzed a queue that had drained empty:
-    until it analyzes again (a minute, or more while busy), each claim of a fresh
-    backlog read and sorted the whole of it (170 ms per claim at 100,000 ready jobs).
-    The index walk stops after ``limit`` rows whatever the statistics, so it is never
-    the worse plan when an index holds the claim order; the sort only pays where one
-    does not (several queues, or a caller's filter), and there nothing is pinned."""
-    with connections[using].cursor() as cursor:
-        cursor.execute(WALK_THE_INDEX)
-
-
-def _sends_several(connection: BaseDatabaseWrapper) -> bool:
-    """Whether the connection's cursors send several statements in one query: psycopg's
-    client-side binding, which Django uses on PostgreSQL unless ``OPTIONS`` ask for
-    ``server_side_binding`` (then each statement goes with its parameters on its own).
-
-    Several statements of one query without ``BEGIN`` run as one transaction: the pin
-    (:func:`_walk_the_index`) and the claim then cost one round trip, not four with
-    the ``BEGIN`` and ``COMMIT`` of a transaction around them (5% more jobs a second
-    for two processes draining, measured with the Quickstart's settings)."""
-    from psycopg import ClientCursor  # PostgreSQL's driver, only there
-
-    connection.ensure_connection()
-    return issubclass(connection.connection.cursor_factory, ClientCursor)
+    return cast("ClaimedJobs[JobT]", ClaimedJobs(jobs, lost))
 
 
 def _admitted(candidates: Candidates[Any], limited: Limited, jobs: list[Any]) -> list[Any]:
     """The locked ``jobs`` that fit their concurrency limits, then their rate limits
     (keys' rows are always locked before buckets', so claimers never deadlock)."""
     return draw(candidates.using, admit(candidates.using, candidates.model, jobs), limited)
-
-
-def _claim_returning(
-    candidates: Candidates[Any],
-    worker_id: str,
-    limit: int,
-    admitted: Callable[[list[Any]], list[Any]],
-    *,
-    plain: bool,
-    pinned: bool,
-) -> ClaimedJobs[AbstractJob]:
-    """SQLite and PostgreSQL: the claim is an ``UPDATE … RETURNING`` (see
-    :class:`_ClaimUpdate`), and the jobs are built after it commits
-    (:mod:`~django_sqlqueue.db.instances`).
-
-    Until this process has met a keyed job and while no rate limit is configured
-    (``plain``), the claim is ``UPDATE … WHERE id IN (first ready ids) AND concurrency_key IS NULL``:
-    on PostgreSQL the ids are locked with ``FOR UPDATE SKIP LOCKED`` (as an array, read
-    once), and SQLite has no row locks: the statement holds the database's write lock
-    (``BEGIN IMMEDIATE``), and while it lasts no other process writes. When that takes
-    fewer than it wanted and keyed jobs are waiting, or once limits are in play, a
-    second transaction reads the first ready candidates (locked, on PostgreSQL), admits
-    those under their limits and sets them ``RUNNING`` by id."""
-    using = candidates.using
-    connection = connections[using]
-    statement = engine(connection).made(_ClaimUpdate, candidates.model)
-    # The pin goes with the claim's own statement where the driver sends both at once.
-    pin_with_it = pinned and _sends_several(connection)
-
-    def claim_keyless(where: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        if pinned and not pin_with_it:
-            _walk_the_index(using)
-        return statement.run(worker_id, where, params, pinned=pin_with_it)
-
-    def claim_admitted(wanted: int) -> list[tuple[Any, ...]]:
-        if pinned:
-            _walk_the_index(using)
-        ready = candidates.queryset.values_list("pk", "task", "concurrency_key", "concurrency_limit", named=True)
-        if connection.vendor == "postgresql":
-            ready = ready.select_for_update(skip_locked=True)
-        ids = [row.pk for row in admitted(list(ready[:wanted]))]
-        return statement.run(worker_id, *statement.by_id(ids)) if ids else []
-
-    # On PostgreSQL one query outside a transaction is atomic by itself, the pin sent
-    # with it included; only a pin sent on its own needs a transaction. SQLite's BEGIN
-    # IMMEDIATE takes the write lock before the statement reads: on its own, the
-    # statement would read first, and could then fail to take the lock from a writer
-    # that committed meanwhile, without waiting.
-    atomic = (pinned and not pin_with_it) or connection.vendor == "sqlite"
-    keyless = _keyless(candidates, limit, connection) if plain else None
-    rows = retry_transient(using, lambda: claim_keyless(*keyless), atomic=atomic) if keyless else []
-    if len(rows) < limit and (not plain or note_keys(using, _keyed_among(candidates, connection))):
-        rows += retry_transient(using, lambda: claim_admitted(limit - len(rows)))
-    return ClaimedJobs(_in_claim_order(candidates.model, statement.jobs(rows)), lost=0)
-
-
-def _keyless(
-    candidates: Candidates[Any], limit: int, connection: BaseDatabaseWrapper
-) -> tuple[str, tuple[Any, ...]] | None:
-    """The condition on the first ``limit`` of ``candidates`` without a concurrency key,
-    as SQL and its parameters; None when nothing can match (``queues=[]``).
-
-    Made before the claim's transaction begins: on SQLite that holds the write lock
-    of the whole database, which the other claimers wait for."""
-    made = engine(connection).made(_CandidateStatements, candidates.model).of(candidates, kept=True)
-    if made is None:
-        return None
-    if connection.vendor == "postgresql":
-        ready = f"= ANY(ARRAY({made.ready} LIMIT %s FOR UPDATE SKIP LOCKED))"
-    else:
-        ready = f"IN ({made.ready} LIMIT %s)"
-    return f"id {ready} AND concurrency_key IS NULL", (*made.ready_params, limit)
 
 
 def _keyed_among(candidates: Candidates[Any], connection: BaseDatabaseWrapper) -> bool:
@@ -240,23 +128,89 @@ def _keyed_among(candidates: Candidates[Any], connection: BaseDatabaseWrapper) -
         return cursor.fetchone() is not None
 
 
-class CandidateSQL(NamedTuple):
-    """The candidates of a claim as SQL."""
+class _Claim(Generic[JobT]):
+    """One claim's steps (:class:`~django_sqlqueue.db.engines.claims.ClaimSteps`),
+    which the connection's engine puts together: the statements, compiled once for
+    the connection, and the admission of candidates under their limits."""
 
-    #: ``SELECT`` of their ids in claim order, for a ``LIMIT`` to follow.
-    ready: str
-    ready_params: tuple[Any, ...]
-    #: Their condition alone, on the jobs table (MySQL/MariaDB's lock, the look for
-    #: keyed jobs).
-    where: str
-    where_params: tuple[Any, ...]
+    def __init__(
+        self,
+        candidates: Candidates[JobT],
+        worker_id: str,
+        limit: int,
+        admitted: Callable[[list[Any]], list[Any]],
+        *,
+        plain: bool,
+        index_ordered: bool,
+    ) -> None:
+        self.candidates = candidates
+        self.model = candidates.model
+        self.using = candidates.using
+        self.worker_id = worker_id
+        self.limit = limit
+        self.plain = plain
+        self.index_ordered = index_ordered
+        self._admitted = admitted
+        self._connection = connections[self.using]
+        self._statement = engine(self._connection).made(_ClaimUpdate, self.model)
+
+    def retry(self, work: Callable[[], T], *, atomic: bool = True) -> T:
+        return retry_transient(self.using, work, atomic=atomic)
+
+    def sql(self) -> CandidateSQL | None:
+        return engine(self._connection).made(_CandidateStatements, self.model).of(self.candidates, kept=self.plain)
+
+    def keyless(self, among: Callable[[str], str]) -> tuple[str, tuple[Any, ...]] | None:
+        # Made before the claim's transaction begins: on SQLite that holds the write
+        # lock of the whole database, which the other claimers wait for.
+        made = self.sql() if self.plain else None
+        if made is None:
+            return None
+        return f"id {among(made.ready)} AND concurrency_key IS NULL", (*made.ready_params, self.limit)
+
+    def run(self, where: str, params: Iterable[Any], *, ids_only: bool = False, first: str = "") -> list[Returned]:
+        return self._statement.run(self.worker_id, where, params, ids_only=ids_only, first=first)
+
+    def run_admitted(
+        self, wanted: int, locked: Callable[[QuerySet[Any]], QuerySet[Any]], *, ids_only: bool = False
+    ) -> list[Returned]:
+        ready = self.candidates.queryset.values_list("pk", "task", "concurrency_key", "concurrency_limit", named=True)
+        ids = [row.pk for row in self._admitted(list(locked(ready)[:wanted]))]
+        return self.run(*self._statement.by_id(ids), ids_only=ids_only) if ids else []
+
+    def short(self, returned: list[Returned]) -> bool:
+        if len(returned) >= self.limit:
+            return False
+        return not self.plain or note_keys(self.using, _keyed_among(self.candidates, self._connection))
+
+    def returned(self, returned: list[Returned], *, ids_only: bool = False) -> list[Any]:
+        return _in_claim_order(self.model, self._statement.jobs(returned, ids_only=ids_only))
+
+    def turn(self) -> contextlib.AbstractContextManager[bool]:
+        return engine(self._connection).made(ClaimTurn, self.model).held()
+
+    def candidate_ids(self, candidates: CandidateSQL, limit: int) -> list[int]:
+        with self._connection.cursor() as cursor:
+            cursor.execute(f"{candidates.ready} LIMIT %s", (*candidates.ready_params, limit))
+            return [pk for (pk,) in cursor.fetchall()]
+
+    def lock(self, candidates: CandidateSQL, ids: list[int]) -> tuple[list[Any], Any]:
+        locked = self._statement.lock(candidates, ids, self.limit)
+        started_at = locked[0][-1] if locked else None
+        return self._statement.rows.jobs(self._statement.as_claimed(locked, self.worker_id)), started_at
+
+    def mark(self, jobs: list[Any], started_at: Any) -> list[Any]:
+        jobs = self._admitted(jobs)
+        if jobs:
+            self._statement.mark(self.worker_id, started_at, [job.pk for job in jobs])
+        return jobs
 
 
 class _CandidateStatements:
     """Candidates as SQL (:class:`CandidateSQL`), made once for each shape of them
     (:attr:`Candidates.shape`) while nothing but the shape went in: building the
-    candidates' queryset and compiling it cost each claim about 500 µs, the same for
-    every claim of a worker."""
+    candidates' queryset and compiling it cost each claim more than its statement
+    did, and came out the same for every claim of a worker."""
 
     #: The most shapes kept; past it they are made again. A worker has one, and one
     #: more for each set of its queues paused at once.
@@ -291,61 +245,11 @@ class _CandidateStatements:
         return CandidateSQL(ready, tuple(ready_params), where, tuple(where_params))
 
 
-#: Each connection's :class:`_CandidateStatements`.
-
-
-def _claim_without_returning(
-    candidates: Candidates[Any],
-    worker_id: str,
-    limit: int,
-    admitted: Callable[[list[Any]], list[Any]],
-    *,
-    plain: bool,
-) -> ClaimedJobs[AbstractJob]:
-    """MySQL/MariaDB, which have no ``UPDATE … RETURNING``: read the candidates' ids
-    without locks, then lock just those rows by primary key, checking again that they
-    are still candidates (InnoDB would otherwise lock every index record the ordered
-    scan passes over), and set the admitted ones ``RUNNING`` by id. After a claim lost
-    candidates to another worker, the next ones read more than they want
-    (:class:`~django_sqlqueue.db.candidate_window.CandidateWindow`).
-
-    Each locked row also brings the database's time, which becomes the attempt's
-    start; the rows are read raw and made into jobs as the other databases' are."""
-    connection = connections[candidates.using]
-    made = engine(connection).made(_CandidateStatements, candidates.model).of(candidates, kept=plain)
-    if made is None:
-        return ClaimedJobs([], 0)
-    statement = engine(connection).made(_ClaimUpdate, candidates.model)
-    window = engine(connection).made(CandidateWindow, candidates.model)
-    with connection.cursor() as cursor:
-        cursor.execute(f"{made.ready} LIMIT %s", (*made.ready_params, limit * window.per_job))
-        ids = [pk for (pk,) in cursor.fetchall()]
-    if not ids:
-        return ClaimedJobs([], 0)
-    locked = statement.lock(made, ids, limit)
-    position = {pk: index for index, pk in enumerate(ids)}
-    started_at = locked[0][-1] if locked else None
-    jobs = statement.rows.jobs(statement.as_claimed(locked, worker_id))
-    lost = window.lost(ids, [job.pk for job in jobs], limit)
-    jobs.sort(key=lambda job: position[job.pk])
-    # Jobs over their limits stay READY; their locks go with the commit.
-    jobs = admitted(jobs)
-    if jobs:
-        statement.mark(worker_id, started_at, [job.pk for job in jobs])
-    return ClaimedJobs(jobs, lost)
-
-
 class _ClaimUpdate:
     """``UPDATE`` jobs to ``RUNNING`` for a worker, started at the database's time with
-    the attempt counted, ``RETURNING`` them (SQLite and PostgreSQL); on MySQL/MariaDB,
-    which cannot return them, lock and read them first (:meth:`lock`), then :meth:`mark`.
-
-    PostgreSQL locks only the claimed rows, and they come back with the statement.
-    SQLite's statement holds the write lock of the whole database, which the other
-    claimers wait for: it returns only the ids, and the rows are read after it commits
-    (in WAL a read neither waits for a writer nor holds one up). Returning every column
-    there held the lock longer: two processes drained 13,400 jobs/s against 16,200 with
-    the second read (medians of four rounds).
+    the attempt counted, ``RETURNING`` them (:meth:`run`); where the database cannot
+    return them, lock and read them first (:meth:`lock`), then :meth:`mark`. Each engine
+    says which its claim runs, and whether the rows or only the ids come back.
 
     Made once for each connection (by its engine); the worker is a parameter."""
 
@@ -363,7 +267,6 @@ class _ClaimUpdate:
         self._now_params = tuple(now_params)
         #: Where a row of :attr:`rows` holds what a claim changes.
         self._claimed = [self.rows.attnames.index(name) for name in CLAIMED]
-        self._ids_only = connection.vendor == "sqlite"
 
     def _claiming(self, *, started_at: str) -> str:
         """The ``UPDATE`` that claims jobs for a worker (its one parameter, ``worker``),
@@ -374,18 +277,20 @@ class _ClaimUpdate:
         setting["status"] = f"'{CLAIM.status.value}'"
         return f"UPDATE {self._table} SET {', '.join(f'{qn(column)} = {sql}' for column, sql in setting.items())}"
 
-    def run(self, worker_id: str, where: str, params: Iterable[Any], *, pinned: bool = False) -> list[tuple[Any, ...]]:
+    def run(
+        self, worker_id: str, where: str, params: Iterable[Any], *, ids_only: bool, first: str = ""
+    ) -> list[Returned]:
         """What the statement returns of the jobs matching ``where`` (SQL with ``params``),
-        now claimed for ``worker_id``: a row each, for :meth:`jobs`. ``pinned``: sent
-        after :data:`WALK_THE_INDEX` in one query (PostgreSQL, client-side binding, no
-        transaction open), which then runs as one transaction."""
-        returning = "id" if self._ids_only else self.rows.columns
+        now claimed for ``worker_id``: a row each (or, ``ids_only``, an id), for
+        :meth:`jobs`. ``first``: a statement sent before it in one query, whose result
+        is skipped (without a transaction open, the query runs as one)."""
+        returning = "id" if ids_only else self.rows.columns
         setting = (worker_id, *self._now_params)
-        pin = f"{WALK_THE_INDEX}; " if pinned else ""
+        pin = f"{first}; " if first else ""
         with self._connection.cursor() as cursor:
             cursor.execute(f"{pin}{self._setting} WHERE {where} RETURNING {returning}", (*setting, *params))
-            if pinned:
-                cursor.nextset()  # past the SET's result, to the claim's
+            if first:
+                cursor.nextset()  # past the first statement's result, to the claim's
             return list(cursor.fetchall())
 
     def lock(self, candidates: CandidateSQL, ids: Iterable[int], limit: int) -> list[tuple[Any, ...]]:
@@ -426,9 +331,9 @@ class _ClaimUpdate:
         sql, params = self._compiler.compile(PrimaryKeyIn(ids).resolve_expression(self._query))
         return sql, tuple(params)
 
-    def jobs(self, returned: list[tuple[Any, ...]]) -> list[AbstractJob]:
+    def jobs(self, returned: list[Returned], *, ids_only: bool) -> list[AbstractJob]:
         """The claimed jobs of what :meth:`run` returned (call it once the claim committed)."""
-        if not self._ids_only:
+        if not ids_only:
             return self.rows.jobs(returned)
         if not returned:
             return []
@@ -438,13 +343,8 @@ class _ClaimUpdate:
             return self.rows.jobs(cursor.fetchall())
 
 
-#: Each connection's :class:`~django_sqlqueue.db.candidate_window.CandidateWindow`: its claimer's own.
-
-
 #: The columns a claim changes (``claim``'s), in the order :meth:`_ClaimUpdate.as_claimed` names them.
 CLAIMED = ("status", "worker", "started_at", "attempts")
-
-#: Each connection's :class:`_ClaimUpdate`, compiled once.
 
 
 def _in_claim_order(model: type[AbstractJob], jobs: list[AbstractJob]) -> list[AbstractJob]:

@@ -19,8 +19,8 @@ from operator import or_
 
 from django.db.models import Count, Max, Min, Q
 
+from django_sqlqueue.db.engines import engine_for
 from django_sqlqueue.db.estimates import estimated_rows, keeps_value_shares, value_shares
-from django_sqlqueue.db.planner_hints import finished_first
 from django_sqlqueue.db.schema.indexes import FINISHED_JOBS, FinishedStatus, InStatus
 from django_sqlqueue.managers import JobQuerySet
 from django_sqlqueue.models import Job
@@ -63,7 +63,12 @@ def status_counts(jobs: JobQuerySet[Job]) -> dict[str, dict[str, int]]:
     them only; on MySQL/MariaDB it holds :class:`FinishedStatus`, NULL for the others),
     the active ones as :func:`active_counts` reads them."""
     counts: dict[str, dict[str, int]] = {}
-    grouped = finished_first(jobs, FINISHED_JOBS).values_list("queue", FinishedStatus()).annotate(count=Count("*"))
+    grouped = (
+        engine_for(jobs.db)
+        .finished_first(jobs, FINISHED_JOBS)
+        .values_list("queue", FinishedStatus())
+        .annotate(count=Count("*"))
+    )
     for queue, status, count in grouped.order_by():
         if status in FINISHED:
             counts.setdefault(queue, {})[status] = count

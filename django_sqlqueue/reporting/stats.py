@@ -14,8 +14,8 @@ from typing import Any
 from django.db.models import Count, F, Min, Q
 
 from django_sqlqueue.db.clock import DatabaseNow, database_now
+from django_sqlqueue.db.engines import engine_for
 from django_sqlqueue.db.pausing import paused_queues
-from django_sqlqueue.db.planner_hints import range_first
 from django_sqlqueue.managers import JobQuerySet
 from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.reporting.counting import ESTIMATE_ABOVE_ROWS, queue_counts
@@ -54,7 +54,7 @@ def recent_outcomes(jobs: JobQuerySet[Job]) -> dict[str, Recent]:
     """Per queue with a job in ``jobs`` finished within the hour, its :class:`Recent`."""
     minute = Q(finished_at__gte=DatabaseNow() - MINUTE)
     failed = Q(status=JobStatus.FAILED)
-    last_hour = range_first(jobs, jobs.filter(finished_at__gte=DatabaseNow() - HOUR))
+    last_hour = engine_for(jobs.db).range_first(jobs, jobs.filter(finished_at__gte=DatabaseNow() - HOUR))
     rows = (
         last_hour.values_list("queue")
         .annotate(

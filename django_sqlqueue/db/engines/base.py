@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, ClassVar, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
 from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Q, QuerySet
+
+from django_sqlqueue.db.engines.claims import ClaimSteps
+
+if TYPE_CHECKING:
+    from django_sqlqueue.db.schema.indexes import ActiveKeyConstraint
 
 Made = TypeVar("Made")
 #: The model something is made for: the jobs table's for most, any of the queue's tables'.
@@ -126,6 +132,37 @@ class Engine:
     def label(self) -> str:
         """The database as the ``runworkers`` banner names it: its vendor and name."""
         return f"{self.vendor} {self.connection.settings_dict['NAME']}"
+
+    # Claims: how this database takes a batch of ready jobs, and reads what decides it.
+
+    #: Whether a claim holds the write lock of the whole database (SQLite's), so that
+    #: nothing it reads can change under it: it then locks no row of its own.
+    claim_holds_database: ClassVar[bool] = False
+
+    def claim(self, claim: ClaimSteps) -> tuple[list[Any], int]:
+        """The jobs ``claim`` takes, in claim order, and how many of its candidates
+        another worker locked first (see ``db/claiming``'s ``ClaimedJobs``)."""
+        raise NotImplementedError
+
+    def latest(self, rows: QuerySet[Model]) -> QuerySet[Model]:
+        """``rows`` read as the latest committed rows inside the claim's transaction,
+        whatever snapshot its first read took."""
+        return rows
+
+    def holding(self, jobs: QuerySet[Model], constraint: ActiveKeyConstraint, keys: list[str]) -> QuerySet[Model]:
+        """The ``jobs`` holding ``keys`` in the unique index of ``constraint``, read through it."""
+        return jobs.filter(constraint.holding(), unique_key__in=keys)
+
+    def range_first(self, rows: QuerySet[Model], in_range: QuerySet[Model]) -> QuerySet[Model]:
+        """``in_range`` (``rows`` filtered on a range of an indexed column), to be
+        grouped, written so that the planner reads the range's index."""
+        return in_range
+
+    def finished_first(self, rows: QuerySet[Model], finished: Q) -> QuerySet[Model]:
+        """``rows``, to be grouped by columns of an admin index (``FinishedIndex``) for
+        counts of the ``finished`` jobs among them, written so that the planner reads
+        that index; the caller keeps the finished rows of the result."""
+        return rows
 
 
 def numbers(version: str) -> tuple[int, ...]:

@@ -3,11 +3,59 @@ a safe claim needs, and the oldest MariaDB with ``SKIP LOCKED``."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from django_sqlqueue.db.engines.base import Engine, ErrorCodes, dotted
+from django.db import models
+from django.db.models import QuerySet
+from django.db.models.expressions import RawSQL
+
+from django_sqlqueue.db.engines.base import Engine, ErrorCodes, Model, dotted
+from django_sqlqueue.db.engines.claims import ClaimSteps
+from django_sqlqueue.db.schema.indexes import MYSQL_ACTIVE_KEY_COLUMN
+
+if TYPE_CHECKING:
+    from django_sqlqueue.db.schema.indexes import ActiveKeyConstraint
 
 MARIADB_MIN_VERSION = (10, 6)
+
+
+class CandidateWindow:
+    """How many candidates a MySQL/MariaDB claim reads for each job it wants.
+
+    Its candidates are read before they are locked, so claimers that read at once read
+    the same first ones: one locks them, and the others found nothing to lock and read
+    again, while the winner waited for a CPU they spun on (with several worker
+    processes to each core, they drained a fraction of what one to a core did). After a
+    claim lost candidates to another worker, the next reads twice as many, up to
+    :attr:`MOST` times, and locks the first it can of them by id: claimers at once take
+    different jobs among the first ones in claim order. Each claim that lost none reads
+    half as many, down to what it wants, which it then takes in claim order.
+
+    The benchmark's raw claim (``bench/raw``) uses it too, in processes that never set
+    Django up."""
+
+    #: The most candidates read for each job wanted.
+    MOST = 8
+
+    def __init__(self, model: object = None, connection: object = None) -> None:
+        # Made per connection (by its engine): the model and connection name its claimer.
+        self.per_job = 1
+
+    def lost(self, ids: list[int], taken: list[int], limit: int) -> int:
+        """How many of the candidates ``ids`` another worker took first, when this claim
+        locked ``taken`` of them (``limit`` at most, the lowest ids it could): all it did
+        not lock when it got fewer than ``limit``, else those below the highest it got.
+        The window follows: wider after a loss, narrower after none."""
+        if len(taken) < limit:
+            lost = len(ids) - len(taken)
+        else:
+            highest = max(taken)
+            lost = sum(1 for pk in ids if pk <= highest) - len(taken)
+        if not lost:
+            self.per_job = max(self.per_job // 2, 1)
+        elif len(taken) < limit:
+            self.per_job = min(self.per_job * 2, self.MOST)
+        return lost
 
 
 class MySQL(Engine):
@@ -75,3 +123,46 @@ class MySQL(Engine):
                 f"django-sqlqueue needs MariaDB {dotted(MARIADB_MIN_VERSION)} or newer (10.11+ is tested)"
             )
         return None
+
+    # Claims: no ``UPDATE … RETURNING``: read the candidates, lock them by id, then mark them.
+
+    def claim(self, claim: ClaimSteps) -> tuple[list[Any], int]:
+        """Claims of this host take turns (``db/claim_turn``), each one transaction,
+        run again on a deadlock (see :meth:`claim_in_turn`)."""
+        with claim.turn():
+            return claim.retry(lambda: self.claim_in_turn(claim))
+
+    def claim_in_turn(self, claim: ClaimSteps) -> tuple[list[Any], int]:
+        """Read the candidates' ids without locks, then lock just those rows by primary
+        key, checking again that they are still candidates (InnoDB would otherwise lock
+        every index record the ordered scan passes over), and set the admitted ones
+        ``RUNNING`` by id. After a claim lost candidates to another worker, the next
+        ones read more than they want (:class:`CandidateWindow`).
+
+        Each locked row also brings the database's time, which becomes the attempt's
+        start; the rows are read raw and made into jobs as the other databases' are."""
+        candidates = claim.sql()
+        if candidates is None:
+            return [], 0
+        window = self.made(CandidateWindow, claim.model)
+        ids = claim.candidate_ids(candidates, claim.limit * window.per_job)
+        if not ids:
+            return [], 0
+        jobs, started_at = claim.lock(candidates, ids)
+        lost = window.lost(ids, [job.pk for job in jobs], claim.limit)
+        position = {pk: index for index, pk in enumerate(ids)}
+        jobs.sort(key=lambda job: position[job.pk])
+        # Jobs over their limits stay READY; their locks go with the commit.
+        return claim.mark(jobs, started_at), lost
+
+    def latest(self, rows: QuerySet[Model]) -> QuerySet[Model]:
+        """A locking read sees the latest committed rows, even under REPEATABLE READ,
+        where a plain read would see the snapshot of the transaction's first read."""
+        return rows.select_for_update()
+
+    def holding(self, jobs: QuerySet[Model], constraint: ActiveKeyConstraint, keys: list[str]) -> QuerySet[Model]:
+        """Through the stored generated column the unique index is on (no partial
+        indexes here): the key while the job holds it, NULL otherwise."""
+        marks = ", ".join("%s" for _ in keys)
+        column = self.connection.ops.quote_name(MYSQL_ACTIVE_KEY_COLUMN)
+        return jobs.filter(RawSQL(f"{column} IN ({marks})", keys, output_field=models.BooleanField()))

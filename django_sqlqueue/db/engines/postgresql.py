@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any, cast
 
 from django.db import OperationalError
+from django.db.models import Q, QuerySet
 
-from django_sqlqueue.db.engines.base import Engine, ErrorCodes, dotted, numbers
+from django_sqlqueue.db.engines.base import Engine, ErrorCodes, Model, dotted, numbers
+from django_sqlqueue.db.engines.claims import ClaimSteps, Returned
 
 #: ``Connection.notifies(timeout=, stop_after=)``, which the idle wait uses, came in 3.2.
 PSYCOPG_MIN_VERSION = (3, 2)
@@ -17,6 +19,10 @@ VACUUM_HINT = (
     "ALTER SYSTEM SET autovacuum = on; SELECT pg_reload_conf();), and leave the jobs table's "
     "autovacuum_enabled alone; or VACUUM the jobs table every minute or so yourself."
 )
+
+#: Makes PostgreSQL walk the ready index in claim order for the rest of its
+#: transaction (see :meth:`PostgreSQL.walk_the_index`).
+WALK_THE_INDEX = "SET LOCAL enable_sort = off"
 
 
 class PostgreSQL(Engine):
@@ -81,3 +87,69 @@ class PostgreSQL(Engine):
         if "autovacuum_enabled=false" in (options or []):
             return f"{where} has autovacuum_enabled=false on {table}: {piling} pile up"
         return None
+
+    # Claims: ``UPDATE … RETURNING`` of ids locked with ``SKIP LOCKED``, walking the ready index.
+
+    def claim(self, claim: ClaimSteps) -> tuple[list[Any], int]:
+        """The claim is an ``UPDATE … RETURNING``, its rows made into jobs after it
+        commits. A plain claim sets the first ready keyless ids ``RUNNING``, locked
+        with ``FOR UPDATE SKIP LOCKED`` as an array read once; when it takes fewer than
+        it wanted and keyed jobs wait, or once limits are in play, a second transaction
+        locks the first candidates, admits those under their limits and claims them by
+        id. ``SKIP LOCKED … LIMIT`` hands each claimer rows nobody holds: none is lost.
+
+        Where an index holds the claim order, the claim walks it
+        (:meth:`walk_the_index`), but not in a caller's transaction, which ``SET LOCAL``
+        would outlive. One query outside a transaction is atomic by itself, the pin
+        sent with it included (:meth:`sends_several`); only a pin sent on its own needs
+        a transaction."""
+        pinned = claim.index_ordered and not self.connection.in_atomic_block
+        pin_with_it = pinned and self.sends_several()
+
+        def claim_keyless(where: str, params: tuple[Any, ...]) -> list[Returned]:
+            if pinned and not pin_with_it:
+                self.walk_the_index()
+            return claim.run(where, params, first=WALK_THE_INDEX if pin_with_it else "")
+
+        def claim_admitted(wanted: int) -> list[Returned]:
+            if pinned:
+                self.walk_the_index()
+            return claim.run_admitted(wanted, lambda ready: ready.select_for_update(skip_locked=True))
+
+        keyless = claim.keyless(lambda ready: f"= ANY(ARRAY({ready} LIMIT %s FOR UPDATE SKIP LOCKED))")
+        rows = claim.retry(lambda: claim_keyless(*keyless), atomic=pinned and not pin_with_it) if keyless else []
+        if claim.short(rows):
+            rows += claim.retry(lambda: claim_admitted(claim.limit - len(rows)))
+        return claim.returned(rows), 0
+
+    def walk_the_index(self) -> None:
+        """Make PostgreSQL walk the ready index in claim order for the rest of this
+        transaction, rather than sort every ready row to take the first ``limit``.
+
+        The planner prefers the sort whenever the table's statistics say few rows are
+        ready, and they say so after autovacuum analyzed a queue that had drained
+        empty: until it analyzes again, each claim of a fresh backlog read and sorted
+        the whole of it. The index walk stops after ``limit`` rows whatever the
+        statistics, so it is never the worse plan when an index holds the claim order;
+        the sort only pays where one does not (several queues, or a caller's filter),
+        and there nothing is pinned."""
+        with self.connection.cursor() as cursor:
+            cursor.execute(WALK_THE_INDEX)
+
+    def sends_several(self) -> bool:
+        """Whether the connection's cursors send several statements in one query:
+        psycopg's client-side binding, which Django uses unless ``OPTIONS`` ask for
+        ``server_side_binding`` (then each statement goes with its parameters on its own).
+
+        Several statements of one query without ``BEGIN`` run as one transaction: the
+        pin (:meth:`walk_the_index`) and the claim then cost one round trip, not four
+        with the ``BEGIN`` and ``COMMIT`` of a transaction around them."""
+        from psycopg import ClientCursor  # the driver, imported only once it is in use
+
+        self.connection.ensure_connection()
+        return issubclass(self.connection.connection.cursor_factory, ClientCursor)
+
+    def finished_first(self, rows: QuerySet[Model], finished: Q) -> QuerySet[Model]:
+        """Narrowed to the ``finished`` jobs: the planner reads a partial index only for
+        a query whose filter implies the index's condition."""
+        return rows.filter(finished)

@@ -13,9 +13,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from django.apps import apps
-from django.db import connections, models
+from django.db import models
 from django.db.models.functions import Coalesce
 
+from django_sqlqueue.db.engines import engine_for
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.rules.lifecycle import ACTIVE, JobStatus
 
@@ -92,16 +93,12 @@ def admit(using: str, model: type[AbstractJob], candidates: Sequence[C]) -> list
     if not keys:
         return list(candidates)
     _KEYS_SEEN.add(using)
-    connection = connections[using]
+    claimer = engine_for(using)
     running = model._base_manager.using(using).filter(status=JobStatus.RUNNING, concurrency_key__in=keys)
-    if connection.vendor != "sqlite":  # SQLite: the claim already is the only writer
+    if not claimer.claim_holds_database:  # else the claim already is the only writer
         key_rows = apps.get_model("django_sqlqueue", "ConcurrencyKey")._base_manager.using(using)
         lock_rows(key_rows, keys, lambda key: key_rows.model(key=key))
-    if connection.vendor == "mysql":
-        # A locking read sees the latest committed rows, even under REPEATABLE READ,
-        # where a plain read would see the snapshot of the transaction's first read.
-        running = running.select_for_update()
-    held = Counter(running.values_list("concurrency_key", flat=True))
+    held = Counter(claimer.latest(running).values_list("concurrency_key", flat=True))
     admitted = []
     for job in candidates:
         key, limit = job.concurrency_key, job.concurrency_limit

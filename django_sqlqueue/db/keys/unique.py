@@ -12,12 +12,13 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, connections, models, transaction
-from django.db.models.expressions import DatabaseDefault, RawSQL
+from django.db.models.expressions import DatabaseDefault
 
 from django_sqlqueue.db import inserting
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.engines import engine_for
 from django_sqlqueue.db.lifecycle import allowed, written
-from django_sqlqueue.db.schema.indexes import MYSQL_ACTIVE_KEY_COLUMN, ActiveKeyConstraint
+from django_sqlqueue.db.schema.indexes import ActiveKeyConstraint
 from django_sqlqueue.db.transient import retry_transient
 from django_sqlqueue.exceptions import SQLQueueError, UniqueJobExists
 from django_sqlqueue.rules.lifecycle import REPLACE
@@ -36,14 +37,8 @@ def holders(model: type[JobT], using: str, keys: Collection[str]) -> dict[str, J
     through the unique index."""
     if not keys:
         return {}
-    jobs = model._base_manager.using(using)
-    if connections[using].vendor == "mysql":
-        marks = ", ".join("%s" for _ in keys)
-        column = connections[using].ops.quote_name(MYSQL_ACTIVE_KEY_COLUMN)
-        held = jobs.filter(RawSQL(f"{column} IN ({marks})", list(keys), output_field=models.BooleanField()))
-    else:
-        constraint = next(c for c in model._meta.constraints if isinstance(c, ActiveKeyConstraint))
-        held = jobs.filter(constraint.holding(), unique_key__in=list(keys))
+    constraint = next(c for c in model._meta.constraints if isinstance(c, ActiveKeyConstraint))
+    held = engine_for(using).holding(model._base_manager.using(using), constraint, list(keys))
     return {job.unique_key: job for job in held if job.unique_key is not None}
 
 

@@ -20,9 +20,9 @@ from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.conf import MAX_CLAIM_LIMIT
 from django_sqlqueue.db import claiming, engines
-from django_sqlqueue.db.candidate_window import CandidateWindow
 from django_sqlqueue.db.claiming import ClaimedJobs
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.engines.postgresql import PostgreSQL
 from django_sqlqueue.db.keys import concurrency
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.spies import counting
@@ -423,9 +423,9 @@ def test_the_pin_goes_with_the_claim_in_one_query_where_the_driver_sends_several
     monkeypatch.setattr(concurrency, "_KEYS_SEEN", set())
     # Django binds client-side unless OPTIONS ask otherwise (tox's ssb environment does).
     server_side = connection.settings_dict["OPTIONS"].get("server_side_binding") is True
-    assert claiming._sends_several(connection) is not server_side
+    assert PostgreSQL(connections["default"]).sends_several() is not server_side
     if apart:
-        monkeypatch.setattr(claiming, "_sends_several", lambda connection: False)
+        monkeypatch.setattr(PostgreSQL, "sends_several", lambda self: False)
     enqueue(2)
     with CaptureQueriesContext(connection) as captured:
         assert len(Job.objects.claim(worker_id="w", limit=1)) == 1
@@ -449,7 +449,7 @@ def test_server_side_binding_sends_each_statement_on_its_own() -> None:
     options = {**other.settings_dict["OPTIONS"], "server_side_binding": True}
     other.settings_dict = {**other.settings_dict, "OPTIONS": options}
     try:
-        assert not claiming._sends_several(other)
+        assert not PostgreSQL(other).sends_several()
     finally:
         other.close()
 
@@ -589,25 +589,6 @@ def test_a_claimer_that_lost_its_candidates_reads_further_next_time(other_connec
         assert (ids(third), third.lost, ids(fourth), fourth.lost) == (ids(jobs[:1]), 0, ids(jobs[7:8]), 0)
     else:
         assert (ids(third), ids(fourth)) == (ids(jobs[7:8]), ids(jobs[:1]))
-
-
-def test_a_claimers_window_widens_only_when_it_came_back_short() -> None:
-    window = CandidateWindow(Job, connection)
-    assert window.lost([1, 2, 3], [1, 2, 3], 3) == 0
-    assert window.per_job == 1
-    assert window.lost([1, 2, 3], [3], 3) == 2  # short: all it did not lock were lost
-    assert window.per_job == 2
-    assert window.lost([1, 2, 3, 4, 5, 6], [3, 5, 6], 3) == 3  # full, but 1, 2 and 4 held by others
-    assert window.per_job == 2
-    assert window.lost([], [], 3) == 0  # nothing ready: nothing lost
-    assert window.per_job == 1
-    assert window.lost([1, 2, 3], [], 3) == 3
-    assert window.per_job == 2
-    window.per_job = window.MOST
-    assert window.lost([1, 2], [], 3) == 2
-    assert window.per_job == window.MOST
-    assert window.lost([1, 2], [1, 2], 3) == 0
-    assert window.per_job == window.MOST // 2
 
 
 @requires_row_locks
