@@ -19,7 +19,7 @@ from operator import or_
 
 from django.db.models import Count, Max, Min, Q
 
-from django_sqlqueue.db.estimates import estimated_rows, keeps_value_shares, value_shares
+from django_sqlqueue.db.engines import engine_for
 from django_sqlqueue.db.indexes import FINISHED_JOBS, FinishedStatus, InStatus
 from django_sqlqueue.db.planner_hints import finished_first
 from django_sqlqueue.managers import JobQuerySet
@@ -86,7 +86,7 @@ def active_counts(jobs: JobQuerySet[Job], counts: dict[str, dict[str, int]]) -> 
 def queue_counts(jobs: JobQuerySet[Job], *, estimate_above: int = ESTIMATE_ABOVE_ROWS) -> QueueCounts:
     """The counts of ``jobs`` (the whole table on one database), the finished statuses
     estimated once it holds more than ``estimate_above`` rows."""
-    if keeps_value_shares(jobs.db):
+    if engine_for(jobs.db).keeps_value_shares:
         estimates = planner_estimates(jobs, above=estimate_above)
     else:
         estimates = sampled_estimates(jobs, above=estimate_above)
@@ -102,8 +102,9 @@ def planner_estimates(jobs: JobQuerySet[Job], *, above: int) -> dict[str, dict[s
     the share of the status. No row is read, at any size; a queue too rare for the
     statistics' common values is left out. None before the table was first analysed,
     or while it holds fewer than ``above`` rows."""
-    total = estimated_rows(jobs)
-    shares = value_shares(jobs, ["queue", "status"])
+    database, table = engine_for(jobs.db), jobs.model._meta.db_table
+    total = database.estimated_rows(table)
+    shares = database.value_shares(table, ["queue", "status"])
     if total < max(above, 0) or not shares.get("queue") or not shares.get("status"):
         return None
     return {

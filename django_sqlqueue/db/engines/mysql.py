@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django_sqlqueue.db.engines.base import Engine, ErrorCodes, dotted
+from django_sqlqueue.db.engines.base import Engine, ErrorCodes, ServerConnections, dotted
 
 MARIADB_MIN_VERSION = (10, 6)
 
@@ -75,3 +75,18 @@ class MySQL(Engine):
                 f"django-sqlqueue needs MariaDB {dotted(MARIADB_MIN_VERSION)} or newer (10.11+ is tested)"
             )
         return None
+
+    # Wake-up, connections and estimates: no ``NOTIFY`` (its workers wake to a datagram),
+    # the server's connection limit, and InnoDB's estimate of a table's rows.
+
+    #: ``table_rows``, kept by ``ANALYZE TABLE`` and InnoDB's own statistics' refreshes;
+    #: ``information_schema`` names a table by its plain name.
+    ROWS_SQL = "SELECT table_rows FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = %s"
+
+    def server_connections(self) -> ServerConnections | None:
+        with self.connection.cursor() as cursor:
+            cursor.execute("SELECT @@max_connections")
+            (limit,) = cursor.fetchone()
+            cursor.execute("SHOW GLOBAL STATUS LIKE 'Threads_connected'")
+            _, in_use = cursor.fetchone()
+        return ServerConnections(int(limit), int(in_use))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, cast
 
 from django_sqlqueue.db.engines.base import Engine, ErrorCodes, dotted
@@ -72,3 +73,12 @@ class SQLite(Engine):
             f"SQLite database {self.connection.alias!r} is in journal_mode {mode}, not WAL: "
             "claims and finishes block readers"
         )
+
+    # Wake-up, connections and estimates: no ``NOTIFY`` and no server; keeps no estimates.
+
+    def wakeup_identity(self) -> str | None:
+        """The file's real path: two settings may name one file. An in-memory database
+        is this process's alone: nobody else's enqueue could wake its workers."""
+        if cast(Any, self.connection).is_in_memory_db():
+            return None
+        return self.identity(os.path.realpath(str(self.connection.settings_dict["NAME"])))
