@@ -140,8 +140,9 @@ class Engine:
         """The database as the ``runworkers`` banner names it: its vendor and name."""
         return f"{self.vendor} {self.connection.settings_dict['NAME']}"
 
-    # Wake-up, connections and estimates: how an idle worker hears of new jobs, what the
-    # server's connection limit leaves, and what the database estimates of a table.
+    # Clock, wake-up, connections and estimates: the database's now, how an idle worker
+    # hears of new jobs, what the server's connection limit leaves, and what the
+    # database estimates of a table.
 
     #: Whether the database delivers notifications to the workers that listen (``NOTIFY``,
     #: :meth:`notify`); elsewhere an idle worker polls, and wakes to a datagram from an
@@ -153,6 +154,12 @@ class Engine:
     #: The statement that reads the database's estimate of a table's rows, given the
     #: table's :meth:`catalog_name`; None where it keeps none.
     ROWS_SQL: ClassVar[str | None] = None
+
+    def clock(self) -> str:
+        """The database's now as SQL that takes no parameters, read the way Django
+        stores datetimes on this database (``db/clock.DatabaseNow``), ``%`` doubled as
+        Django passes SQL to the driver."""
+        raise NotImplementedError
 
     @property
     def server(self) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django_sqlqueue.db.engines.base import Engine, ErrorCodes, ServerConnections, dotted
+from django_sqlqueue.db.engines.zones import local_clock
 
 MARIADB_MIN_VERSION = (10, 6)
 
@@ -76,12 +77,20 @@ class MySQL(Engine):
             )
         return None
 
-    # Wake-up, connections and estimates: no ``NOTIFY`` (its workers wake to a datagram),
-    # the server's connection limit, and InnoDB's estimate of a table's rows.
+    # Clock, wake-up, connections and estimates: UTC moved to the connection's zone, no
+    # ``NOTIFY`` (its workers wake to a datagram), the server's connection limit, and
+    # InnoDB's estimate of a table's rows.
 
     #: ``table_rows``, kept by ``ANALYZE TABLE`` and InnoDB's own statistics' refreshes;
     #: ``information_schema`` names a table by its plain name.
     ROWS_SQL = "SELECT table_rows FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = %s"
+
+    def clock(self) -> str:
+        """A wall-clock time in the connection's time zone: ``CURRENT_TIMESTAMP`` is the
+        server's session zone's, so UTC moved by the connection's zone's offset."""
+        utc = "UTC_TIMESTAMP(6)"
+        offset = local_clock(self.connection.timezone_name, utc, "'%s'", "%s")
+        return f"({utc} + INTERVAL ({offset}) SECOND)" if offset else utc
 
     def server_connections(self) -> ServerConnections | None:
         with self.connection.cursor() as cursor:

@@ -84,8 +84,8 @@ class PostgreSQL(Engine):
             return f"{where} has autovacuum_enabled=false on {table}: {piling} pile up"
         return None
 
-    # Wake-up, connections and estimates: ``LISTEN``/``NOTIFY``, and the server's and
-    # the planner's figures from its catalogs.
+    # Clock, wake-up, connections and estimates: the statement's time, ``LISTEN``/``NOTIFY``,
+    # and the server's and the planner's figures from its catalogs.
 
     notifies = True
     keeps_value_shares = True
@@ -109,6 +109,11 @@ class PostgreSQL(Engine):
         JOIN pg_stats s ON s.schemaname = c.relnamespace::regnamespace::text AND s.tablename = c.relname
         WHERE c.oid = to_regclass(%s) AND s.attname = ANY(%s)
     """
+
+    def clock(self) -> str:
+        """Instants, in the connection's ``TimeZone`` as Django sets it: nothing to
+        convert. Not ``CURRENT_TIMESTAMP``, which is the time its transaction began."""
+        return "STATEMENT_TIMESTAMP()"
 
     def notify(self, payload: str) -> None:
         postgresql_notify.notify(self.connection, payload)

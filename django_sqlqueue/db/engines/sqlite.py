@@ -6,6 +6,7 @@ import os
 from typing import Any, cast
 
 from django_sqlqueue.db.engines.base import Engine, ErrorCodes, dotted
+from django_sqlqueue.db.engines.zones import local_clock
 
 #: ``UPDATE ... RETURNING``, which the claim uses on SQLite, came in 3.35.
 SQLITE_MIN_VERSION = (3, 35)
@@ -74,7 +75,22 @@ class SQLite(Engine):
             "claims and finishes block readers"
         )
 
-    # Wake-up, connections and estimates: no ``NOTIFY`` and no server; keeps no estimates.
+    # Clock, wake-up, connections and estimates: UTC moved to the connection's zone, no
+    # ``NOTIFY`` and no server; keeps no estimates.
+
+    def clock(self) -> str:
+        """A wall-clock time in the connection's time zone: ``'now'`` is UTC, moved by
+        the zone's offset.
+
+        SQLite compares times as text, and Django writes a datetime with six digits of
+        fraction where ``%f`` has three: a job enqueued with the clock read back from
+        here (``...:00.123000``) would not be due to the clock of the same millisecond
+        (``...:00.123``). Padded, both read the same."""
+        # Doubled: the driver's wrapper turns %% into %.
+        utc = "STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'now')"
+        offset = local_clock(self.connection.timezone_name, utc, "'%s.000'", "'%+d seconds'")
+        clock = f"STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'now', {offset})" if offset else utc
+        return f"({clock} || '000')"
 
     def wakeup_identity(self) -> str | None:
         """The file's real path: two settings may name one file. An in-memory database
