@@ -112,8 +112,8 @@ class Command(QueueCommand):
         table = connection.ops.quote_name(Job._meta.db_table)
         # On MySQL/MariaDB our table is claimed as the app claims it, its candidates read
         # before they are locked: a locking read may walk the ready jobs of every other
-        # queue and lock each, and a million of them filled a 128 MiB buffer pool with
-        # locks until MariaDB stopped itself. The minimal table holds the run's rows alone.
+        # queue and lock each, and enough of them fill the buffer pool with locks until
+        # MariaDB stops itself. The minimal table holds the run's rows alone.
         raw = RawDatabase.of(connection, replace(jobs_table(table), read_then_lock=True))
         prefix = f"sqlqueue-bench-{secrets.token_hex(3)}"
         if workflow and designs:

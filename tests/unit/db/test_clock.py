@@ -28,7 +28,7 @@ CLOSE = datetime.timedelta(seconds=5)
 
 @pytest.mark.parametrize(("use_tz", "time_zone", "server"), COMBINATIONS)
 def test_a_job_runs_when_it_was_asked_to(use_tz: bool, time_zone: str, server: str | None) -> None:
-    """Issue 36, case 4: on MariaDB with ``USE_TZ = False`` and ``TIME_ZONE`` Asia/Tokyo,
+    """On MariaDB with ``USE_TZ = False`` and ``TIME_ZONE`` Asia/Tokyo,
     a job due in a minute was claimable only 9 hours later, and ``enqueued_at`` was
     written in UTC."""
     with zones(use_tz, time_zone, server):
