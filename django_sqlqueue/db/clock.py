@@ -45,6 +45,10 @@ class DatabaseNow(Func):
         arg_joiner: str | None = None,
         **extra_context: Any,
     ) -> Any:
+        # A statement written without the ORM may be compiled with ``django.db.connection``,
+        # the proxy of this thread's default connection: its engine is that connection's.
+        if not isinstance(connection, BaseDatabaseWrapper):
+            connection = connections[connection.alias]
         return engine(connection).clock(), []
 
 
