@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from django.utils.functional import cached_property
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db.estimates import estimated_rows
+from django_sqlqueue.db.engines import engine_for
 from django_sqlqueue.db.schema.indexes import InStatus
 from django_sqlqueue.rules import registry
 from django_sqlqueue.rules.lifecycle import JobStatus
@@ -34,7 +34,8 @@ class CheapCountPaginator(Paginator):  # type: ignore[type-arg]
     @cached_property
     def count(self) -> int:
         rows = cast("QuerySet[Any]", self.object_list)
-        if not rows.query.where and (estimate := estimated_rows(rows)) > COUNT_CAP:
+        estimate = -1 if rows.query.where else engine_for(rows.db).estimated_rows(rows.model._meta.db_table)
+        if estimate > COUNT_CAP:
             self.estimated = True
             return estimate
         # Only the key: a column the list shows (``shown_run_at``) would have each row read.

@@ -6,21 +6,21 @@ machines whose clocks disagree still agree on what is due."""
 from __future__ import annotations
 
 import datetime
-import functools
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import DateTimeField, DurationField, Value
+from django.db.models import DateTimeField, DurationField, Func, Value
 from django.db.models.expressions import CombinedExpression, DatabaseDefault
-from django.db.models.functions import Now
 from django.db.models.sql import Query
 from django.db.models.sql.compiler import SQLCompiler
 
+from django_sqlqueue.db.engines import engine
 
-class DatabaseNow(Now):
-    """``Now()`` that matches stored values on every backend.
+
+class DatabaseNow(Func):
+    """``Now()`` that matches stored values on every backend: the SQL of the connection's
+    engine (``Engine.clock``).
 
     PostgreSQL stores instants, and Django sets each connection's ``TimeZone``, so its
     clock needs nothing. MySQL/MariaDB and SQLite store a wall-clock time in the
@@ -28,77 +28,28 @@ class DatabaseNow(Now):
     database's ``TIME_ZONE`` says otherwise, ``TIME_ZONE`` without ``USE_TZ``), while
     MySQL's ``CURRENT_TIMESTAMP`` is the server's *session* time zone and SQLite's
     ``'now'`` is UTC: the clock is the database's UTC time moved by that zone's offset
-    (:func:`local_clock`), with no time zone tables on the server.
+    (``engines.zones.local_clock``), with no time zone tables on the server.
 
     The queue names it in every row it writes rather than leave a column to its
     ``db_default``: MySQL fills an omitted column from the table's ``DEFAULT``, which
     the migration compiled under the settings of its day."""
 
-    def as_mysql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any) -> Any:
-        utc = "UTC_TIMESTAMP(6)"
-        offset = local_clock(connection.timezone_name, utc, "'%s'", "%s")
-        return (f"({utc} + INTERVAL ({offset}) SECOND)" if offset else utc), []
+    output_field = DateTimeField()
 
-    def as_sqlite(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any) -> Any:
-        # Doubled: the driver's wrapper turns %% into %.
-        utc = "STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'now')"
-        offset = local_clock(connection.timezone_name, utc, "'%s.000'", "'%+d seconds'")
-        clock = f"STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'now', {offset})" if offset else utc
-        # SQLite compares times as text, and Django writes a datetime with six digits of
-        # fraction, '%f' has three: a job enqueued with the clock read back from here
-        # ('...:00.123000') would not be due to the clock of the same millisecond
-        # ('...:00.123'). Padded, both read the same.
-        return f"({clock} || '000')", []
-
-
-#: How far ahead :func:`local_clock` follows a zone's changes of offset: further than
-#: a connection lives (the statements made with it are kept while it does).
-_YEARS_AHEAD = 10
-
-
-def local_clock(zone: str, utc: str, instant: str, offset: str) -> str:
-    """SQL for ``zone``'s UTC offset now (``instant`` and ``offset`` format a change's
-    UTC time and an offset in seconds), by the database's UTC clock ``utc``; "" for UTC.
-
-    A zone without changes from last year to :data:`_YEARS_AHEAD` years on is one
-    constant; otherwise a ``CASE`` of its changes, so that a connection's statements
-    stay true across daylight saving time."""
-    return _local_clock(zone, utc, instant, offset, datetime.datetime.now(datetime.timezone.utc).year)
-
-
-@functools.lru_cache(maxsize=32)
-def _local_clock(zone: str, utc: str, instant: str, offset: str, year: int) -> str:
-    first, changes = _offsets(zone, year)
-    if not changes:
-        return offset % first if first else ""
-    whens = " ".join(f"WHEN {utc} < {instant % at} THEN {offset % before}" for at, before, _ in changes)
-    return f"CASE {whens} ELSE {offset % changes[-1][2]} END"
-
-
-def _offsets(zone: str, year: int) -> tuple[int, list[tuple[str, int, int]]]:
-    """``zone``'s UTC offset in seconds at the start of ``year - 1``, and its changes
-    until :data:`_YEARS_AHEAD` years after ``year``: (UTC time, offset before, after)."""
-    info = ZoneInfo(zone)
-    day = datetime.timedelta(days=1)
-
-    def offset(moment: datetime.datetime) -> int:
-        return int(moment.astimezone(info).utcoffset().total_seconds())  # type: ignore[union-attr]
-
-    moment = datetime.datetime(year - 1, 1, 1, tzinfo=datetime.timezone.utc)
-    end = moment.replace(year=year + _YEARS_AHEAD)
-    first = before = offset(moment)
-    changes = []
-    while moment < end:
-        if (after := offset(moment + day)) != before:
-            # The change is within this day: to the second, by halving.
-            low, high = moment, moment + day
-            while high - low > datetime.timedelta(seconds=1):
-                middle = low + (high - low) / 2
-                low, high = (low, middle) if offset(middle) == after else (middle, high)
-            changes.append((f"{high:%Y-%m-%d %H:%M:%S}", before, after))
-            before = after
-        moment += day
-    return first, changes
+    def as_sql(
+        self,
+        compiler: SQLCompiler,
+        connection: BaseDatabaseWrapper,
+        function: str | None = None,
+        template: str | None = None,
+        arg_joiner: str | None = None,
+        **extra_context: Any,
+    ) -> Any:
+        # A statement written without the ORM may be compiled with ``django.db.connection``,
+        # the proxy of this thread's default connection: its engine is that connection's.
+        if not isinstance(connection, BaseDatabaseWrapper):
+            connection = connections[connection.alias]
+        return engine(connection).clock(), []
 
 
 class DatabaseNowPlus(CombinedExpression):

@@ -42,9 +42,9 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F
 
 from django_sqlqueue import signals
-from django_sqlqueue.db import batches, notifying
+from django_sqlqueue.db import batches
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.engines import engine
+from django_sqlqueue.db.engines import engine, engine_for
 from django_sqlqueue.db.finishing import Ended
 from django_sqlqueue.db.lifecycle import DEPENDENCY_FAILED, allowed, written
 from django_sqlqueue.db.wakeup import wake_on_commit, wakeup_folder
@@ -302,7 +302,7 @@ def _decide(model: type[AbstractJob], using: str, children: Sequence[int], block
         job.status = UNBLOCK.status
     signals.send_each(signals.job_unblocked, unblocked, using)
     if released:  # idle workers wake when this commits, as for new jobs
-        notifying.notify(using, "")
+        engine_for(using).notify("")
         wake_on_commit(using, queues)
     return list(cancelled)
 

@@ -15,11 +15,13 @@ from django.db import transaction
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import charsets
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.notifying import QUEUES_CHANGED, notify
+from django_sqlqueue.db.engines import engine_for
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import PausedQueue
 from django_sqlqueue.rules.queues import queue_name_problem, unlisted_queues_problem
 
+#: The payload of the notification a pause or resume sends: the paused queues changed.
+QUEUES_CHANGED = "queues"
 #: A worker's paused set is at most this old when it claims.
 REFRESH_SECONDS = 1.0
 
@@ -34,7 +36,7 @@ def pause_queue(name: str, reason: str = "") -> bool:
             queue=name, defaults={"reason": reason, "paused_at": DatabaseNow()}
         )
         if created:
-            notify(alias, QUEUES_CHANGED)
+            engine_for(alias).notify(QUEUES_CHANGED)
     return created
 
 
@@ -44,7 +46,7 @@ def resume_queue(name: str) -> bool:
     with transaction.atomic(using=alias):
         deleted, _ = PausedQueue.objects.using(alias).filter(queue=name).delete()
         if deleted:
-            notify(alias, QUEUES_CHANGED)
+            engine_for(alias).notify(QUEUES_CHANGED)
     return bool(deleted)
 
 

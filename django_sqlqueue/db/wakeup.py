@@ -3,8 +3,9 @@ enqueue commits, one datagram on a Unix socket to every idle worker process on t
 that waits on the same database, so it claims at once instead of at its next poll.
 
 Each worker process binds a socket (``<pid>-<random>.sock``) in a folder of its
-database's own: ``<base>/<hash>/``, where ``<hash>`` is made from the database's vendor,
-host, port and name (the file's real path on SQLite), so two projects (or two test
+database's own: ``<base>/<hash>/``, where ``<hash>`` is made from what tells the database
+from any other (its engine's ``wakeup_identity``: its vendor, host, port and name, the
+file's real path on SQLite), so two projects (or two test
 databases) on one host never wake each other's workers. ``<base>`` is
 ``SQLQUEUE_WAKEUP_DIR``, or ``$XDG_RUNTIME_DIR/sqlqueue``, or ``<tempdir>/sqlqueue-<uid>``.
 Both folders are this user's alone (0700, checked, never followed through a link), and
@@ -18,7 +19,7 @@ The datagram is sent by ``transaction.on_commit``, once per transaction however 
 it wrote: never before the jobs are visible. Sending is best effort: no folder, no
 listener, a full buffer, a permission error: nothing is sent, nothing is raised, and the
 workers find the jobs at their next poll, as they would without it. PostgreSQL's workers
-``LISTEN`` instead (``db/notifying.py``)."""
+``LISTEN`` instead (``db/engines/postgresql_notify.py``)."""
 
 from __future__ import annotations
 
@@ -35,12 +36,12 @@ import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from django.db import connections, transaction
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db.notifying import notifies
+from django_sqlqueue.db.engines import engine_for
 
 logger = logging.getLogger(__name__)
 
@@ -79,22 +80,19 @@ def wakeup_folder(alias: str) -> Path | None:
     none: ``SQLQUEUE_WAKEUP_DIR = False``, PostgreSQL (its workers ``LISTEN``), an
     in-memory SQLite database, or a system without Unix sockets."""
     base = conf.SQLQUEUE_WAKEUP_DIR
-    connection = connections[alias]
-    if base is False or notifies(alias) or not hasattr(socket, "AF_UNIX") or not hasattr(os, "geteuid"):
+    database = engine_for(alias)
+    if base is False or database.notifies or not hasattr(socket, "AF_UNIX") or not hasattr(os, "geteuid"):
         return None
-    settings = connection.settings_dict
-    # Worked out once: every enqueue's commit asks (a SQLite file's real path costs 20 µs).
+    settings = database.connection.settings_dict
+    # Worked out once: every enqueue's commit asks, and a SQLite file's real path is a system call.
     key = (base, alias, settings["HOST"], settings["PORT"], settings["NAME"])
     try:
         return _folders[key]
     except KeyError:
         pass
-    name = str(settings["NAME"])
-    if connection.vendor == "sqlite":
-        if cast(Any, connection).is_in_memory_db():
-            return None
-        name = os.path.realpath(name)
-    identity = "\0".join((connection.vendor, str(settings["HOST"]), str(settings["PORT"]), name))
+    identity = database.wakeup_identity()
+    if identity is None:
+        return None
     folder = _folders[key] = _base(base) / hashlib.sha256(identity.encode()).hexdigest()[:16]
     return folder
 
@@ -127,7 +125,7 @@ def wake_on_commit(alias: str, queues: Iterable[str]) -> None:
     """Wake the idle workers of ``queues`` on this host when the current transaction on
     ``alias`` commits (at once in autocommit); nothing if it rolls back. One datagram per
     transaction: the jobs a transaction writes in several calls add their queues to it."""
-    if conf.SQLQUEUE_WAKEUP_DIR is False or notifies(alias):
+    if conf.SQLQUEUE_WAKEUP_DIR is False or engine_for(alias).notifies:
         return
     connection = connections[alias]
     pending: _Pending | None = connection.__dict__.get(_ATTRIBUTE)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.db import Error
 
-from django_sqlqueue.db.capacity import process_connections, server_connections
+from django_sqlqueue.db.engines import engine_for
 from django_sqlqueue.db.engines.errors import is_away
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import Job
@@ -18,13 +18,14 @@ def connections_problem(processes: int, threads: int) -> str | None:
     of ``threads`` threads besides the connections open now, or None: also when it has
     no limit to ask (SQLite), or is away (the supervisor waits for it, as ever)."""
     using = queue_db(Job)
+    database = engine_for(using)
     try:
-        server = server_connections(using)
+        server = database.server_connections()
     except Error as error:
         if not is_away(error):
             raise
         return None
-    each = process_connections(threads, using)
+    each = database.worker_connections(threads)
     if server is None or processes * each <= server.free:
         return None
     return (

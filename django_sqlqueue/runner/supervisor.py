@@ -26,7 +26,6 @@ from django.conf import settings
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import leadership
-from django_sqlqueue.db.capacity import process_connections
 from django_sqlqueue.db.engines import engine_for
 from django_sqlqueue.db.pausing import paused_queues
 from django_sqlqueue.db.routing import queue_db
@@ -460,7 +459,7 @@ class Supervisor:
     def _banner(self) -> None:
         using = queue_db(Job)
         # The worker processes', and this one's.
-        connections_needed = self.options.processes * process_connections(self.options.threads, using) + 1
+        connections_needed = self.options.processes * engine_for(using).worker_connections(self.options.threads) + 1
         queues = ", ".join(self.options.queues) if self.options.queues else "all queues"
         mode = " (burst: until the queue is empty)" if self.options.burst else ""
         limit = f", at most {self.options.max_jobs} jobs" if self.options.max_jobs is not None else ""

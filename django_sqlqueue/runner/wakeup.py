@@ -16,7 +16,8 @@ from typing import Any, cast
 from django.db import DatabaseError, connections
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db.notifying import QUEUES_CHANGED, listening_connection, notifies, notify
+from django_sqlqueue.db.engines import engine_for
+from django_sqlqueue.db.pausing import QUEUES_CHANGED
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.wakeup_bell import bind, touch, unbind, wakes
 from django_sqlqueue.models import Job
@@ -64,11 +65,11 @@ class Waiter:
     def listen(self) -> None:
         """Start listening before the first claim, so no notification falls between the
         two, and send the probe (one statement: the first claim does not wait for it)."""
-        if notifies(self.alias):
+        if engine_for(self.alias).notifies:
             self._listener()
             self.probe = f"probe:{uuid.uuid4().hex}"
             self.probe_deadline = time.monotonic() + PROBE_SECONDS
-            notify(self.alias, self.probe)
+            engine_for(self.alias).notify(self.probe)
         else:
             self.doorbell = Doorbell.open(self.alias, self.stop, self.queues)
 
@@ -88,7 +89,7 @@ class Waiter:
             if rang:
                 self.delay = SHORTEST_WAIT
             return rang
-        if not notifies(self.alias) or self.deaf:
+        if not engine_for(self.alias).notifies or self.deaf:
             self.stop.wait(timeout)
             return False
         news = False
@@ -139,7 +140,7 @@ class Waiter:
 
     def _listener(self) -> Any:
         if self.listener is None:
-            self.listener = listening_connection(self.alias)
+            self.listener = engine_for(self.alias).listening_connection()
         return self.listener.connection
 
     def close(self) -> None:

@@ -41,6 +41,19 @@ class ErrorCodes(NamedTuple):
     unmigrated: Any
 
 
+class ServerConnections(NamedTuple):
+    """What a database server says of its connections (:meth:`Engine.server_connections`)."""
+
+    #: How many it lets this user open: its limit, less the slots it keeps for others.
+    limit: int
+    #: How many client connections are open now, this one among them.
+    in_use: int
+
+    @property
+    def free(self) -> int:
+        return max(0, self.limit - self.in_use)
+
+
 class Engine:
     """One database's ways, for one connection (subclasses: one per database)."""
 
@@ -163,6 +176,84 @@ class Engine:
         counts of the ``finished`` jobs among them, written so that the planner reads
         that index; the caller keeps the finished rows of the result."""
         return rows
+
+    # Clock, wake-up, connections and estimates: the database's now, how an idle worker
+    # hears of new jobs, what the server's connection limit leaves, and what the
+    # database estimates of a table.
+
+    #: Whether the database delivers notifications to the workers that listen (``NOTIFY``,
+    #: :meth:`notify`); elsewhere an idle worker polls, and wakes to a datagram from an
+    #: enqueue committed on its host (``db/wakeup.py``).
+    notifies: ClassVar[bool] = False
+    #: Whether the database estimates each common value's share of a column
+    #: (:meth:`value_shares`); elsewhere a caller samples instead.
+    keeps_value_shares: ClassVar[bool] = False
+    #: The statement that reads the database's estimate of a table's rows, given the
+    #: table's :meth:`catalog_name`; None where it keeps none.
+    ROWS_SQL: ClassVar[str | None] = None
+
+    def clock(self) -> str:
+        """The database's now as SQL that takes no parameters, read the way Django
+        stores datetimes on this database (``db/clock.DatabaseNow``), ``%`` doubled as
+        Django passes SQL to the driver."""
+        raise NotImplementedError
+
+    @property
+    def server(self) -> str:
+        """The database as the benchmark's figures name it: its vendor and its server's
+        kind (MariaDB or MySQL, say)."""
+        return f"{self.vendor} {self.connection.display_name}"
+
+    def notify(self, payload: str) -> None:
+        """Send ``payload`` to the listening workers when the current transaction
+        commits (at once in autocommit); nothing where the database has no ``NOTIFY``."""
+
+    def listening_connection(self) -> BaseDatabaseWrapper:
+        """A connection of its own to this database, listening for what :meth:`notify`
+        sends; only where :attr:`notifies`. The caller closes it."""
+        raise NotImplementedError(f"{self.display} delivers no notifications: its workers poll")
+
+    def wakeup_identity(self) -> str | None:
+        """What tells this database from every other that workers on this host wait on,
+        for the folder of its wake-up sockets (``db/wakeup.py``); None where no other
+        process can reach it."""
+        return self.identity(str(self.connection.settings_dict["NAME"]))
+
+    def identity(self, name: str) -> str:
+        """The database ``name`` on this connection's server, as :meth:`wakeup_identity` says it."""
+        settings = self.connection.settings_dict
+        return "\0".join((self.vendor, str(settings["HOST"]), str(settings["PORT"]), name))
+
+    def worker_connections(self, threads: int) -> int:
+        """The most connections to this database one worker process of ``threads``
+        threads opens: its claims and finishes, its heartbeat, one per thread for the
+        tasks, and where the database :attr:`notifies`, the one that listens."""
+        return 2 + threads + self.notifies
+
+    def server_connections(self) -> ServerConnections | None:
+        """The server's connection limit and how much of it is used, or None where
+        there is no server to ask."""
+        return None
+
+    def estimated_rows(self, table: str) -> int:
+        """The database's own estimate of the rows in ``table``, without reading them,
+        or -1 where it has none (:attr:`ROWS_SQL` is None, or the table was never analysed)."""
+        if self.ROWS_SQL is None:
+            return -1
+        with self.connection.cursor() as cursor:
+            cursor.execute(self.ROWS_SQL, [self.catalog_name(table)])
+            row = cursor.fetchone()
+        return -1 if row is None or row[0] is None else max(int(row[0]), -1)
+
+    def catalog_name(self, table: str) -> str:
+        """``table`` as the database's catalog of its tables looks it up: by its plain name."""
+        return table
+
+    def value_shares(self, table: str, columns: list[str]) -> dict[str, dict[str, float]]:
+        """Per column of ``columns`` of ``table``, its common values and the share of
+        the table each holds, as the database's statistics last found them; a column
+        without statistics is left out (every one where not :attr:`keeps_value_shares`)."""
+        return {}
 
 
 def numbers(version: str) -> tuple[int, ...]:

@@ -9,8 +9,9 @@ from django.db import models
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
-from django_sqlqueue.db.engines.base import Engine, ErrorCodes, Model, dotted
+from django_sqlqueue.db.engines.base import Engine, ErrorCodes, Model, ServerConnections, dotted
 from django_sqlqueue.db.engines.claims import ClaimSteps
+from django_sqlqueue.db.engines.zones import local_clock
 from django_sqlqueue.db.schema.indexes import MYSQL_ACTIVE_KEY_COLUMN
 
 if TYPE_CHECKING:
@@ -166,3 +167,26 @@ class MySQL(Engine):
         marks = ", ".join("%s" for _ in keys)
         column = self.connection.ops.quote_name(MYSQL_ACTIVE_KEY_COLUMN)
         return jobs.filter(RawSQL(f"{column} IN ({marks})", keys, output_field=models.BooleanField()))
+
+    # Clock, wake-up, connections and estimates: UTC moved to the connection's zone, no
+    # ``NOTIFY`` (its workers wake to a datagram), the server's connection limit, and
+    # InnoDB's estimate of a table's rows.
+
+    #: ``table_rows``, kept by ``ANALYZE TABLE`` and InnoDB's own statistics' refreshes;
+    #: ``information_schema`` names a table by its plain name.
+    ROWS_SQL = "SELECT table_rows FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = %s"
+
+    def clock(self) -> str:
+        """A wall-clock time in the connection's time zone: ``CURRENT_TIMESTAMP`` is the
+        server's session zone's, so UTC moved by the connection's zone's offset."""
+        utc = "UTC_TIMESTAMP(6)"
+        offset = local_clock(self.connection.timezone_name, utc, "'%s'", "%s")
+        return f"({utc} + INTERVAL ({offset}) SECOND)" if offset else utc
+
+    def server_connections(self) -> ServerConnections | None:
+        with self.connection.cursor() as cursor:
+            cursor.execute("SELECT @@max_connections")
+            (limit,) = cursor.fetchone()
+            cursor.execute("SHOW GLOBAL STATUS LIKE 'Threads_connected'")
+            _, in_use = cursor.fetchone()
+        return ServerConnections(int(limit), int(in_use))

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any, cast
 
 from django.db import OperationalError
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Q, QuerySet
 
-from django_sqlqueue.db.engines.base import Engine, ErrorCodes, Model, dotted, numbers
+from django_sqlqueue.db.engines import postgresql_notify
+from django_sqlqueue.db.engines.base import Engine, ErrorCodes, Model, ServerConnections, dotted, numbers
 from django_sqlqueue.db.engines.claims import ClaimSteps, Returned
 
 #: ``Connection.notifies(timeout=, stop_after=)``, which the idle wait uses, came in 3.2.
@@ -153,3 +155,62 @@ class PostgreSQL(Engine):
         """Narrowed to the ``finished`` jobs: the planner reads a partial index only for
         a query whose filter implies the index's condition."""
         return rows.filter(finished)
+
+    # Clock, wake-up, connections and estimates: the statement's time, ``LISTEN``/``NOTIFY``,
+    # and the server's and the planner's figures from its catalogs.
+
+    notifies = True
+    keeps_value_shares = True
+    #: The connection limit this user sees, those open, and whether the user is a
+    #: superuser (whose reserved slots are theirs too). ``reserved_connections`` (16+)
+    #: reads as NULL where it does not exist; walsenders and background workers have
+    #: slots of their own.
+    CONNECTIONS_SQL = """
+        SELECT current_setting('max_connections')::int,
+               current_setting('superuser_reserved_connections')::int
+                   + COALESCE(current_setting('reserved_connections', true)::int, 0),
+               (SELECT rolsuper FROM pg_roles WHERE rolname = current_user),
+               (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')
+    """
+    #: ``reltuples``, kept by ``ANALYZE`` and autovacuum: -1 for a table never analysed.
+    ROWS_SQL = "SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)"
+    #: The planner's statistics of some columns: each common value and the share of the table it holds.
+    SHARES_SQL = """
+        SELECT s.attname, s.most_common_vals::text::text[], s.most_common_freqs
+        FROM pg_class c
+        JOIN pg_stats s ON s.schemaname = c.relnamespace::regnamespace::text AND s.tablename = c.relname
+        WHERE c.oid = to_regclass(%s) AND s.attname = ANY(%s)
+    """
+
+    def clock(self) -> str:
+        """Instants, in the connection's ``TimeZone`` as Django sets it: nothing to
+        convert. Not ``CURRENT_TIMESTAMP``, which is the time its transaction began."""
+        return "STATEMENT_TIMESTAMP()"
+
+    def notify(self, payload: str) -> None:
+        postgresql_notify.notify(self.connection, payload)
+
+    def listening_connection(self) -> BaseDatabaseWrapper:
+        return postgresql_notify.listening_connection(self.connection.alias)
+
+    def server_connections(self) -> ServerConnections | None:
+        """None through a transaction pooler (``DISABLE_SERVER_SIDE_CURSORS``, as Django
+        asks for one), whose clients hold no server connection each."""
+        if self.connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS"):
+            return None
+        with self.connection.cursor() as cursor:
+            # The activity read once in a transaction is kept until it ends: read it afresh.
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute(self.CONNECTIONS_SQL)
+            limit, reserved, superuser, in_use = cursor.fetchone()
+        return ServerConnections(limit if superuser else limit - reserved, in_use)
+
+    def catalog_name(self, table: str) -> str:
+        # Looked up by its quoted name, as ``to_regclass`` reads it.
+        return self.connection.ops.quote_name(table)
+
+    def value_shares(self, table: str, columns: list[str]) -> dict[str, dict[str, float]]:
+        with self.connection.cursor() as cursor:
+            cursor.execute(self.SHARES_SQL, [self.catalog_name(table), columns])
+            found = cursor.fetchall()
+        return {column: dict(zip(values or [], freqs or [], strict=True)) for column, values, freqs in found}

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, cast
 
 from django.db.models import QuerySet
 
 from django_sqlqueue.db.engines.base import Engine, ErrorCodes, Model, dotted
 from django_sqlqueue.db.engines.claims import ClaimSteps
+from django_sqlqueue.db.engines.zones import local_clock
 
 #: ``UPDATE ... RETURNING``, which the claim uses on SQLite, came in 3.35.
 SQLITE_MIN_VERSION = (3, 35)
@@ -110,3 +112,27 @@ class SQLite(Engine):
 def _as_read(ready: QuerySet[Any]) -> QuerySet[Any]:
     """The candidates, read under the claim's write lock, which already holds them."""
     return ready
+
+    # Clock, wake-up, connections and estimates: UTC moved to the connection's zone, no
+    # ``NOTIFY`` and no server; keeps no estimates.
+
+    def clock(self) -> str:
+        """A wall-clock time in the connection's time zone: ``'now'`` is UTC, moved by
+        the zone's offset.
+
+        SQLite compares times as text, and Django writes a datetime with six digits of
+        fraction where ``%f`` has three: a job enqueued with the clock read back from
+        here (``...:00.123000``) would not be due to the clock of the same millisecond
+        (``...:00.123``). Padded, both read the same."""
+        # Doubled: the driver's wrapper turns %% into %.
+        utc = "STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'now')"
+        offset = local_clock(self.connection.timezone_name, utc, "'%s.000'", "'%+d seconds'")
+        clock = f"STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'now', {offset})" if offset else utc
+        return f"({clock} || '000')"
+
+    def wakeup_identity(self) -> str | None:
+        """The file's real path: two settings may name one file. An in-memory database
+        is this process's alone: nobody else's enqueue could wake its workers."""
+        if cast(Any, self.connection).is_in_memory_db():
+            return None
+        return self.identity(os.path.realpath(str(self.connection.settings_dict["NAME"])))

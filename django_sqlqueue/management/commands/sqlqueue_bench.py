@@ -17,6 +17,7 @@ from django_sqlqueue.bench import designs as bench_designs
 from django_sqlqueue.bench import workflows as bench_workflows
 from django_sqlqueue.bench.raw import RawDatabase, jobs_table
 from django_sqlqueue.conf import conf
+from django_sqlqueue.db.engines import engine
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.management.arguments import claim_limit, non_negative_int, positive_int
 from django_sqlqueue.management.base import QueueCommand
@@ -111,23 +112,21 @@ class Command(QueueCommand):
         table = connection.ops.quote_name(Job._meta.db_table)
         # On MySQL/MariaDB our table is claimed as the app claims it, its candidates read
         # before they are locked: a locking read may walk the ready jobs of every other
-        # queue and lock each, and a million of them filled a 128 MiB buffer pool with
-        # locks until MariaDB stopped itself. The minimal table holds the run's rows alone.
+        # queue and lock each, and enough of them fill the buffer pool with locks until
+        # MariaDB stops itself. The minimal table holds the run's rows alone.
         raw = RawDatabase.of(connection, replace(jobs_table(table), read_then_lock=True))
         prefix = f"sqlqueue-bench-{secrets.token_hex(3)}"
         if workflow and designs:
             raise CommandError("--workflow and --designs measure different things: give one of them.")
         if workflow:
-            self._workflow(
-                f"{connection.vendor} {connection.display_name}", prefix, chord, chain, processes, batch_size, as_json
-            )
+            self._workflow(engine(connection).server, prefix, chord, chain, processes, batch_size, as_json)
             return
         if designs:
             self._designs(connection, raw, designs, prefix, jobs, processes, batch_size, rounds, as_json)
             return
         singles = max(1, min(jobs // 10, 2000))
         figures: dict[str, Any] = {
-            "database": f"{connection.vendor} {connection.display_name}",
+            "database": engine(connection).server,
             "jobs": jobs,
             "processes": processes,
             "batch_size": batch_size,
@@ -205,7 +204,7 @@ class Command(QueueCommand):
         made = [name for name in wanted if name not in unsupported]
         drains = bench_designs.drain_designs(connection, raw, made, queue, jobs, processes, batch_size, rounds)
         figures: dict[str, Any] = {
-            "database": f"{connection.vendor} {connection.display_name}",
+            "database": engine(connection).server,
             "jobs": jobs,
             "processes": processes,
             "batch_size": batch_size,

@@ -18,8 +18,9 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue import signals, workflows
-from django_sqlqueue.db import dependencies, finishing, notifying
+from django_sqlqueue.db import dependencies, finishing
 from django_sqlqueue.db.clock import DatabaseNowPlus, database_now
+from django_sqlqueue.db.engines import engine_for
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.maintenance.services import maintenance_services
 from django_sqlqueue.models import Job, JobDependency, JobStatus
@@ -504,8 +505,8 @@ def woken(request: pytest.FixtureRequest) -> Iterator[Callable[[float], list[str
     """What reached an idle worker of this database since the last call, waiting up to
     the seconds given for it: the payloads of the NOTIFYs it hears on PostgreSQL, the
     queues named by the datagrams on its wake-up socket elsewhere."""
-    if notifying.notifies("default"):
-        listener = notifying.listening_connection("default")
+    if engine_for("default").notifies:
+        listener = engine_for("default").listening_connection()
 
         def heard(wait: float) -> list[str]:
             first = [notify.payload for notify in listener.connection.notifies(timeout=wait, stop_after=1)]
@@ -539,4 +540,4 @@ def test_a_release_wakes_idle_workers_when_it_commits_and_not_when_it_rolls_back
         assert _status(child) == JobStatus.READY
         assert woken(0.5) == [], "woken before the release was committed"
     # PostgreSQL's workers claim from every queue they serve on any NOTIFY; a datagram names the queues.
-    assert woken(1.0) == ["" if notifying.notifies("default") else "then"]
+    assert woken(1.0) == ["" if engine_for("default").notifies else "then"]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from django.db import connection, transaction
 
+from django_sqlqueue.db.engines.postgresql import PostgreSQL
 from django_sqlqueue.models import Job
 from django_sqlqueue.runner import wakeup
 from django_sqlqueue.runner.wakeup import Waiter
@@ -199,7 +200,7 @@ def test_a_worker_that_never_hears_its_probe_says_so_once_and_polls(
     """What PgBouncer in transaction mode does: LISTEN succeeds, and nothing arrives."""
     settings.SQLQUEUE_POLL_INTERVAL = 0.2
     monkeypatch.setattr(wakeup, "PROBE_SECONDS", 0.1)
-    monkeypatch.setattr(wakeup, "notify", lambda alias, payload: None)  # the probe is lost
+    monkeypatch.setattr(PostgreSQL, "notify", lambda self, payload: None)  # the probe is lost
     stop = RecordingStop()
     waiter = Waiter(stop)
     waiter.listen()

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import DEFAULT_DB_ALIAS, connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 
-from django_sqlqueue.db.capacity import server_connections
+from django_sqlqueue.db.engines import engine
 from django_sqlqueue.management.commands import runworkers
 from django_sqlqueue.models import Worker
 from django_sqlqueue.runner.naming import longest_prefix
@@ -89,7 +89,7 @@ def test_a_name_prefix_too_long_for_the_worker_names_is_refused_before_anything_
 @pytest.mark.django_db
 def test_more_processes_than_the_server_takes_are_refused_before_anything_starts() -> None:
     # Before: each process started, and those past the server's limit failed to connect, again and again.
-    server = server_connections(DEFAULT_DB_ALIAS)
+    server = engine(connections[DEFAULT_DB_ALIAS]).server_connections()
     assert server is not None
     processes = server.limit  # three connections each at least
     with pytest.raises(CommandError, match=re.escape(f"--processes {processes} x --threads 1 needs up to")):
@@ -116,7 +116,7 @@ def test_the_connections_counted_are_those_of_the_threads_left_after_the_batch_s
             return 0
 
     monkeypatch.setattr(runworkers, "Supervisor", Started)
-    server = server_connections(DEFAULT_DB_ALIAS)
+    server = engine(connections[DEFAULT_DB_ALIAS]).server_connections()
     assert server is not None
     err = StringIO()
     args = ("--burst", "--processes", "1", "--threads", str(server.limit), "--batch-size", "1")

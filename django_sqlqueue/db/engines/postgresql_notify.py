@@ -11,22 +11,12 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 #: The channel. The initial migration's trigger sends on it (an empty payload) on every INSERT.
 CHANNEL = "sqlqueue"
-#: The payload of a pause or resume (``db/pausing.py``): the paused queues changed.
-QUEUES_CHANGED = "queues"
 
 
-def notify(alias: str, payload: str) -> None:
-    """Send ``payload`` to the listening workers when the current transaction commits
-    (at once in autocommit); nothing on the databases that have no ``NOTIFY``."""
-    if notifies(alias):
-        with connections[alias].cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, payload])
-
-
-def notifies(alias: str) -> bool:
-    """Whether ``alias``'s database delivers notifications (PostgreSQL): elsewhere an
-    idle worker polls."""
-    return connections[alias].vendor == "postgresql"
+def notify(connection: BaseDatabaseWrapper, payload: str) -> None:
+    """Send ``payload`` on :data:`CHANNEL` when ``connection``'s transaction commits."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, payload])
 
 
 def listening_connection(alias: str) -> BaseDatabaseWrapper:

@@ -1,24 +1,38 @@
-"""The server's connection limit and use (``db/capacity.py``), as each server says."""
+"""What every engine says of its connections: how many a worker process opens, and the
+server's limit and use, as each server says (SQLite has no server)."""
 
 from __future__ import annotations
 
 import pytest
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
-from django_sqlqueue.db.capacity import ServerConnections, server_connections
+from django_sqlqueue.db.engines import engine
+from django_sqlqueue.db.engines.base import ServerConnections
+from django_sqlqueue.db.engines.mysql import MySQL
+from django_sqlqueue.db.engines.postgresql import PostgreSQL
+from django_sqlqueue.db.engines.sqlite import SQLite
 
 pytestmark = pytest.mark.django_db
 
 
 def asked() -> ServerConnections:
-    server = server_connections(DEFAULT_DB_ALIAS)
+    server = engine(connections["default"]).server_connections()
     assert server is not None
     return server
 
 
+def test_each_process_costs_its_claims_its_heartbeat_its_threads_and_where_it_listens_its_listen() -> None:
+    default = connections["default"]
+    assert engine(default).worker_connections(4) == 6 + engine(default).notifies
+    # Every database's engine, made on this one's connection: the count needs no query.
+    assert SQLite(default).worker_connections(1) == MySQL(default).worker_connections(1) == 3
+    assert MySQL(default).worker_connections(4) == 6
+    assert PostgreSQL(default).worker_connections(4) == 7
+
+
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite has no server and no limit")
 def test_sqlite_has_no_limit() -> None:
-    assert server_connections(DEFAULT_DB_ALIAS) is None
+    assert engine(connections["default"]).server_connections() is None
 
 
 @pytest.mark.skipif(connection.vendor == "sqlite", reason="SQLite has no server and no limit")
@@ -51,6 +65,6 @@ def test_the_server_says_its_limit_and_counts_the_connections_open() -> None:
 def test_behind_a_transaction_pooler_the_servers_limit_is_not_asked() -> None:
     connection.settings_dict["DISABLE_SERVER_SIDE_CURSORS"] = True
     try:
-        assert server_connections(DEFAULT_DB_ALIAS) is None
+        assert engine(connections["default"]).server_connections() is None
     finally:
         del connection.settings_dict["DISABLE_SERVER_SIDE_CURSORS"]

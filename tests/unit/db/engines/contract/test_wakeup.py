@@ -1,0 +1,56 @@
+"""How every engine wakes idle workers: where the database notifies (PostgreSQL), a
+``NOTIFY`` sent in a transaction reaches the workers that listen once it commits;
+elsewhere nothing is sent, nobody can listen, and the wake-up folder is named for the
+database (``db/wakeup.py``)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.db import connection, connections, transaction
+
+from django_sqlqueue.db.engines import engine
+from django_sqlqueue.db.engines.mysql import MySQL
+from django_sqlqueue.db.engines.postgresql import PostgreSQL
+from django_sqlqueue.db.engines.sqlite import SQLite
+
+
+def test_only_postgresql_notifies() -> None:
+    assert engine(connections["default"]).notifies == (connection.vendor == "postgresql")
+    assert (PostgreSQL.notifies, MySQL.notifies, SQLite.notifies) == (True, False, False)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_notification_arrives_when_its_transaction_commits_and_only_then() -> None:
+    database = engine(connections["default"])
+    if not database.notifies:
+        database.notify("nobody hears this")  # sends nothing, raises nothing
+        with pytest.raises(NotImplementedError):
+            database.listening_connection()
+        return
+    listener = database.listening_connection()
+    try:
+        with transaction.atomic():
+            database.notify("rolled back")
+            transaction.set_rollback(True)
+        with transaction.atomic():
+            database.notify("committed")
+            heard = [notify.payload for notify in listener.connection.notifies(timeout=0.2)]
+            assert heard == []  # not before the commit
+        heard = [notify.payload for notify in listener.connection.notifies(timeout=1.0, stop_after=1)]
+        assert heard == ["committed"]
+    finally:
+        listener.close()
+
+
+def test_the_wakeup_identity_names_the_database_by_its_server_and_name() -> None:
+    database = engine(connections["default"])
+    identity = database.wakeup_identity()
+    settings = connection.settings_dict
+    if connection.vendor == "sqlite" and connection.is_in_memory_db():  # type: ignore[attr-defined]
+        assert identity is None
+        return
+    name = os.path.realpath(settings["NAME"]) if connection.vendor == "sqlite" else settings["NAME"]
+    assert identity == "\0".join((connection.vendor, str(settings["HOST"]), str(settings["PORT"]), str(name)))
+    assert identity != database.identity(f"{name}-other")
