@@ -108,11 +108,6 @@ class SQLite(Engine):
         given the range's keys, it reads the range."""
         return rows.filter(pk__in=in_range.values("pk"))
 
-
-def _as_read(ready: QuerySet[Any]) -> QuerySet[Any]:
-    """The candidates, read under the claim's write lock, which already holds them."""
-    return ready
-
     # Clock, wake-up, connections and estimates: UTC moved to the connection's zone, no
     # ``NOTIFY`` and no server; keeps no estimates.
 
@@ -136,3 +131,8 @@ def _as_read(ready: QuerySet[Any]) -> QuerySet[Any]:
         if cast(Any, self.connection).is_in_memory_db():
             return None
         return self.identity(os.path.realpath(str(self.connection.settings_dict["NAME"])))
+
+
+def _as_read(ready: QuerySet[Any]) -> QuerySet[Any]:
+    """The candidates, read under the claim's write lock, which already holds them."""
+    return ready
