@@ -3,9 +3,14 @@ a safe claim needs, and the oldest MariaDB with ``SKIP LOCKED``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from django.db import models
+
+from django_sqlqueue.db.engines import mysql_charsets, mysql_packets
 from django_sqlqueue.db.engines.base import Engine, ErrorCodes, dotted
+from django_sqlqueue.db.engines.mysql_literals import Literals
 
 MARIADB_MIN_VERSION = (10, 6)
 
@@ -75,3 +80,47 @@ class MySQL(Engine):
                 f"django-sqlqueue needs MariaDB {dotted(MARIADB_MIN_VERSION)} or newer (10.11+ is tested)"
             )
         return None
+
+    # Inserts: values written into the statement's text, cut to max_allowed_packet, and text the charsets hold.
+
+    skip_conflicts = " ON DUPLICATE KEY UPDATE id = id"
+
+    def marks_new_rows(self, keyed: bool, identified: bool) -> bool:
+        # ON DUPLICATE KEY UPDATE returns no row or (MariaDB) the holder's too, and
+        # MySQL returns no id of a multi-row INSERT but its first.
+        return keyed or identified
+
+    def most_statement_bytes(self) -> int | None:
+        return mysql_packets.most_statement_bytes(self.connection)
+
+    def too_large(self, sql: str, params: Sequence[Any]) -> bool:
+        return mysql_packets.too_large(self.connection, sql, params)
+
+    def literal_rows(
+        self, rows: Sequence[tuple[Sequence[Any], Sequence[tuple[str, Sequence[Any]]]]], constants: str
+    ) -> list[str] | None:
+        literals = Literals(self.connection, len(rows[0][0]) if rows else 0)
+        same = literals.sql(constants, ())
+        # Each row's text made once and measured as it is sent, all before the first
+        # statement goes: held until then beside the rows' JSON, escaped.
+        return [
+            f"({literals.row(values)}, {', '.join([literals.sql(*time) for time in times])}, {same})"
+            for values, times in rows
+        ]
+
+    def statement_starts(
+        self, texts: Sequence[str], rows_per_statement: int, most_bytes: int, tasks: Sequence[str]
+    ) -> list[int]:
+        return mysql_packets.cut(list(map(mysql_packets.text_bytes, texts)), rows_per_statement, most_bytes, tasks)
+
+    def text_problem(self, model: type[models.Model], texts: Mapping[str, str | None]) -> str | None:
+        return mysql_charsets.text_problem(self.made(mysql_charsets.TextCharsets, model).columns, texts)
+
+    def tables_charset_problem(self, tables: Sequence[str]) -> str | None:
+        return mysql_charsets.tables_charset_problem(self.connection, tables)
+
+    def connection_charset_problem(self) -> str | None:
+        return mysql_charsets.connection_charset_problem(self.connection)
+
+    def strict_mode_problem(self) -> str | None:
+        return mysql_charsets.strict_mode_problem(self.connection)
