@@ -86,9 +86,13 @@ class MySQL(Engine):
     skip_conflicts = " ON DUPLICATE KEY UPDATE id = id"
 
     def marks_new_rows(self, keyed: bool, identified: bool) -> bool:
-        # ON DUPLICATE KEY UPDATE returns no row or (MariaDB) the holder's too, and
-        # MySQL returns no id of a multi-row INSERT but its first.
-        return keyed or identified
+        """An ``INSERT ... ON DUPLICATE KEY UPDATE`` returns no row (MySQL) or the
+        holder's row beside the rows written (MariaDB's ``RETURNING``), so a keyed
+        insert cannot tell which jobs it wrote. MySQL returns no ids of a multi-row
+        ``INSERT``: only its first, and the others need not follow it when other inserts
+        run at once (``innodb_autoinc_lock_mode`` 2, MySQL 8's default). MariaDB returns
+        them all, in order."""
+        return keyed or (identified and not self.returns_rows)
 
     def most_statement_bytes(self) -> int | None:
         return mysql_packets.most_statement_bytes(self.connection)
