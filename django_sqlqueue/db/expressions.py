@@ -48,7 +48,7 @@ class HeldBy(Lookup):
     This is the fence on every write a worker makes to the jobs it holds: a job rescued
     from it, or claimed again, has moved on and is not written. One lookup, rather than
     the same conditions as ``filter()`` keywords, because each finish writes one: Django
-    resolved the keywords' names for every batch, a third of the finish's Python."""
+    resolved the keywords' names for every batch, much of the finish's Python."""
 
     prepare_rhs = False
 

@@ -222,7 +222,7 @@ def insert_plain(
     Returns how many were written.
 
     Where the engine :attr:`~django_sqlqueue.db.engines.base.Engine.copies`
-    (PostgreSQL) they go by ``COPY``, about twice as fast as the benchmark's raw
+    (PostgreSQL) they go by ``COPY``, faster than the benchmark's raw
     multi-row INSERTs; elsewhere as multi-row INSERTs of ``batch_size`` rows."""
     connection = connections[using]
     ways = engine(connection)
