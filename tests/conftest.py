@@ -29,9 +29,12 @@ def claims_as_a_new_worker() -> None:
     MySQL/MariaDB a claim after a loss reads a wider window of candidates and takes them
     by id (``CandidateWindow`` in ``db/engines/mysql``), and the window is kept on the connection that
     every test of a run shares."""
-    from django_sqlqueue.db import engines
+    from django.db import connections
 
-    engines.forget()
+    from django_sqlqueue.db.engines import engine
+    from django_sqlqueue.db.engines.mysql import CandidateWindow
+
+    engine(connections["default"]).forget(CandidateWindow)
 
 
 @pytest.fixture(autouse=True, scope="session")

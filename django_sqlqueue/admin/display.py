@@ -16,7 +16,7 @@ from django.utils.html import conditional_escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from django_sqlqueue.admin import times
-from django_sqlqueue.db.far_times import readable
+from django_sqlqueue.db.engines import engine_for
 from django_sqlqueue.rules.lifecycle import JobStatus
 
 if TYPE_CHECKING:
@@ -143,9 +143,9 @@ def _started(value: Any, *, exact: bool) -> SafeString | str:
 
 def readable_run_at(jobs: QuerySet[Job]) -> QuerySet[Job]:
     """``jobs`` with their ``run_at`` read as ``shown_run_at``, capped at the last time
-    Python holds (``db/far_times.py``): a row an old version wrote past it is listed and
+    Python holds (the engine's ``readable``): a row an old version wrote past it is listed and
     shown instead of failing the whole page."""
-    return jobs.defer("run_at").annotate(shown_run_at=readable("run_at", jobs.db))
+    return jobs.defer("run_at").annotate(shown_run_at=engine_for(jobs.db).readable("run_at"))
 
 
 def duration(start: datetime.datetime | None, end: datetime.datetime | None) -> str:

@@ -19,7 +19,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.checks import ids as check_ids
 from django_sqlqueue.conf import conf, setting_names
-from django_sqlqueue.db import charsets, recurrence
+from django_sqlqueue.db import recurrence
 from django_sqlqueue.db.engines import engine, supports
 from django_sqlqueue.db.engines.base import Engine
 from django_sqlqueue.db.migrated import tables_problem
@@ -162,11 +162,11 @@ def check_database_charsets(databases: Sequence[str] | None = None, **kwargs: An
     tables = [model._meta.db_table for model in apps.get_app_config("django_sqlqueue").get_models()]
     return [
         check_id.message(f"{problem}.")
-        for connection in _queue_connections(databases or ())
+        for queue_engine in _queue_engines(databases or ())
         for check_id, problem in (
-            (check_ids.TABLES_CHARSET, charsets.tables_charset_problem(connection, tables)),
-            (check_ids.CONNECTION_CHARSET, charsets.connection_charset_problem(connection)),
-            (check_ids.STRICT_MODE, charsets.strict_mode_problem(connection)),
+            (check_ids.TABLES_CHARSET, queue_engine.tables_charset_problem(tables)),
+            (check_ids.CONNECTION_CHARSET, queue_engine.connection_charset_problem()),
+            (check_ids.STRICT_MODE, queue_engine.strict_mode_problem()),
         )
         if problem
     ]

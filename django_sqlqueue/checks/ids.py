@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from django.core import checks
 
-from django_sqlqueue.db import charsets
 from django_sqlqueue.db.engines import ENGINES
+from django_sqlqueue.db.engines.mysql_charsets import CONNECTION_HINT, STRICT_HINT, TABLES_HINT
 from django_sqlqueue.db.engines.postgresql import VACUUM_HINT
 from django_sqlqueue.db.engines.sqlite import JOURNAL_HINT
 
@@ -139,20 +139,20 @@ TABLES_CHARSET = CheckId(
     "sqlqueue.W003",
     checks.Warning,
     "The queue's tables on a MySQL/MariaDB database are not in utf8mb4.",
-    charsets.TABLES_HINT,
+    TABLES_HINT,
 )
 CONNECTION_CHARSET = CheckId(
     "sqlqueue.W004",
     checks.Warning,
     "The connection to a MySQL/MariaDB database that holds the jobs table is not in utf8mb4.",
-    charsets.CONNECTION_HINT,
+    CONNECTION_HINT,
 )
 STRICT_MODE = CheckId(
     "sqlqueue.W005",
     checks.Warning,
     "A MySQL/MariaDB database that holds the jobs table is not in strict mode: it would change what it "
     "cannot store rather than refuse it.",
-    charsets.STRICT_HINT,
+    STRICT_HINT,
 )
 JOBS_DATABASE = CheckId(
     "sqlqueue.W006",

@@ -12,6 +12,7 @@ from django.db.models import F, Lookup
 from django.db.models.expressions import Col
 from django.db.models.sql.compiler import SQLCompiler
 
+from django_sqlqueue.db.engines import engine
 from django_sqlqueue.rules.lifecycle import JobStatus
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ class HeldBy(Lookup):
     This is the fence on every write a worker makes to the jobs it holds: a job rescued
     from it, or claimed again, has moved on and is not written. One lookup, rather than
     the same conditions as ``filter()`` keywords, because each finish writes one: Django
-    resolved the keywords' names for every batch, a third of the finish's Python."""
+    resolved the keywords' names for every batch, much of the finish's Python."""
 
     prepare_rhs = False
 
@@ -75,10 +76,7 @@ class HeldBy(Lookup):
 
 
 def _in(column: str, ids: list[int], connection: BaseDatabaseWrapper) -> tuple[str, tuple[Any, ...]]:
-    """``column IN (ids)`` and its parameters; on PostgreSQL ``column = ANY(%s)``, the
-    ids bound as one array. Raises ``EmptyResultSet`` for no ids."""
-    if not ids:
-        raise EmptyResultSet
-    if connection.vendor == "postgresql":
-        return f"{column} = ANY(%s)", (ids,)
-    return f"{column} IN ({', '.join(['%s'] * len(ids))})", tuple(ids)
+    """``column IN (ids)`` and its parameters, as the connection's engine binds them
+    (PostgreSQL: ``column = ANY(%s)``, the ids as one array). Raises ``EmptyResultSet``
+    for no ids."""
+    return engine(connection).ids_in(column, ids)

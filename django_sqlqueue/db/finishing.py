@@ -17,7 +17,6 @@ from django.db.models import Case, F, Field, Value, When
 from django.db.models.expressions import Combinable
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import packets
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.engines import engine
 from django_sqlqueue.db.engines.errors import is_away, is_unwritable
@@ -330,7 +329,7 @@ def _write_alone(
 def _refused(using: str, error: DatabaseError, sql: str, params: tuple[Any, ...]) -> bool:
     """Whether the database refused the data of the statement ``sql`` that raised
     ``error``: an unwritable value, or a statement larger than the server allows whose
-    connection the server ended (:func:`~django_sqlqueue.db.packets.too_large`). Any
+    connection the server ended (:meth:`~django_sqlqueue.db.engines.base.Engine.too_large`). Any
     other lost connection (a killed session, a restart, a failover) is the database
     away, however many times in a row, never a refusal: the worker keeps the outcome
     and writes it again once it reconnects. A lost connection is closed, so that the
@@ -341,7 +340,7 @@ def _refused(using: str, error: DatabaseError, sql: str, params: tuple[Any, ...]
     lost = connection.connection is not None and not connection.is_usable()
     if lost:
         connection.close()
-    return is_unwritable(error) or (lost and is_away(error) and packets.too_large(connection, sql, params))
+    return is_unwritable(error) or (lost and is_away(error) and engine(connection).too_large(sql, params))
 
 
 def release(

@@ -23,12 +23,9 @@ from django.db import connections
 from django.db.models import Field
 from django.db.models.expressions import DatabaseDefault
 
-from django_sqlqueue.db import packets
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus, database_now, time_at
-from django_sqlqueue.db.copying import copy_jobs, copy_rows
 from django_sqlqueue.db.engines import engine
 from django_sqlqueue.db.instances import saved
-from django_sqlqueue.db.literals import Literals
 from django_sqlqueue.db.wakeup import wake_on_commit
 from django_sqlqueue.rules.lifecycle import ENQUEUE
 
@@ -66,8 +63,8 @@ _RETURNED = ("id", "run_at", "enqueued_at")
 
 class JobInserts:
     """What every ``INSERT`` of new jobs into ``model``'s table on ``connection`` shares:
-    made once per connection (by its engine), as it cost each single enqueue about
-    100 µs to compile anew."""
+    made once per connection (by its engine), as compiling it anew cost each single
+    enqueue more than the rest of its Python."""
 
     def __init__(self, model: type[AbstractJob], connection: BaseDatabaseWrapper) -> None:
         self.compiler = model._base_manager.using(connection.alias).all().query.get_compiler(connection=connection)
@@ -88,49 +85,46 @@ class JobInserts:
 
     @functools.cached_property
     def most_bytes(self) -> int | None:
-        """The most bytes of values one statement carries (MySQL/MariaDB), or None:
-        read from the server when many rows are first written."""
-        return packets.most_statement_bytes(self.compiler.connection)
-
-
-#: Each connection's :class:`JobInserts`.
+        """The most bytes of values one statement carries, or None (the engine's
+        :meth:`~django_sqlqueue.db.engines.base.Engine.most_statement_bytes`): read
+        from the server when many rows are first written."""
+        return engine(self.compiler.connection).most_statement_bytes()
 
 
 def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     """Write ``jobs`` (built, validated, unsaved) on ``using``'s connection, in the
-    caller's transaction; set their ids where the database returns them (all but MySQL
-    for many rows, every database for one row) and their times (the database's).
+    caller's transaction; set their ids where the database returns them (every one
+    for one row, all but MySQL for many) and their times (the database's).
 
     A job whose ``unique_key`` an active job holds is not written (the database's
     unique index decides, waiting for a transaction that wrote a holder and has not
     ended): those come back, unsaved. ``jobs`` must not share a key."""
     connection = connections[using]
     model = type(jobs[0])
-    parts = engine(connection).made(JobInserts, model)
+    ways = engine(connection)
+    parts = ways.made(JobInserts, model)
     compiler, now, head = parts.compiler, parts.now, parts.head
     keyed = any(job.unique_key is not None for job in jobs)
-    mysql = connection.vendor == "mysql"
-    # MySQL/MariaDB cannot tell which rows of an INSERT ... ON DUPLICATE KEY UPDATE were
-    # written, nor the ids of a multi-row INSERT (which tagged jobs need for their tags,
-    # and jobs enqueued after= others for their links): they are marked in ``worker``
-    # (unseen outside this transaction), read back by it and unmarked.
+    # Where the engine cannot tell which rows an INSERT wrote (see marks_new_rows), they
+    # are marked in ``worker`` (unseen outside this transaction), read back by it and
+    # unmarked; tagged jobs need their ids for their tags, and jobs enqueued after=
+    # others for their links.
     identified = len(jobs) > 1 and any(job.new_tags or job.after for job in jobs)
-    marker = f"sqlqueue-new-{uuid.uuid4().hex}" if (keyed or identified) and mysql else ""
+    marker = f"sqlqueue-new-{uuid.uuid4().hex}" if ways.marks_new_rows(keyed, identified) else ""
     constants = ", ".join(_same_for_all(now, marker).values()) if marker else parts.constants
     returned: tuple[str, ...] = (*_RETURNED, "unique_key") if keyed or marker else _RETURNED
-    postgresql = connection.vendor == "postgresql"
-    if postgresql and len(jobs) > 1 and not keyed:
-        copy_jobs(jobs, connection, parts.table, now, tuple(_BOUND), map(_bound, jobs))
+    if ways.copies and len(jobs) > 1 and not keyed:
+        ways.copy_jobs(jobs, parts.table, now, tuple(_BOUND), map(_bound, jobs))
         wake_on_commit(using, {job.queue for job in jobs})
         return []
     # Many jobs, each written: the database's now read first, as COPY does, makes every
-    # time a value, known before the INSERT, so only the ids come back (none on MySQL,
-    # which returns no rows). Converting three returned columns a row cost the client
+    # time a value, known before the INSERT, so only the ids come back (none where the
+    # database returns no rows). Converting three returned columns a row cost the client
     # more than the database spent on the row.
     times: list[tuple[Any, ...]] = []
     enqueued_at: Any = None
     at_now: tuple[str, Sequence[Any]] | None = None
-    if len(jobs) > 1 and not keyed and not marker and not postgresql:
+    if len(jobs) > 1 and not keyed and not marker:
         enqueued_at = database_now(using)
         # A time the database's clock gave, as Django stores one: no quote in it.
         stamp = connection.ops.adapt_datetimefield_value(enqueued_at)
@@ -139,11 +133,11 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
         times = [(time_at(job.run_at, enqueued_at), time_at(job.expires_at, enqueued_at)) for job in jobs]
         returned = ("id",)
     names, read = parts.returned[returned]
-    tail = f" RETURNING {names}" if connection.features.can_return_rows_from_bulk_insert and not marker else ""
-    conflict = "" if not keyed else " ON DUPLICATE KEY UPDATE id = id" if mysql else " ON CONFLICT DO NOTHING"
+    tail = f" RETURNING {names}" if ways.returns_rows and not marker else ""
+    conflict = ways.skip_conflicts if keyed else ""
     # One job (every enqueue) as a plain VALUES row: PostgreSQL plans UNNEST's arrays and
-    # casts for each statement, which made a single enqueue a third slower.
-    if postgresql and len(jobs) > 1:
+    # casts for each statement, which made a single enqueue markedly slower.
+    if ways.unnests and len(jobs) > 1:
         statements = _unnest(jobs, batch_size, compiler, now, constants)
     else:
         # Tuples of strings and numbers, which the garbage collector stops tracking: the
@@ -185,7 +179,7 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
             elif tail:
                 for job, row in zip(chunk, cursor.fetchall(), strict=True):
                     _saved(job, using, read(row))
-            elif len(chunk) == 1:  # MySQL returns no rows, but the id of one
+            elif len(chunk) == 1:  # no RETURNING (MySQL), but the id of one row
                 _saved(chunk[0], using, {"id": connection.ops.last_insert_id(cursor, model._meta.db_table, "id")})
             else:
                 for job in chunk:
@@ -227,15 +221,14 @@ def insert_plain(
     connection in the caller's transaction, as they come; nothing is read back.
     Returns how many were written.
 
-    PostgreSQL takes them by ``COPY``: 146,000-152,000 rows/s into the jobs table on
-    our benchmark machine, where the benchmark's raw multi-row INSERTs reach
-    60,000-80,000. Elsewhere they go as multi-row INSERTs of ``batch_size`` rows."""
+    Where the engine :attr:`~django_sqlqueue.db.engines.base.Engine.copies`
+    (PostgreSQL) they go by ``COPY``, faster than the benchmark's raw
+    multi-row INSERTs; elsewhere as multi-row INSERTs of ``batch_size`` rows."""
     connection = connections[using]
-    parts = engine(connection).made(JobInserts, model)
-    if connection.vendor == "postgresql":
-        return copy_rows(
-            connection, parts.table, tuple(_BOUND), rows, {name: getattr(template, name) for name in _TIMED}
-        )
+    ways = engine(connection)
+    parts = ways.made(JobInserts, model)
+    if ways.copies:
+        return ways.copy_rows(parts.table, tuple(_BOUND), rows, {name: getattr(template, name) for name in _TIMED})
     when = [_run_at(parts.compiler, getattr(template, name), parts.now) for name in _TIMED]
     written = 0
     queues: set[str] = set()
@@ -289,31 +282,22 @@ def _values(
 ) -> Iterator[tuple[int, int, str, list[Any] | None]]:
     """``VALUES (…), (…)``: each row's bound values (see :data:`_BOUND`), then its
     times (:data:`_TIMED`) as SQL with their parameters; yields each statement with the
-    range of ``rows`` it writes. On MySQL/MariaDB the values are written into the
-    statement's text (:mod:`~django_sqlqueue.db.literals`), which then goes with no
-    parameters, and where statements are cut is known before the first goes: a row
-    too large for any (``most_bytes``, :mod:`~django_sqlqueue.db.packets`) is refused
-    with nothing written."""
-    connection = compiler.connection
+    range of ``rows`` it writes. Where the engine writes the values into the
+    statement's text (MySQL/MariaDB, :meth:`~django_sqlqueue.db.engines.base.Engine.literal_rows`),
+    the statement goes with no parameters, and where statements are cut is known
+    before the first goes: a row too large for any (``most_bytes``) is refused with
+    nothing written."""
+    ways = engine(compiler.connection)
     # A time binds one value at most: the time, or a delay.
-    most_params = connection.features.max_query_params
+    most_params = ways.most_params
     per_row = len(_BOUND) + len(_TIMED)
     rows_per_insert = batch_size if most_params is None else min(batch_size, most_params // per_row)
-    texts: list[str] | None = None
-    if connection.vendor == "mysql":
-        literals = Literals(connection, len(_BOUND))
-        same = literals.sql(constants, ())
-        # Each row's text made once and measured as it is sent, all before the first
-        # statement goes: held until then beside the rows' JSON, escaped.
-        texts = [
-            f"({literals.row(values)}, {', '.join([literals.sql(*time) for time in times])}, {same})"
-            for values, times in rows
-        ]
+    texts = ways.literal_rows(rows, constants)
     if most_bytes is None or texts is None:
         starts = list(range(0, len(rows), rows_per_insert))
     else:
         tasks = [values[_TASK_POSITION] for values, _ in rows]
-        starts = packets.cut(list(map(packets.text_bytes, texts)), rows_per_insert, most_bytes, tasks)
+        starts = ways.statement_starts(texts, rows_per_insert, most_bytes, tasks)
     marks = ", ".join("%s" for _ in _BOUND)
     for start, end in itertools.pairwise([*starts, len(rows)]):
         if texts is not None:
@@ -332,7 +316,7 @@ def _values(
 def _unnest(jobs: Sequence[JobT], batch_size: int, compiler: SQLCompiler, now: str, constants: str) -> Statements[JobT]:
     """PostgreSQL: ``SELECT … FROM UNNEST(%s, …)``, one array a column. The statement's
     text is the same for every chunk, so psycopg does not parse a new one with
-    thousands of placeholders each time: about a third of the client's time a row."""
+    thousands of placeholders each time, a large part of the client's time a row."""
     # JSON travels as text and becomes jsonb in the SELECT.
     arrays = ", ".join(f"%s::{'text' if kind == 'jsonb' else kind}[]" for kind in _BOUND.values())
     values = ", ".join(f"u.{name}::{kind}" if kind == "jsonb" else f"u.{name}" for name, kind in _BOUND.items())

@@ -34,8 +34,8 @@ from django_sqlqueue.checks import (
     check_unknown_settings,
 )
 from django_sqlqueue.checks import ids as check_ids
-from django_sqlqueue.db import charsets, migrated
-from django_sqlqueue.db.engines import engine
+from django_sqlqueue.db import migrated
+from django_sqlqueue.db.engines import engine, mysql_charsets
 from django_sqlqueue.db.engines.postgresql import VACUUM_HINT
 from django_sqlqueue.db.engines.sqlite import JOURNAL_HINT
 from django_sqlqueue.models import Job
@@ -447,7 +447,7 @@ def test_mysql_tables_connections_and_modes_that_change_names_are_warned_about(c
     assert warning == checks.Warning(
         "MySQL database 'default' has text columns of the queue's tables in a character set other than utf8mb4, "
         f"which cannot store every queue name and key: {table}.task ({charset}).",
-        hint=charsets.TABLES_HINT,
+        hint=mysql_charsets.TABLES_HINT,
         id="sqlqueue.W003",
     )
     with session_variable("character_set_client", charset), session_variable("character_set_connection", charset):
@@ -455,7 +455,7 @@ def test_mysql_tables_connections_and_modes_that_change_names_are_warned_about(c
     assert warning == checks.Warning(
         f"MySQL database 'default' is connected with character_set_client {charset}, "
         f"character_set_connection {charset}, not utf8mb4.",
-        hint=charsets.CONNECTION_HINT,
+        hint=mysql_charsets.CONNECTION_HINT,
         id="sqlqueue.W004",
     )
     with session_variable("sql_mode", "NO_ENGINE_SUBSTITUTION"):
@@ -463,7 +463,7 @@ def test_mysql_tables_connections_and_modes_that_change_names_are_warned_about(c
     assert warning == checks.Warning(
         "MySQL database 'default' runs without strict mode (sql_mode 'NO_ENGINE_SUBSTITUTION'): text and values "
         "it cannot store are changed (? for a character, a name cut short) rather than refused.",
-        hint=charsets.STRICT_HINT,
+        hint=mysql_charsets.STRICT_HINT,
         id="sqlqueue.W005",
     )
     assert check_database_charsets(databases=None) == []

@@ -8,17 +8,19 @@ connection compiled once and reuses on every claim and enqueue (:meth:`Engine.ma
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
+from django.core.exceptions import EmptyResultSet
 from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 
 from django_sqlqueue.db.engines.claims import ClaimSteps
 
 if TYPE_CHECKING:
     from django_sqlqueue.db.schema.indexes import ActiveKeyConstraint
+
 
 Made = TypeVar("Made")
 #: The model something is made for: the jobs table's for most, any of the queue's tables'.
@@ -84,6 +86,12 @@ class Engine:
         if (value := self._made.get(key)) is None:
             value = self._made[key] = make(model, self.connection)
         return value
+
+    def forget(self, make: Callable[..., Any]) -> None:
+        """Let go of what ``make`` made for this connection: it is made afresh on next use
+        (a test that starts as a new worker would, say)."""
+        for key in [key for key in self._made if key[0] is make]:
+            del self._made[key]
 
     # Errors, told apart by the driver's exception, which needs no connection: the class
     # answers (``engines.errors`` asks each database's in turn).
@@ -254,6 +262,101 @@ class Engine:
         the table each holds, as the database's statistics last found them; a column
         without statistics is left out (every one where not :attr:`keeps_value_shares`)."""
         return {}
+
+    # Inserts: how new jobs' rows travel, what comes back, and what text and size the database takes.
+
+    #: Whether many new jobs go by ``COPY`` (:meth:`copy_jobs`, :meth:`copy_rows`)
+    #: rather than by multi-row ``INSERT`` statements.
+    copies: ClassVar[bool] = False
+    #: Whether many new jobs with unique keys go as one array a column
+    #: (``SELECT ... FROM UNNEST(...)``) rather than as ``VALUES`` rows.
+    unnests: ClassVar[bool] = False
+    #: What an ``INSERT`` of jobs with unique keys ends with, so that a job whose key an
+    #: active job holds is not written rather than failing the statement.
+    skip_conflicts: ClassVar[str] = " ON CONFLICT DO NOTHING"
+
+    @property
+    def returns_rows(self) -> bool:
+        """Whether a multi-row ``INSERT ... RETURNING`` gives back every row it wrote."""
+        return bool(self.connection.features.can_return_rows_from_bulk_insert)
+
+    def marks_new_rows(self, keyed: bool, identified: bool) -> bool:
+        """Whether the rows an ``INSERT`` writes are learnt by a mark written with them
+        and read back, rather than by its ``RETURNING``: where the database cannot tell
+        which rows an ``INSERT`` of jobs with unique keys (``keyed``) wrote, or the ids
+        of many rows whose jobs need them (``identified``: tags, dependencies)."""
+        return False
+
+    @property
+    def most_params(self) -> int | None:
+        """The most parameters one statement may bind, or None for no limit."""
+        return self.connection.features.max_query_params
+
+    def most_statement_bytes(self) -> int | None:
+        """The most bytes of values one statement may carry; None where the database
+        sets no such limit (it binds parameters apart from the statement)."""
+        return None
+
+    def too_large(self, sql: str, params: Sequence[Any]) -> bool:
+        """Whether ``sql`` with ``params`` is larger than the server takes, which it
+        answers by ending the connection; False where no statement's size does that."""
+        return False
+
+    def literal_rows(
+        self, rows: Sequence[tuple[Sequence[Any], Sequence[tuple[str, Sequence[Any]]]]], constants: str
+    ) -> list[str] | None:
+        """Each of ``rows`` (bound values, then SQL with parameters) as the SQL text
+        ``(…)`` of a ``VALUES`` row, its values written in, where the driver would make
+        that text anyway; None where the values are bound apart from the statement."""
+        return None
+
+    def statement_starts(
+        self, texts: Sequence[str], rows_per_statement: int, most_bytes: int, tasks: Sequence[str]
+    ) -> list[int]:
+        """Where statements of rows written as ``texts`` (:meth:`literal_rows`, of jobs
+        of ``tasks``) start, to fit :meth:`most_statement_bytes`."""
+        raise NotImplementedError
+
+    def copy_jobs(
+        self, jobs: Sequence[Any], table: str, now_sql: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
+    ) -> None:
+        """Write ``jobs`` by ``COPY`` and set their ids and times (where :attr:`copies`)."""
+        raise NotImplementedError
+
+    def copy_rows(
+        self, table: str, columns: Sequence[str], rows: Iterable[tuple[Any, ...]], times: dict[str, Any]
+    ) -> int:
+        """Write plain ``rows`` by ``COPY``, each with the same ``times``; how many (where :attr:`copies`)."""
+        raise NotImplementedError
+
+    def ids_in(self, column: str, ids: list[int]) -> tuple[str, tuple[Any, ...]]:
+        """``column IN (ids)`` and its parameters, one a row. Raises ``EmptyResultSet``
+        for no ids."""
+        if not ids:
+            raise EmptyResultSet
+        return f"{column} IN ({', '.join(['%s'] * len(ids))})", tuple(ids)
+
+    def readable(self, field: str) -> Any:
+        """An expression reading the time ``field`` as Python can hold it: the plain
+        column, where the database holds no time past Python's last."""
+        return F(field)
+
+    def text_problem(self, model: type[models.Model], texts: Mapping[str, str | None]) -> str | None:
+        """Why this database would not store one of ``texts`` (a column of ``model``'s
+        table to the text written to it) as itself, or None."""
+        return None
+
+    def tables_charset_problem(self, tables: Sequence[str]) -> str | None:
+        """Why the queue's ``tables`` cannot store every name and key, or None; may ask the database."""
+        return None
+
+    def connection_charset_problem(self) -> str | None:
+        """Why this connection cannot carry every name and key, or None; may ask the database."""
+        return None
+
+    def strict_mode_problem(self) -> str | None:
+        """Why this connection would change text it cannot store rather than refuse it, or None."""
+        return None
 
 
 def numbers(version: str) -> tuple[int, ...]:

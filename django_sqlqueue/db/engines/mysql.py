@@ -3,19 +3,23 @@ a safe claim needs, and the oldest MariaDB with ``SKIP LOCKED``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.db import models
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
+from django_sqlqueue.db.engines import mysql_charsets, mysql_packets
 from django_sqlqueue.db.engines.base import Engine, ErrorCodes, Model, ServerConnections, dotted
 from django_sqlqueue.db.engines.claims import ClaimSteps
+from django_sqlqueue.db.engines.mysql_literals import Literals
 from django_sqlqueue.db.engines.zones import local_clock
 from django_sqlqueue.db.schema.indexes import MYSQL_ACTIVE_KEY_COLUMN
 
 if TYPE_CHECKING:
     from django_sqlqueue.db.schema.indexes import ActiveKeyConstraint
+
 
 MARIADB_MIN_VERSION = (10, 6)
 
@@ -190,3 +194,51 @@ class MySQL(Engine):
             cursor.execute("SHOW GLOBAL STATUS LIKE 'Threads_connected'")
             _, in_use = cursor.fetchone()
         return ServerConnections(int(limit), int(in_use))
+
+    # Inserts: values written into the statement's text, cut to max_allowed_packet, and text the charsets hold.
+
+    skip_conflicts = " ON DUPLICATE KEY UPDATE id = id"
+
+    def marks_new_rows(self, keyed: bool, identified: bool) -> bool:
+        """An ``INSERT ... ON DUPLICATE KEY UPDATE`` returns no row (MySQL) or the
+        holder's row beside the rows written (MariaDB's ``RETURNING``), so a keyed
+        insert cannot tell which jobs it wrote. MySQL returns no ids of a multi-row
+        ``INSERT``: only its first, and the others need not follow it when other inserts
+        run at once (``innodb_autoinc_lock_mode`` 2, MySQL 8's default). MariaDB returns
+        them all, in order."""
+        return keyed or (identified and not self.returns_rows)
+
+    def most_statement_bytes(self) -> int | None:
+        return mysql_packets.most_statement_bytes(self.connection)
+
+    def too_large(self, sql: str, params: Sequence[Any]) -> bool:
+        return mysql_packets.too_large(self.connection, sql, params)
+
+    def literal_rows(
+        self, rows: Sequence[tuple[Sequence[Any], Sequence[tuple[str, Sequence[Any]]]]], constants: str
+    ) -> list[str] | None:
+        literals = Literals(self.connection, len(rows[0][0]) if rows else 0)
+        same = literals.sql(constants, ())
+        # Each row's text made once and measured as it is sent, all before the first
+        # statement goes: held until then beside the rows' JSON, escaped.
+        return [
+            f"({literals.row(values)}, {', '.join([literals.sql(*time) for time in times])}, {same})"
+            for values, times in rows
+        ]
+
+    def statement_starts(
+        self, texts: Sequence[str], rows_per_statement: int, most_bytes: int, tasks: Sequence[str]
+    ) -> list[int]:
+        return mysql_packets.cut(list(map(mysql_packets.text_bytes, texts)), rows_per_statement, most_bytes, tasks)
+
+    def text_problem(self, model: type[models.Model], texts: Mapping[str, str | None]) -> str | None:
+        return mysql_charsets.text_problem(self.made(mysql_charsets.TextCharsets, model).columns, texts)
+
+    def tables_charset_problem(self, tables: Sequence[str]) -> str | None:
+        return mysql_charsets.tables_charset_problem(self.connection, tables)
+
+    def connection_charset_problem(self) -> str | None:
+        return mysql_charsets.connection_charset_problem(self.connection)
+
+    def strict_mode_problem(self) -> str | None:
+        return mysql_charsets.strict_mode_problem(self.connection)

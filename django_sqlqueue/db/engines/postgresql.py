@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import datetime
+from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
+from django.conf import settings
 from django.db import OperationalError
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Q, QuerySet
+from django.db.models import Case, F, Q, QuerySet, Value, When
 
-from django_sqlqueue.db.engines import postgresql_notify
+from django_sqlqueue.db.engines import postgresql_copy, postgresql_notify
 from django_sqlqueue.db.engines.base import Engine, ErrorCodes, Model, ServerConnections, dotted, numbers
 from django_sqlqueue.db.engines.claims import ClaimSteps, Returned
 
@@ -214,3 +217,32 @@ class PostgreSQL(Engine):
             cursor.execute(self.SHARES_SQL, [self.catalog_name(table), columns])
             found = cursor.fetchall()
         return {column: dict(zip(values or [], freqs or [], strict=True)) for column, values, freqs in found}
+
+    # Inserts: many jobs by COPY or by arrays, batches' ids as one array, times past Python's.
+
+    copies = True
+    unnests = True
+
+    def copy_jobs(
+        self, jobs: Sequence[Any], table: str, now_sql: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
+    ) -> None:
+        postgresql_copy.copy_jobs(jobs, self.connection, table, now_sql, columns, rows)
+
+    def copy_rows(
+        self, table: str, columns: Sequence[str], rows: Iterable[tuple[Any, ...]], times: dict[str, Any]
+    ) -> int:
+        return postgresql_copy.copy_rows(self.connection, table, columns, rows, times)
+
+    def ids_in(self, column: str, ids: list[int]) -> tuple[str, tuple[Any, ...]]:
+        # One array parameter, which psycopg adapts at once, rather than one a row.
+        if not ids:
+            return super().ids_in(column, ids)
+        return f"{column} = ANY(%s)", (ids,)
+
+    def readable(self, field: str) -> Any:
+        """PostgreSQL's ``timestamp`` columns go on to the year 294276, and an old
+        version could write such a ``run_at`` (an offset, a long delay), which the
+        driver then fails to read, failing a whole page with it: capped at the last
+        time Python holds, such a row is read as that time."""
+        last = datetime.datetime.max.replace(tzinfo=datetime.timezone.utc) if settings.USE_TZ else datetime.datetime.max
+        return Case(When(**{f"{field}__gt": last}, then=Value(last)), default=F(field))

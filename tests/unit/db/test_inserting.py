@@ -433,11 +433,11 @@ def test_enqueue_many_reads_the_clock_once_and_gets_back_only_the_ids() -> None:
     names: tuple[str, ...] = ("run_at", "enqueued_at", "expires_at", "status", "args")
     if connection.features.can_return_rows_from_bulk_insert:
         names = ("id", *names)
-    with CaptureQueriesContext(connection) as queries:
+    with CaptureQueriesContext(connection) as reads:
         assert [[getattr(job, name) for name in names] for job in jobs] == [
             [getattr(job, name) for name in names] for job in Job.objects.order_by("id")
         ]
-    assert len(queries) == 1
+    assert len(reads) == 1
     now = jobs[0].enqueued_at
     assert [job.run_at for job in jobs] == [now, now + datetime.timedelta(seconds=60), when, now]
     assert [job.expires_at for job in jobs] == [

@@ -45,6 +45,14 @@ def test_made_once_for_each_connection_and_model() -> None:
     assert len(calls) == 4
 
 
+def test_forgets_what_one_maker_made_and_keeps_the_rest() -> None:
+    kept = engine(connections["default"])
+    mine, other = kept.made(something, Job), kept.made(JobRows, Job)
+    kept.forget(something)
+    assert kept.made(something, Job) is not mine
+    assert kept.made(JobRows, Job) is other
+
+
 def test_let_go_with_its_connection_though_it_holds_it() -> None:
     """What is made holds its connection (a compiler does): a connection object that
     its thread let go must still be collected, as Django's would be."""

@@ -1,11 +1,11 @@
-"""``db/packets.py``: multi-row INSERTs cut to MySQL/MariaDB's ``max_allowed_packet``."""
+"""``db/engines/mysql_packets.py``: multi-row INSERTs cut to MySQL/MariaDB's ``max_allowed_packet``."""
 
 from __future__ import annotations
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 
-from django_sqlqueue.db import packets
+from django_sqlqueue.db.engines import engine, mysql_packets
 from django_sqlqueue.exceptions import InvalidJobError
 from django_sqlqueue.models import Job
 from tests.testapp.tasks import noop
@@ -14,31 +14,31 @@ mysql_only = pytest.mark.skipif(connection.vendor != "mysql", reason="max_allowe
 
 
 def test_a_row_counts_the_bytes_of_its_text_and_its_comma() -> None:
-    assert packets.text_bytes("('ab', 5)") == 11
-    assert packets.text_bytes("('é')") == 8
+    assert mysql_packets.text_bytes("('ab', 5)") == 11
+    assert mysql_packets.text_bytes("('é')") == 8
 
 
 def test_statements_are_cut_by_rows_and_by_bytes() -> None:
-    assert packets.cut([10] * 5, 2, 1000, ["t"] * 5) == [0, 2, 4]
-    assert packets.cut([400, 400, 400, 100], 10, 1000, ["t"] * 4) == [0, 2]
-    assert packets.cut([1000, 1, 1000], 10, 1000, ["t"] * 3) == [0, 1, 2]
+    assert mysql_packets.cut([10] * 5, 2, 1000, ["t"] * 5) == [0, 2, 4]
+    assert mysql_packets.cut([400, 400, 400, 100], 10, 1000, ["t"] * 4) == [0, 2]
+    assert mysql_packets.cut([1000, 1, 1000], 10, 1000, ["t"] * 3) == [0, 1, 2]
 
 
 def test_a_row_no_statement_holds_is_refused_naming_its_task() -> None:
     with pytest.raises(InvalidJobError, match="Cannot enqueue big: its arguments and options take 1,001 bytes"):
-        packets.cut([1, 1001], 10, 1000, ["small", "big"])
+        mysql_packets.cut([1, 1001], 10, 1000, ["small", "big"])
 
 
 @pytest.mark.django_db
 def test_no_limit_but_mysqls() -> None:
-    assert (packets.most_statement_bytes(connection) is None) == (connection.vendor != "mysql")
+    assert (engine(connections["default"]).most_statement_bytes() is None) == (connection.vendor != "mysql")
 
 
 @mysql_only
 @pytest.mark.django_db
 def test_jobs_larger_together_than_a_packet_are_written() -> None:
     """1,000 jobs a little larger than a thousandth of the packet each: past it together."""
-    packet = packets.most_statement_bytes(connection)
+    packet = mysql_packets.most_statement_bytes(connection)
     assert packet is not None
     size = packet // 1000 + 1000
     jobs = Job.objects.enqueue_many(Job.objects.build(noop, ["x" * size]) for _ in range(1000))
@@ -50,7 +50,7 @@ def test_jobs_larger_together_than_a_packet_are_written() -> None:
 @mysql_only
 @pytest.mark.django_db(transaction=True)
 def test_a_job_larger_than_a_packet_is_refused_and_nothing_is_written() -> None:
-    packet = packets.most_statement_bytes(connection)
+    packet = mysql_packets.most_statement_bytes(connection)
     assert packet is not None
     # Each quote is escaped: two bytes of the statement.
     jobs = [Job.objects.build(noop, [1]), Job.objects.build(noop, ["'" * (packet // 2 + 1)])]
@@ -70,13 +70,13 @@ def test_too_large_is_a_statement_past_the_packet_on_mysql_alone() -> None:
     """MariaDB ends the connection of a statement past ``max_allowed_packet``; no other
     database ends one for its size."""
     if connection.vendor != "mysql":
-        assert not packets.too_large(connection, "SELECT %s", ["x" * 100_000_000])
+        assert not engine(connections["default"]).too_large("SELECT %s", ["x" * 100_000_000])
         return
     with connection.cursor() as cursor:
         cursor.execute("SELECT @@max_allowed_packet")
         (packet,) = cursor.fetchone()
     sql = "SELECT %s"
     fits = "x" * (packet - len(sql) - 10)
-    assert not packets.too_large(connection, sql, [fits])
+    assert not engine(connections["default"]).too_large(sql, [fits])
     # Each quote escaped: twice the bytes in the statement's text.
-    assert packets.too_large(connection, sql, ["'" * (packet // 2 + 1)])
+    assert engine(connections["default"]).too_large(sql, ["'" * (packet // 2 + 1)])

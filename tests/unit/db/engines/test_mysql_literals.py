@@ -1,4 +1,4 @@
-"""``db/literals.py``: on MySQL/MariaDB the values of many new jobs go in their INSERT's
+"""``db/engines/mysql_literals.py``: on MySQL/MariaDB the values of many new jobs go in their INSERT's
 text, escaped as the driver's own binding escapes them."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from django_sqlqueue.db.literals import Literals
+from django_sqlqueue.db.engines.mysql_literals import Literals
 from django_sqlqueue.models import Job
 from tests.testapp.tasks import noop
 

@@ -1,10 +1,10 @@
-"""How many new jobs one multi-row ``INSERT`` may carry on MySQL/MariaDB, whose server
+"""MySQL/MariaDB: how many new jobs one multi-row ``INSERT`` may carry, whose server
 refuses a statement larger than ``max_allowed_packet`` (16 MiB by default), and
 MariaDB ends the connection that sent it; and whether a statement whose connection
 ended was such a refusal (:func:`too_large`) or the connection lost.
 
 Rows are measured as the SQL text they are sent as (their values escaped,
-:mod:`~django_sqlqueue.db.literals`), so a statement cut here always fits, and rows of
+:mod:`~django_sqlqueue.db.engines.mysql_literals`), so a statement cut here always fits, and rows of
 ordinary size still go a thousand at a time. The other databases bind parameters apart
 from the statement and take any size the columns do."""
 
@@ -22,11 +22,8 @@ from django_sqlqueue.exceptions import InvalidJobError
 _STATEMENT_OVERHEAD = 64 * 1024
 
 
-def most_statement_bytes(connection: BaseDatabaseWrapper) -> int | None:
-    """The most bytes of values one statement on ``connection`` may carry; None where
-    the database sets no such limit."""
-    if connection.vendor != "mysql":
-        return None
+def most_statement_bytes(connection: BaseDatabaseWrapper) -> int:
+    """The most bytes of values one statement on ``connection`` may carry."""
     return _max_allowed_packet(connection) - _STATEMENT_OVERHEAD
 
 
@@ -34,11 +31,8 @@ def too_large(connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any]) 
     """Whether ``sql`` with ``params`` is larger than the server's ``max_allowed_packet``
     on ``connection``: MariaDB ends the connection of such a statement, and past a few
     times that size the client sees only the connection ending ('server has gone
-    away'), the words of any other lost connection. Always False on the other
-    databases, which end a connection for no statement's size. Asks the server, so a
+    away'), the words of any other lost connection. Asks the server, so a
     connection it ended is opened again (and a server still away raises)."""
-    if connection.vendor != "mysql":
-        return False
     packet = _max_allowed_packet(connection)
     # The text the driver sends: each value escaped into the statement.
     literal = cast(Any, connection.connection).literal

@@ -53,7 +53,7 @@ def copy_jobs(
         ids, now = cursor.fetchone()
     same = tuple(_SAME_FOR_ALL.values())
     # Every row's enqueued_at, and most rows' run_at: written as text once, not formatted
-    # by the driver twice a row (about a tenth of the client's instructions a job).
+    # by the driver twice a row, a good part of the client's work a job.
     now_text = now.isoformat()
     with _copying(connection, table, ["id", *columns, "run_at", "expires_at", "enqueued_at"]) as copy:
         write = copy.write_row

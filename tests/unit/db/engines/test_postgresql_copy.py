@@ -1,4 +1,4 @@
-"""``db/copying.py``: ``enqueue_many`` writes many jobs by ``COPY`` on PostgreSQL, and
+"""``db/engines/postgresql_copy.py``: ``enqueue_many`` writes many jobs by ``COPY`` on PostgreSQL, and
 gives them back saved, with the ids and times the table holds."""
 
 from __future__ import annotations
