@@ -114,7 +114,7 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     constants = ", ".join(_same_for_all(now, marker).values()) if marker else parts.constants
     returned: tuple[str, ...] = (*_RETURNED, "unique_key") if keyed or marker else _RETURNED
     if ways.copies and len(jobs) > 1 and not keyed:
-        ways.copy_jobs(jobs, parts.table, now, tuple(_BOUND), map(_bound, jobs))
+        ways.copy_jobs(jobs, parts.table, now, tuple(_BOUND), map(_bound, jobs), time_at)
         wake_on_commit(using, {job.queue for job in jobs})
         return []
     # Many jobs, each written: the database's now read first, as COPY does, makes every
@@ -228,7 +228,7 @@ def insert_plain(
     ways = engine(connection)
     parts = ways.made(JobInserts, model)
     if ways.copies:
-        return ways.copy_rows(parts.table, tuple(_BOUND), rows, {name: getattr(template, name) for name in _TIMED})
+        return ways.copy_rows(parts.table, tuple(_BOUND), rows, _due(template, using))
     when = [_run_at(parts.compiler, getattr(template, name), parts.now) for name in _TIMED]
     written = 0
     queues: set[str] = set()
@@ -340,6 +340,19 @@ def _unnest(jobs: Sequence[JobT], batch_size: int, compiler: SQLCompiler, now: s
 _bound_attributes = operator.attrgetter(*_BOUND)
 _JSON_POSITIONS = [position for position, kind in enumerate(_BOUND.values()) if kind == "jsonb"]
 _TASK_POSITION = list(_BOUND).index("task")
+
+
+def _due(template: AbstractJob, using: str) -> dict[str, Any]:
+    """A template's ``run_at`` and ``expires_at`` for ``COPY``, which binds values: a
+    delay after the database's now made a time (the now read once), a column's default
+    left as it is."""
+    times = {name: getattr(template, name) for name in _TIMED}
+    if any(isinstance(value, DatabaseNowPlus) for value in times.values()):
+        now = database_now(using)
+        times = {
+            name: now + value.delay if isinstance(value, DatabaseNowPlus) else value for name, value in times.items()
+        }
+    return times
 
 
 def _bound(job: AbstractJob) -> tuple[Any, ...]:

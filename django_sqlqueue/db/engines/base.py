@@ -318,7 +318,13 @@ class Engine:
         raise NotImplementedError
 
     def copy_jobs(
-        self, jobs: Sequence[Any], table: str, now_sql: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
+        self,
+        jobs: Sequence[Any],
+        table: str,
+        now_sql: str,
+        columns: Sequence[str],
+        rows: Iterable[Sequence[Any]],
+        time_at: Callable[[Any, Any], Any],
     ) -> None:
         """Write ``jobs`` by ``COPY`` and set their ids and times (where :attr:`copies`)."""
         raise NotImplementedError

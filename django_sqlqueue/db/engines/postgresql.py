@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
 
 from django.conf import settings
@@ -224,9 +224,15 @@ class PostgreSQL(Engine):
     unnests = True
 
     def copy_jobs(
-        self, jobs: Sequence[Any], table: str, now_sql: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
+        self,
+        jobs: Sequence[Any],
+        table: str,
+        now_sql: str,
+        columns: Sequence[str],
+        rows: Iterable[Sequence[Any]],
+        time_at: Callable[[Any, Any], Any],
     ) -> None:
-        postgresql_copy.copy_jobs(jobs, self.connection, table, now_sql, columns, rows)
+        postgresql_copy.copy_jobs(jobs, self.connection, table, now_sql, columns, rows, time_at)
 
     def copy_rows(
         self, table: str, columns: Sequence[str], rows: Iterable[tuple[Any, ...]], times: dict[str, Any]

@@ -13,12 +13,11 @@ pgbouncer's transaction pooling."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.db.models.expressions import DatabaseDefault
 
-from django_sqlqueue.db.clock import DatabaseNowPlus, database_now, time_at
 from django_sqlqueue.db.instances import saved
 from django_sqlqueue.rules.lifecycle import ENQUEUE
 
@@ -39,11 +38,13 @@ def copy_jobs(
     now_sql: str,
     columns: Sequence[str],
     rows: Iterable[Sequence[Any]],
+    time_at: Callable[[Any, Any], Any],
 ) -> None:
     """Write ``jobs`` (none with a ``unique_key``: ``COPY`` has no ``ON CONFLICT``) into
     ``table`` (quoted), whose values of ``columns`` are ``rows``, by one ``COPY``, with
     ``now_sql`` the database's clock; set each job's id, ``enqueued_at``, ``run_at`` and
-    ``expires_at`` as the row holds them."""
+    ``expires_at`` as the row holds them, each time made a value by ``time_at(time, now)``
+    once the database's now is read (``db/clock.time_at``)."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT ARRAY(SELECT nextval(pg_get_serial_sequence(%s::text, 'id')) "
@@ -72,13 +73,11 @@ def copy_rows(
     times: dict[str, Any],
 ) -> int:
     """``enqueue_rows``' ``COPY``: ``rows`` (values of ``columns``) into ``table``
-    (quoted), each with the same ``times`` (``run_at`` and ``expires_at``, as a job
-    template holds them: a column left to its default, the database's clock, takes no
-    value; a delay is added to the database's now, read once). How many were written."""
+    (quoted), each with the same ``times`` (``run_at`` and ``expires_at``: a column left
+    to its default, the database's clock, takes no value; the caller made a delay a time).
+    How many were written."""
     when: dict[str, Any] = {}
     for name, value in times.items():
-        if isinstance(value, DatabaseNowPlus):
-            value = database_now(connection.alias) + value.delay
         if not isinstance(value, DatabaseDefault):
             when[name] = connection.ops.adapt_datetimefield_value(value)
     tail = (*when.values(), *_SAME_FOR_ALL.values())
