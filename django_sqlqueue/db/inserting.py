@@ -114,7 +114,9 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     constants = ", ".join(_same_for_all(now, marker).values()) if marker else parts.constants
     returned: tuple[str, ...] = (*_RETURNED, "unique_key") if keyed or marker else _RETURNED
     if ways.copies and len(jobs) > 1 and not keyed:
-        ways.copy_jobs(jobs, parts.table, now, tuple(_BOUND), map(_bound, jobs), time_at)
+        copied = ways.copy_jobs(jobs, parts.table, now, tuple(_BOUND), map(_bound, jobs), time_at)
+        for job, written in zip(jobs, copied, strict=True):
+            saved(job, using, written)
         wake_on_commit(using, {job.queue for job in jobs})
         return []
     # Many jobs, each written: the database's now read first, as COPY does, makes every

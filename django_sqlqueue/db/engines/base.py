@@ -325,8 +325,8 @@ class Engine:
         columns: Sequence[str],
         rows: Iterable[Sequence[Any]],
         time_at: Callable[[Any, Any], Any],
-    ) -> None:
-        """Write ``jobs`` by ``COPY`` and set their ids and times (where :attr:`copies`)."""
+    ) -> list[dict[str, Any]]:
+        """Write ``jobs`` by ``COPY`` (where :attr:`copies`): what each row holds of its id and times."""
         raise NotImplementedError
 
     def copy_rows(

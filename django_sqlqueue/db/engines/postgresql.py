@@ -231,8 +231,8 @@ class PostgreSQL(Engine):
         columns: Sequence[str],
         rows: Iterable[Sequence[Any]],
         time_at: Callable[[Any, Any], Any],
-    ) -> None:
-        postgresql_copy.copy_jobs(jobs, self.connection, table, now_sql, columns, rows, time_at)
+    ) -> list[dict[str, Any]]:
+        return postgresql_copy.copy_jobs(jobs, self.connection, table, now_sql, columns, rows, time_at)
 
     def copy_rows(
         self, table: str, columns: Sequence[str], rows: Iterable[tuple[Any, ...]], times: dict[str, Any]

@@ -18,33 +18,32 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models.expressions import DatabaseDefault
 
-from django_sqlqueue.db.instances import saved
 from django_sqlqueue.rules.lifecycle import ENQUEUE
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
     from psycopg import Copy
 
-    from django_sqlqueue.db.schema.table import AbstractJob
 
 #: The columns every new job starts with the same value in, and those values as ``COPY`` takes them.
 _SAME_FOR_ALL = {"status": ENQUEUE.status.value, "attempts": 0, "worker": "", "errors": "[]"}
 
 
 def copy_jobs(
-    jobs: Sequence[AbstractJob],
+    jobs: Sequence[Any],
     connection: BaseDatabaseWrapper,
     table: str,
     now_sql: str,
     columns: Sequence[str],
     rows: Iterable[Sequence[Any]],
     time_at: Callable[[Any, Any], Any],
-) -> None:
+) -> list[dict[str, Any]]:
     """Write ``jobs`` (none with a ``unique_key``: ``COPY`` has no ``ON CONFLICT``) into
     ``table`` (quoted), whose values of ``columns`` are ``rows``, by one ``COPY``, with
     ``now_sql`` the database's clock; set each job's id, ``enqueued_at``, ``run_at`` and
     ``expires_at`` as the row holds them, each time made a value by ``time_at(time, now)``
-    once the database's now is read (``db/clock.time_at``)."""
+    once the database's now is read (``db/clock.time_at``): what each job's row holds
+    of them, in order, for the caller to set on the job."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT ARRAY(SELECT nextval(pg_get_serial_sequence(%s::text, 'id')) "
@@ -56,13 +55,15 @@ def copy_jobs(
     # Every row's enqueued_at, and most rows' run_at: written as text once, not formatted
     # by the driver twice a row, a good part of the client's work a job.
     now_text = now.isoformat()
+    written = []
     with _copying(connection, table, ["id", *columns, "run_at", "expires_at", "enqueued_at"]) as copy:
         write = copy.write_row
         for job, pk, row in zip(jobs, ids, rows, strict=True):
             run_at = time_at(job.run_at, now)
             expires_at = time_at(job.expires_at, now)
             write((pk, *row, now_text if run_at is now else run_at, expires_at, now_text, *same))
-            saved(job, connection.alias, {"id": pk, "run_at": run_at, "expires_at": expires_at, "enqueued_at": now})
+            written.append({"id": pk, "run_at": run_at, "expires_at": expires_at, "enqueued_at": now})
+    return written
 
 
 def copy_rows(
