@@ -74,7 +74,7 @@ def test_the_backoff_for_young_deaths_stops_doubling_at_the_most_however_many(
     watcher.young_deaths = 5000
     watcher._died_young(_child(0.0), "exited with status 3", "0.2 s after it started")
     (due,) = watcher.respawns
-    assert due - watcher.last_young_death == STARTUP_BACKOFF_MAX
+    assert due - watcher.last_young_death == pytest.approx(STARTUP_BACKOFF_MAX)
     assert "w exited with status 3 0.2 s after it started (5001 in a row): starting another in 30 s" in caplog.text
 
 
