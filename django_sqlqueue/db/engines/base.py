@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
+from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 from django.core.exceptions import EmptyResultSet
 from django.db import models
@@ -17,10 +17,6 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, Q, QuerySet
 
 from django_sqlqueue.db.engines.claims import ClaimSteps
-
-if TYPE_CHECKING:
-    from django_sqlqueue.db.schema.indexes import ActiveKeyConstraint
-
 
 Made = TypeVar("Made")
 #: The model something is made for: the jobs table's for most, any of the queue's tables'.
@@ -41,6 +37,21 @@ class ErrorCodes(NamedTuple):
     #: A table or a column a statement names is not in the database: the migrations
     #: that make them were not applied to it.
     unmigrated: Any
+
+
+class KeyIndex(Protocol):
+    """What an engine reads of the unique index on the jobs' keys (``db/schema``'s
+    ``ActiveKeyConstraint`` is one), given by the caller, so that the engines import
+    no schema module and stay below it."""
+
+    @property
+    def mysql_column(self) -> str:
+        """MySQL/MariaDB: the hidden generated column the unique index is on."""
+        ...
+
+    def holding(self) -> Q:
+        """The jobs that hold their key."""
+        ...
 
 
 class ServerConnections(NamedTuple):
@@ -170,9 +181,9 @@ class Engine:
         whatever snapshot its first read took."""
         return rows
 
-    def holding(self, jobs: QuerySet[Model], constraint: ActiveKeyConstraint, keys: list[str]) -> QuerySet[Model]:
-        """The ``jobs`` holding ``keys`` in the unique index of ``constraint``, read through it."""
-        return jobs.filter(constraint.holding(), unique_key__in=keys)
+    def holding(self, jobs: QuerySet[Model], index: KeyIndex, keys: list[str]) -> QuerySet[Model]:
+        """The ``jobs`` holding ``keys`` in the unique ``index``, read through it."""
+        return jobs.filter(index.holding(), unique_key__in=keys)
 
     def range_first(self, rows: QuerySet[Model], in_range: QuerySet[Model]) -> QuerySet[Model]:
         """``in_range`` (``rows`` filtered on a range of an indexed column), to be

@@ -4,22 +4,17 @@ a safe claim needs, and the oldest MariaDB with ``SKIP LOCKED``."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import models
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
 from django_sqlqueue.db.engines import mysql_charsets, mysql_packets
-from django_sqlqueue.db.engines.base import Engine, ErrorCodes, Model, ServerConnections, dotted
+from django_sqlqueue.db.engines.base import Engine, ErrorCodes, KeyIndex, Model, ServerConnections, dotted
 from django_sqlqueue.db.engines.claims import ClaimSteps
 from django_sqlqueue.db.engines.mysql_literals import Literals
 from django_sqlqueue.db.engines.zones import local_clock
-from django_sqlqueue.db.schema.indexes import MYSQL_ACTIVE_KEY_COLUMN
-
-if TYPE_CHECKING:
-    from django_sqlqueue.db.schema.indexes import ActiveKeyConstraint
-
 
 MARIADB_MIN_VERSION = (10, 6)
 
@@ -165,11 +160,11 @@ class MySQL(Engine):
         where a plain read would see the snapshot of the transaction's first read."""
         return rows.select_for_update()
 
-    def holding(self, jobs: QuerySet[Model], constraint: ActiveKeyConstraint, keys: list[str]) -> QuerySet[Model]:
-        """Through the stored generated column the unique index is on (no partial
+    def holding(self, jobs: QuerySet[Model], index: KeyIndex, keys: list[str]) -> QuerySet[Model]:
+        """Through the hidden generated column the unique index is on (no partial
         indexes here): the key while the job holds it, NULL otherwise."""
         marks = ", ".join("%s" for _ in keys)
-        column = self.connection.ops.quote_name(MYSQL_ACTIVE_KEY_COLUMN)
+        column = self.connection.ops.quote_name(index.mysql_column)
         return jobs.filter(RawSQL(f"{column} IN ({marks})", keys, output_field=models.BooleanField()))
 
     # Clock, wake-up, connections and estimates: UTC moved to the connection's zone, no

@@ -374,7 +374,12 @@ class ActiveKeyConstraint(models.UniqueConstraint):
     generated column holds the key (as bytes, compared exactly like the others do) while
     the job is active and NULL otherwise, with a unique index on it. Being virtual it
     costs no row space and no table rebuild; a claim or finish of a keyless job
-    leaves its NULL unchanged, so InnoDB does not touch the index."""
+    leaves its NULL unchanged, so InnoDB does not touch the index.
+
+    It is the ``KeyIndex`` that the engines read a key's holder through."""
+
+    #: MySQL/MariaDB: the hidden column its unique index is on.
+    mysql_column = MYSQL_ACTIVE_KEY_COLUMN
 
     def __init__(self, *, name: str, kept: bool = False) -> None:
         super().__init__(fields=["unique_key"], name=name)
