@@ -25,6 +25,7 @@ from django.db.models.expressions import DatabaseDefault
 
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus, database_now, time_at
 from django_sqlqueue.db.engines import engine
+from django_sqlqueue.db.engines.base import CopyRequest
 from django_sqlqueue.db.instances import saved
 from django_sqlqueue.db.wakeup import wake_on_commit
 from django_sqlqueue.rules.lifecycle import ENQUEUE
@@ -114,7 +115,7 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     constants = ", ".join(_same_for_all(now, marker).values()) if marker else parts.constants
     returned: tuple[str, ...] = (*_RETURNED, "unique_key") if keyed or marker else _RETURNED
     if ways.copies and len(jobs) > 1 and not keyed:
-        copied = ways.copy_jobs(jobs, parts.table, now, tuple(_BOUND), map(_bound, jobs), time_at)
+        copied = ways.copy_jobs(CopyRequest(jobs, parts.table, now, tuple(_BOUND), map(_bound, jobs), time_at))
         for job, written in zip(jobs, copied, strict=True):
             saved(job, using, written)
         wake_on_commit(using, {job.queue for job in jobs})

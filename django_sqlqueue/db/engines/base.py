@@ -54,6 +54,23 @@ class KeyIndex(Protocol):
         ...
 
 
+class CopyRequest(NamedTuple):
+    """Many new jobs to write by one ``COPY`` (:meth:`Engine.copy_jobs`)."""
+
+    #: The jobs, built and checked, none with a ``unique_key`` (``COPY`` has no ``ON CONFLICT``).
+    jobs: Sequence[Any]
+    #: The jobs' table, its name quoted.
+    table: str
+    #: The database's clock, as SQL.
+    now_sql: str
+    #: The columns whose values ``rows`` hold, a row a job, in the jobs' order.
+    columns: Sequence[str]
+    rows: Iterable[Sequence[Any]]
+    #: A job's time made a value once the database's now is read: ``time_at(time, now)``
+    #: (``db/clock.time_at``).
+    time_at: Callable[[Any, Any], Any]
+
+
 class ServerConnections(NamedTuple):
     """What a database server says of its connections (:meth:`Engine.server_connections`)."""
 
@@ -328,16 +345,8 @@ class Engine:
         of ``tasks``) start, to fit :meth:`most_statement_bytes`."""
         raise NotImplementedError
 
-    def copy_jobs(
-        self,
-        jobs: Sequence[Any],
-        table: str,
-        now_sql: str,
-        columns: Sequence[str],
-        rows: Iterable[Sequence[Any]],
-        time_at: Callable[[Any, Any], Any],
-    ) -> list[dict[str, Any]]:
-        """Write ``jobs`` by ``COPY`` (where :attr:`copies`): what each row holds of its id and times."""
+    def copy_jobs(self, request: CopyRequest) -> list[dict[str, Any]]:
+        """Write ``request``'s jobs by ``COPY`` (where :attr:`copies`): what each row holds of its id and times."""
         raise NotImplementedError
 
     def copy_rows(

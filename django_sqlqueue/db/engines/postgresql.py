@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from django.conf import settings
@@ -12,7 +12,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Case, F, Q, QuerySet, Value, When
 
 from django_sqlqueue.db.engines import postgresql_copy, postgresql_notify
-from django_sqlqueue.db.engines.base import Engine, ErrorCodes, Model, ServerConnections, dotted, numbers
+from django_sqlqueue.db.engines.base import CopyRequest, Engine, ErrorCodes, Model, ServerConnections, dotted, numbers
 from django_sqlqueue.db.engines.claims import ClaimSteps, Returned
 
 #: ``Connection.notifies(timeout=, stop_after=)``, which the idle wait uses, came in 3.2.
@@ -223,16 +223,8 @@ class PostgreSQL(Engine):
     copies = True
     unnests = True
 
-    def copy_jobs(
-        self,
-        jobs: Sequence[Any],
-        table: str,
-        now_sql: str,
-        columns: Sequence[str],
-        rows: Iterable[Sequence[Any]],
-        time_at: Callable[[Any, Any], Any],
-    ) -> list[dict[str, Any]]:
-        return postgresql_copy.copy_jobs(jobs, self.connection, table, now_sql, columns, rows, time_at)
+    def copy_jobs(self, request: CopyRequest) -> list[dict[str, Any]]:
+        return postgresql_copy.copy_jobs(self.connection, request)
 
     def copy_rows(
         self, table: str, columns: Sequence[str], rows: Iterable[tuple[Any, ...]], times: dict[str, Any]

@@ -13,7 +13,7 @@ pgbouncer's transaction pooling."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.db.models.expressions import DatabaseDefault
@@ -24,26 +24,19 @@ if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
     from psycopg import Copy
 
+    from django_sqlqueue.db.engines.base import CopyRequest
+
 
 #: The columns every new job starts with the same value in, and those values as ``COPY`` takes them.
 _SAME_FOR_ALL = {"status": ENQUEUE.status.value, "attempts": 0, "worker": "", "errors": "[]"}
 
 
-def copy_jobs(
-    jobs: Sequence[Any],
-    connection: BaseDatabaseWrapper,
-    table: str,
-    now_sql: str,
-    columns: Sequence[str],
-    rows: Iterable[Sequence[Any]],
-    time_at: Callable[[Any, Any], Any],
-) -> list[dict[str, Any]]:
-    """Write ``jobs`` (none with a ``unique_key``: ``COPY`` has no ``ON CONFLICT``) into
-    ``table`` (quoted), whose values of ``columns`` are ``rows``, by one ``COPY``, with
-    ``now_sql`` the database's clock; set each job's id, ``enqueued_at``, ``run_at`` and
-    ``expires_at`` as the row holds them, each time made a value by ``time_at(time, now)``
-    once the database's now is read (``db/clock.time_at``): what each job's row holds
-    of them, in order, for the caller to set on the job."""
+def copy_jobs(connection: BaseDatabaseWrapper, request: CopyRequest) -> list[dict[str, Any]]:
+    """Write ``request``'s jobs by one ``COPY`` (none has a ``unique_key``: ``COPY`` has
+    no ``ON CONFLICT``), the database's now read first: what each job's row holds of its
+    id, ``enqueued_at``, ``run_at`` and ``expires_at``, in order, for the caller to set
+    on the job."""
+    jobs, table, now_sql, columns, rows, time_at = request
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT ARRAY(SELECT nextval(pg_get_serial_sequence(%s::text, 'id')) "
