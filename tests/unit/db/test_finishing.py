@@ -1,5 +1,7 @@
 """``Job.objects.finish()``, written by ``db/finishing.py``: outcomes in one UPDATE,
-retries with backoff, and no overwriting a job another worker holds."""
+failed attempts' errors and retries written, and no overwriting a job another worker
+holds. What a failed attempt becomes (its backoff, its error record) is tested with
+``rules/failures.py``, in ``tests/unit/rules/test_failures.py``."""
 
 from __future__ import annotations
 
@@ -15,11 +17,10 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.db import engines, finishing
-from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.engines.errors import is_away, is_unwritable
 from django_sqlqueue.exceptions import WorkerLost
 from django_sqlqueue.models import Job, JobStatus
-from django_sqlqueue.rules.failures import MESSAGE_LIMIT, TRACEBACK_LIMIT
+from tests.support.attempts import claim, db_now, raised
 from tests.support.locks import held_elsewhere, impatient
 from tests.support.severed import needs_a_server, sever_outcome_writes
 from tests.support.spies import counting
@@ -30,41 +31,11 @@ pytestmark = pytest.mark.django_db
 
 UTC = datetime.timezone.utc
 PAST = datetime.datetime(2001, 1, 1, tzinfo=UTC)
-# The database's clock may keep only milliseconds (SQLite) while a delay has microseconds.
-SLACK = datetime.timedelta(milliseconds=2)
-
-
-def db_now() -> datetime.datetime:
-    """The database's clock, read through the jobs table (which must hold a row)."""
-    now = Job.objects.annotate(now=DatabaseNow()).values_list("now", flat=True).first()
-    assert now is not None, "db_now() reads the clock through a row: enqueue one first"
-    return now
-
-
-def claim(count: int = 1, worker_id: str = "w", **options: Any) -> list[Job]:
-    """Enqueue ``count`` jobs and claim them all."""
-    Job.objects.enqueue_many(Job.objects.build(noop, (index,), **options) for index in range(count))
-    claimed = Job.objects.claim(worker_id=worker_id, limit=count)
-    assert len(claimed) == count
-    return claimed
 
 
 def make_due(job: Job) -> None:
     """Skip the backoff: the retry is due now."""
     Job.objects.filter(pk=job.pk).update(run_at=PAST)
-
-
-def failing_task_body(message: str) -> None:
-    raise ValueError(message)
-
-
-def raised(message: str) -> ValueError:
-    """A real exception with a traceback through ``failing_task_body``."""
-    try:
-        failing_task_body(message)
-    except ValueError as error:
-        return error
-    raise AssertionError("unreachable")
 
 
 def updates(queries: CaptureQueriesContext) -> list[str]:
@@ -209,39 +180,6 @@ def test_result_with_nan_fails_the_last_attempt() -> None:
 # Failures
 
 
-def test_failure_keeps_the_exception_and_its_traceback() -> None:
-    (job,) = claim()
-    error = raised("it broke: ünïcode")
-    assert Job.objects.finish(worker_id="host:7:w", failed={job: error}) == 0  # not this worker's job
-    assert Job.objects.finish(worker_id="w", failed={job: error}) == 1
-    job.refresh_from_db()
-    (record,) = job.errors
-    assert set(record) == {"attempt", "worker", "started_at", "exception_class_path", "message", "traceback"}
-    assert record["attempt"] == 1
-    assert record["worker"] == "w"
-    assert job.started_at is not None
-    assert record["started_at"] == job.started_at.isoformat()
-    assert record["exception_class_path"] == "builtins.ValueError"
-    assert record["message"] == "it broke: ünïcode"
-    assert record["traceback"].startswith("Traceback (most recent call last):\n")
-    assert "in failing_task_body\n" in record["traceback"]
-    assert "raise ValueError(message)" in record["traceback"]
-    assert record["traceback"].endswith("ValueError: it broke: ünïcode\n")
-
-
-def test_exception_class_path_of_a_nested_class() -> None:
-    class Boom(Exception):
-        pass
-
-    (job,) = claim()
-    Job.objects.finish(worker_id="w", failed={job: Boom()})
-    job.refresh_from_db()
-    assert job.errors[0]["exception_class_path"] == (
-        "tests.unit.db.test_finishing.test_exception_class_path_of_a_nested_class.<locals>.Boom"
-    )
-    assert job.errors[0]["message"] == ""
-
-
 def test_the_last_errors_class_is_kept_in_its_own_column() -> None:
     class Boom(Exception):
         pass
@@ -319,30 +257,6 @@ def test_failure_after_a_thousand_attempts_is_still_recorded() -> None:
     job.refresh_from_db()
     assert (job.status, job.attempts, len(job.errors)) == (JobStatus.READY, 1101, 1)
     assert Job.objects.get(pk=other.pk).status == JobStatus.SUCCESSFUL
-
-
-@override_settings(SQLQUEUE_RETRY_BACKOFF=100, SQLQUEUE_RETRY_BACKOFF_MAX=1000)
-@pytest.mark.parametrize(
-    ("attempts_before", "low", "high"), [(0, 50, 100), (1, 100, 200), (3, 400, 800), (9, 500, 1000)]
-)
-def test_failure_with_attempts_left_is_retried_later(attempts_before: int, low: float, high: float) -> None:
-    Job.objects.enqueue(noop, max_attempts=20)
-    Job.objects.update(attempts=attempts_before)
-    (job,) = Job.objects.claim(worker_id="w")
-    before = db_now()
-    assert Job.objects.finish(worker_id="w", failed={job: raised("again")}) == 1
-    after = db_now()
-
-    job.refresh_from_db()
-    assert (job.status, job.attempts, job.finished_at) == (JobStatus.READY, attempts_before + 1, None)
-    assert before + datetime.timedelta(seconds=low) - SLACK <= job.run_at <= after + datetime.timedelta(seconds=high)
-    assert Job.objects.claim(worker_id="w") == []
-
-
-def test_jobs_failing_together_retry_at_different_times() -> None:
-    jobs = claim(20)
-    Job.objects.finish(worker_id="w", failed={job: raised("same") for job in jobs})
-    assert len(set(Job.objects.values_list("run_at", flat=True))) > 15
 
 
 # Fencing: only the worker that holds the job, at the attempt it claimed, writes it.
@@ -538,44 +452,6 @@ def test_successes_kept_for_any_time_are_written() -> None:
 # Outcomes the database cannot store as they are
 
 INVALID_JOB = "django_sqlqueue.exceptions.InvalidJobError"
-
-
-class Unprintable(Exception):
-    def __str__(self) -> str:
-        raise RuntimeError("no words for it")
-
-
-def test_an_exception_whose_str_raises_is_recorded_with_a_placeholder() -> None:
-    (job,) = claim()
-    assert Job.objects.finish(worker_id="w", failed={job: Unprintable()}) == 1
-    job.refresh_from_db()
-    (record,) = job.errors
-    assert record["exception_class_path"] == f"{__name__}.Unprintable"
-    assert record["message"] == "<str() of this Unprintable raised RuntimeError>"
-    assert record["traceback"].endswith("Unprintable: <exception str() failed>\n")
-
-
-def test_nul_and_lone_surrogates_in_an_error_are_stored_as_escapes() -> None:
-    (job,) = claim()
-    Job.objects.finish(worker_id="w", failed={job: raised("a NUL \x00 and a lone \ud800 surrogate")})
-    job.refresh_from_db()
-    (record,) = job.errors
-    assert record["message"] == "a NUL \\x00 and a lone \\ud800 surrogate"
-    assert record["traceback"].endswith("ValueError: a NUL \\x00 and a lone \\ud800 surrogate\n")
-
-
-def test_a_long_message_and_traceback_are_cut_in_the_middle_saying_so() -> None:
-    (job,) = claim()
-    message = "head " + "m" * (2 * TRACEBACK_LIMIT) + " tail"
-    Job.objects.finish(worker_id="w", failed={job: raised(message)})
-    job.refresh_from_db()
-    (record,) = job.errors
-    cut = f"\n[... {len(message) - MESSAGE_LIMIT} characters cut ...]\n"
-    assert record["message"] == message[: MESSAGE_LIMIT // 2] + cut + message[-MESSAGE_LIMIT // 2 :]
-    assert len(record["traceback"]) < TRACEBACK_LIMIT + 100
-    assert record["traceback"].startswith("Traceback (most recent call last):\n")
-    assert "characters cut ...]" in record["traceback"]
-    assert record["traceback"].endswith("m tail\n")
 
 
 @pytest.mark.skipif(

@@ -25,6 +25,7 @@ from django_sqlqueue.rules import failures, lifecycle
 from django_sqlqueue.runner import execution
 from django_sqlqueue.testing import Ran, run_jobs
 from tests.djtasks.tasks import snooze_at_most_never, snooze_for
+from tests.support.attempts import db_now
 from tests.testapp.tasks import noop, snooze, snooze_then_fail, sync_order
 
 pytestmark = pytest.mark.django_db
@@ -32,12 +33,6 @@ pytestmark = pytest.mark.django_db
 # The database's clock may keep only milliseconds (SQLite).
 SLACK = datetime.timedelta(milliseconds=2)
 TOO_OFTEN = "django_sqlqueue.exceptions.SnoozedTooOften"
-
-
-def db_now() -> datetime.datetime:
-    now = Job.objects.annotate(now=DatabaseNow()).values_list("now", flat=True).first()
-    assert now is not None
-    return now
 
 
 def claim_one(worker_id: str = "w") -> Job:
@@ -134,17 +129,6 @@ def test_a_snooze_of_a_job_someone_asked_to_cancel_ends_it_cancelled() -> None:
     assert run_and_finish(job) == {"cancelled": 1}
     job.refresh_from_db()
     assert (job.status, job.snoozes) == (JobStatus.CANCELLED, 0)
-
-
-@pytest.mark.parametrize("delay", [-1, float("nan"), "soon", datetime.timedelta(days=-1)])
-def test_a_snooze_with_a_bad_delay_fails_the_attempt_saying_why(delay: Any) -> None:
-    Job.objects.enqueue(noop)
-    job = claim_one()
-    failure = failures.decide(job, Snooze(delay), "w")
-    assert failure.transition is lifecycle.RETRY
-    assert failure.record is not None
-    assert failure.record["exception_class_path"] == "django_sqlqueue.exceptions.InvalidJobError"
-    assert failure.record["message"].startswith("tests.testapp.tasks.noop raised Snooze, but its delay must be")
 
 
 def test_a_snoozed_job_keeps_its_unique_key() -> None:
