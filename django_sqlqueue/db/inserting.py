@@ -107,10 +107,10 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     parts = ways.made(JobInserts, model)
     compiler, now, head = parts.compiler, parts.now, parts.head
     keyed = any(job.unique_key is not None for job in jobs)
-    # Where the engine cannot tell which rows an INSERT wrote (see marks_new_rows), each
-    # statement writes a token of its own with them, by which the engine tells them;
-    # tagged jobs need their ids for their tags, and jobs enqueued after= others for
-    # their links.
+    # Where the engine cannot tell which rows an INSERT wrote (see marks_new_rows), its
+    # statements write a token of this call's with them, by which the engine tells them
+    # (no two of them share a key, so none meets another's row as a holder); tagged jobs
+    # need their ids for their tags, and jobs enqueued after= others for their links.
     identified = len(jobs) > 1 and any(job.new_tags or job.after for job in jobs)
     token = uuid.uuid4().hex if ways.marks_new_rows(keyed, identified) else None
     if token is not None:
@@ -267,8 +267,8 @@ def _match(chunk: Sequence[JobT], using: str, written: list[dict[str, Any]]) -> 
 
 
 def _same_for_all(now: str, token: str | None = None) -> dict[str, str]:
-    """The columns every new job of one statement starts with the same value in, as
-    SQL: its token last, where it has one (a hex string, safe to write in)."""
+    """The columns every new job of one insert starts with the same value in, as SQL:
+    its token last, where it has one (a hex string, safe to write in)."""
     same = {
         "enqueued_at": now,
         "status": f"'{ENQUEUE.status.value}'",

@@ -1,7 +1,7 @@
 """The jobs' ``insert_token``: on MySQL/MariaDB, an ``INSERT`` that cannot otherwise tell
 which of its rows it wrote (a keyed insert, whose ``RETURNING`` also gives the row that
 already held the key; MySQL 8's many tagged or dependent jobs) writes one token per
-statement here and reads its rows back by it, rather than marking them in ``worker``.
+insert here and reads its rows back by it, rather than marking them in ``worker``.
 
 A nullable column with no default, and nothing backfilled: PostgreSQL and SQLite add it
 without rewriting the table. MariaDB cannot add a column to this table instantly or

@@ -282,7 +282,7 @@ class Engine:
 
     def marks_new_rows(self, keyed: bool, identified: bool) -> bool:
         """Whether the rows an ``INSERT`` writes are learnt by a token written with them
-        (the ``insert_token`` column, one per statement) and :meth:`insert_marked`,
+        (the ``insert_token`` column, one per insert) and :meth:`insert_marked`,
         rather than by its ``RETURNING``: where the database cannot tell which rows an
         ``INSERT`` of jobs with unique keys (``keyed``) wrote, or the ids of many rows
         whose jobs need them (``identified``: tags, dependencies)."""
