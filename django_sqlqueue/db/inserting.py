@@ -74,9 +74,11 @@ class JobInserts:
             raise AssertionError("the database's clock takes no parameters")
         qn = connection.ops.quote_name
         self.table = qn(model._meta.db_table)
-        same_for_all = _same_for_all(self.now, "")
+        same_for_all = _same_for_all(self.now)
         #: ``INSERT INTO table (columns) ``: the bound values, the times, then the constants.
-        self.head = f"INSERT INTO {self.table} ({', '.join(qn(name) for name in (*_BOUND, *_TIMED, *same_for_all))}) "
+        self.head = _head(self.table, same_for_all, qn)
+        #: The same, with the insert's token (:meth:`~django_sqlqueue.db.engines.base.Engine.marks_new_rows`) last.
+        self.marked_head = _head(self.table, _same_for_all(self.now, ""), qn)
         self.constants = ", ".join(same_for_all.values())
         #: For each list of columns read back: the columns, quoted, and their reader.
         self.returned: dict[tuple[str, ...], tuple[str, Callable[[Sequence[Any]], dict[str, Any]]]] = {
@@ -106,14 +108,18 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     parts = ways.made(JobInserts, model)
     compiler, now, head = parts.compiler, parts.now, parts.head
     keyed = any(job.unique_key is not None for job in jobs)
-    # Where the engine cannot tell which rows an INSERT wrote (see marks_new_rows), they
-    # are marked in ``worker`` (unseen outside this transaction), read back by it and
-    # unmarked; tagged jobs need their ids for their tags, and jobs enqueued after=
-    # others for their links.
+    # Where the engine cannot tell which rows an INSERT wrote (see marks_new_rows), its
+    # statements write a token of this call's with them, by which the engine tells them
+    # (no two of them share a key, so none meets another's row as a holder); tagged jobs
+    # need their ids for their tags, and jobs enqueued after= others for their links.
     identified = len(jobs) > 1 and any(job.new_tags or job.after for job in jobs)
-    marker = f"sqlqueue-new-{uuid.uuid4().hex}" if ways.marks_new_rows(keyed, identified) else ""
-    constants = ", ".join(_same_for_all(now, marker).values()) if marker else parts.constants
-    returned: tuple[str, ...] = (*_RETURNED, "unique_key") if keyed or marker else _RETURNED
+    token = uuid.uuid4().hex if ways.marks_new_rows(keyed, identified) else None
+    if token is not None:
+        head = parts.marked_head
+        constants = ", ".join(_same_for_all(now, token).values())
+    else:
+        constants = parts.constants
+    returned: tuple[str, ...] = (*_RETURNED, "unique_key") if keyed or token else _RETURNED
     if ways.copies and len(jobs) > 1 and not keyed:
         copied = ways.copy_jobs(CopyRequest(jobs, parts.table, now, tuple(_BOUND), map(_bound, jobs), time_at))
         for job, written in zip(jobs, copied, strict=True):
@@ -127,16 +133,16 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     times: list[tuple[Any, ...]] = []
     enqueued_at: Any = None
     at_now: tuple[str, Sequence[Any]] | None = None
-    if len(jobs) > 1 and not keyed and not marker:
+    if len(jobs) > 1 and not keyed and not token:
         enqueued_at = database_now(using)
         # A time the database's clock gave, as Django stores one: no quote in it.
         stamp = connection.ops.adapt_datetimefield_value(enqueued_at)
-        constants = ", ".join(_same_for_all(f"'{stamp}'", "").values())
+        constants = ", ".join(_same_for_all(f"'{stamp}'").values())
         at_now = ("%s", (stamp,))
         times = [(time_at(job.run_at, enqueued_at), time_at(job.expires_at, enqueued_at)) for job in jobs]
         returned = ("id",)
     names, read = parts.returned[returned]
-    tail = f" RETURNING {names}" if ways.returns_rows and not marker else ""
+    tail = f" RETURNING {names}" if ways.returns_rows else ""
     conflict = ways.skip_conflicts if keyed else ""
     # One job (every enqueue) as a plain VALUES row: PostgreSQL plans UNNEST's arrays and
     # casts for each statement, which made a single enqueue markedly slower.
@@ -164,14 +170,13 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     known = iter(times)
     with connection.cursor() as cursor:
         for chunk, sql, params in statements:
-            cursor.execute(head + sql + conflict + tail, params)
-            if marker:
-                table, marked = parts.table, [ENQUEUE.status, marker]
-                cursor.execute(f"SELECT {names} FROM {table} WHERE status = %s AND worker = %s ORDER BY id", marked)
-                found = cursor.fetchall()
-                cursor.execute(f"UPDATE {table} SET worker = '' WHERE status = %s AND worker = %s", marked)
+            if token is not None:
+                keys = [job.unique_key for job in chunk]
+                found = ways.insert_marked(cursor, head + sql + conflict, params, parts.table, names, token, keys)
                 skipped += _match(chunk, using, [read(row) for row in found])
-            elif keyed and tail:
+                continue
+            cursor.execute(head + sql + conflict + tail, params)
+            if keyed and tail:
                 skipped += _match(chunk, using, [read(row) for row in cursor.fetchall()])
             elif times:
                 ids = [pk for (pk,) in cursor.fetchall()] if tail else [None] * len(chunk)
@@ -262,15 +267,24 @@ def _match(chunk: Sequence[JobT], using: str, written: list[dict[str, Any]]) -> 
     return skipped
 
 
-def _same_for_all(now: str, worker: str) -> dict[str, str]:
-    """The columns every new job starts with the same value in, as SQL."""
-    return {
+def _same_for_all(now: str, token: str | None = None) -> dict[str, str]:
+    """The columns every new job of one insert starts with the same value in, as SQL:
+    its token last, where it has one (a hex string, safe to write in)."""
+    same = {
         "enqueued_at": now,
         "status": f"'{ENQUEUE.status.value}'",
         "attempts": "0",
-        "worker": f"'{worker}'",
+        "worker": "''",
         "errors": "'[]'",
     }
+    if token is not None:
+        same["insert_token"] = f"'{token}'"
+    return same
+
+
+def _head(table: str, same_for_all: dict[str, str], quote: Callable[[str], str]) -> str:
+    """``INSERT INTO table (columns) ``: the bound values, the times, then ``same_for_all``'s."""
+    return f"INSERT INTO {table} ({', '.join(quote(name) for name in (*_BOUND, *_TIMED, *same_for_all))}) "
 
 
 Statements = Iterator[tuple[Sequence["JobT"], str, list[Any] | None]]

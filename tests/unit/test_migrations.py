@@ -4,6 +4,7 @@ and PostgreSQL's extras."""
 from __future__ import annotations
 
 from io import StringIO
+from typing import Any
 
 import django
 import pytest
@@ -82,6 +83,21 @@ def test_models_and_migrations_agree() -> None:
 #: values costs SQLite a temporary table per row); the initial migration writes the ORs
 #: everywhere, which say the same.
 REWORDED = "sqlqueue_job_status_valid"
+#: The migrations, the squashed one first.
+MIGRATIONS = [("django_sqlqueue", "0001_initial"), ("django_sqlqueue", "0002_job_insert_token")]
+#: The columns the migrations after the squashed one added, by table: each nullable,
+#: with no default to write into the rows a table already holds.
+ADDED_SINCE = {JOB_TABLE: ["insert_token"]}
+
+
+def _nullable(column: list[Any]) -> bool:
+    """Whether a described column (``tests/support/schema.py``) allows NULL and has no default."""
+    if connection.vendor == "sqlite":
+        _, not_null, default, _ = column
+        return not not_null and default is None
+    if connection.vendor == "postgresql":
+        return column[3] == "YES" and column[4] is None
+    return column[1] == "YES" and column[2] in (None, "NULL")
 
 
 @pytest.mark.django_db
@@ -92,8 +108,12 @@ REWORDED = "sqlqueue_job_status_valid"
 )
 def test_the_initial_migration_builds_what_the_chain_it_replaced_built() -> None:
     """The chain of 0001 to 0031 was squashed into ``0001_initial`` before 0.1.0; the
-    schema that chain built on each database is kept in ``tests/support/schema/``."""
+    schema that chain built on each database is kept in ``tests/support/schema/``. The
+    migrations since add what :data:`ADDED_SINCE` names, and nothing else."""
     squashed, chain = describe(), old_chain_schema()
+    for table, columns in ADDED_SINCE.items():
+        added = {name: squashed[table]["columns"].pop(name) for name in columns}
+        assert all(_nullable(described) for described in added.values()), added
     if connection.vendor != "sqlite":
         checks = "constraints" if connection.vendor == "postgresql" else "checks"
         assert " or " in squashed[JOB_TABLE][checks].pop(REWORDED).lower()
@@ -101,13 +121,11 @@ def test_the_initial_migration_builds_what_the_chain_it_replaced_built() -> None
     assert squashed == chain
 
 
-def test_a_new_project_applies_one_migration() -> None:
+def test_a_new_project_applies_the_squashed_migration_and_those_since() -> None:
     """Nothing was released before 0.1.0, so its chain was squashed into one."""
     graph = MigrationLoader(None, ignore_no_migrations=True).graph
-    assert [node for node in graph.leaf_nodes() if node[0] == "django_sqlqueue"] == [
-        ("django_sqlqueue", "0001_initial")
-    ]
-    assert [node for node in graph.nodes if node[0] == "django_sqlqueue"] == [("django_sqlqueue", "0001_initial")]
+    assert [node for node in graph.leaf_nodes() if node[0] == "django_sqlqueue"] == [MIGRATIONS[-1]]
+    assert sorted(node for node in graph.nodes if node[0] == "django_sqlqueue") == MIGRATIONS
 
 
 @pytest.mark.django_db

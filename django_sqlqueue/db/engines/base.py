@@ -309,11 +309,28 @@ class Engine:
         return bool(self.connection.features.can_return_rows_from_bulk_insert)
 
     def marks_new_rows(self, keyed: bool, identified: bool) -> bool:
-        """Whether the rows an ``INSERT`` writes are learnt by a mark written with them
-        and read back, rather than by its ``RETURNING``: where the database cannot tell
-        which rows an ``INSERT`` of jobs with unique keys (``keyed``) wrote, or the ids
-        of many rows whose jobs need them (``identified``: tags, dependencies)."""
+        """Whether the rows an ``INSERT`` writes are learnt by a token written with them
+        (the ``insert_token`` column, one per insert) and :meth:`insert_marked`,
+        rather than by its ``RETURNING``: where the database cannot tell which rows an
+        ``INSERT`` of jobs with unique keys (``keyed``) wrote, or the ids of many rows
+        whose jobs need them (``identified``: tags, dependencies)."""
         return False
+
+    def insert_marked(
+        self,
+        cursor: Any,
+        sql: str,
+        params: Sequence[Any] | None,
+        table: str,
+        columns: str,
+        token: str,
+        keys: Sequence[str | None],
+    ) -> list[Sequence[Any]]:
+        """Run ``sql``, an ``INSERT`` into ``table`` whose every row holds ``token`` in
+        ``insert_token`` (where :meth:`marks_new_rows`), and return the rows it wrote as
+        ``columns`` (quoted), in the order it wrote them; none of a job it skipped
+        because an active job held its key. ``keys``: each row's unique key, or None."""
+        raise NotImplementedError
 
     @property
     def most_params(self) -> int | None:

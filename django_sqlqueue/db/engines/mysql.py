@@ -203,6 +203,36 @@ class MySQL(Engine):
         them all, in order."""
         return keyed or (identified and not self.returns_rows)
 
+    def insert_marked(
+        self,
+        cursor: Any,
+        sql: str,
+        params: Sequence[Any] | None,
+        table: str,
+        columns: str,
+        token: str,
+        keys: Sequence[str | None],
+    ) -> list[Sequence[Any]]:
+        """MariaDB returns every row the ``INSERT`` met, a holder with its own token;
+        ``INSERT IGNORE … RETURNING`` would return only the rows written, but would also
+        turn a refused value into a warning. MySQL returns none: its rows are read back
+        by their token, found through the unique index where every row has a key, and
+        otherwise from the first id the statement wrote (each later row's id is larger,
+        though not always the next one)."""
+        qn = self.connection.ops.quote_name
+        if self.returns_rows:
+            cursor.execute(f"{sql} RETURNING {columns}, {qn('insert_token')}", params)
+            return [row[:-1] for row in cursor.fetchall() if row[-1] == token]
+        cursor.execute(sql, params)
+        if None in keys:  # a row without a key is always written: the first id is this statement's
+            found, bound = "id >= %s", [cursor.lastrowid]
+        else:
+            found, bound = f"{qn(MYSQL_ACTIVE_KEY_COLUMN)} IN ({', '.join(['%s'] * len(keys))})", list(keys)
+        cursor.execute(
+            f"SELECT {columns} FROM {table} WHERE {found} AND {qn('insert_token')} = %s ORDER BY id", [*bound, token]
+        )
+        return list(cursor.fetchall())
+
     def most_statement_bytes(self) -> int | None:
         return mysql_packets.most_statement_bytes(self.connection)
 

@@ -138,6 +138,16 @@ class AbstractJob(models.Model):
         blank=True,
         help_text="Free JSON of the caller's and the task's own (current_job().add_meta).",
     )
+    # Written only by an INSERT that cannot otherwise tell its rows apart (MySQL/MariaDB:
+    # a keyed insert, whose RETURNING also gives the row that held the key; MySQL 8's
+    # many tagged or dependent jobs, which return no ids), and never changed.
+    insert_token = NameField(
+        max_length=32,
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="On MySQL/MariaDB, the token of the INSERT that wrote it, where that INSERT told its rows by it.",
+    )
 
     #: Set on the jobs ``enqueue`` and ``enqueue_many`` return: False for the job that
     #: already held the ``unique_key`` and was returned in place of a new one; None on

@@ -105,7 +105,7 @@ def test_every_name_column_has_the_binary_collation() -> None:
             "WHERE table_schema = DATABASE() AND table_name LIKE 'django_sqlqueue%%'"
         )
         collations = {(table, column): collation for table, column, collation in cursor.fetchall()}
-    assert len(columns) == 13
+    assert len(columns) == 14
     assert {column: collations[column] for column in columns} == dict.fromkeys(columns, binary_collation(connection))
 
 
