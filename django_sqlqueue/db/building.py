@@ -126,30 +126,15 @@ def plain_job(
     kwargs: Any,
     options: tuple[Any, ...],
     build: Callable[..., JobT],
-) -> JobT | None:
+) -> tuple[JobT, JobTemplate] | None:
     """The job ``build(task, args, kwargs)`` makes when no option is given but those of
     ``options`` (the queue, priority, max_attempts and timeout it names, or None), as
     most of ``enqueue_many``'s jobs are built (``args`` and ``kwargs`` as build() made
     them its own): a copy of the job ``build`` built the long way once for these
-    options (and the settings in force), with these arguments, in the batch open now.
-    Working each option out again cost ``enqueue_many`` about a third of its time a job.
-
-    None where a copy would not be that job (see :func:`template_copy`)."""
-    copied = template_copy(model, registered, args, kwargs, options, build)
-    return None if copied is None else copied[0]
-
-
-def template_copy(
-    model: type[JobT],
-    registered: RegisteredTask,
-    args: Any,
-    kwargs: Any,
-    options: tuple[Any, ...],
-    build: Callable[..., JobT],
-) -> tuple[JobT, JobTemplate] | None:
-    """:func:`plain_job`'s copy, with the template it copies, whose
-    :attr:`~JobTemplate.arguments_checked` says whether the copy needs only its
-    arguments checked.
+    options (and the settings in force), with these arguments, in the batch open now;
+    with the template it copies, whose :attr:`~JobTemplate.arguments_checked` says
+    whether the copy needs only its arguments checked. Working each option out again
+    cost ``enqueue_many`` about a third of its time a job.
 
     None where a copy would not be that job: the task derives a key from the arguments
     (``@job(unique=...)``, ``@job(concurrency=...)``), a receiver of the model's init

@@ -24,7 +24,7 @@ from django_sqlqueue.db.building import (
     check_arguments,
     first,
     hooked,
-    template_copy,
+    plain_job,
     unkeyed,
     validate,
 )
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from typing import Unpack
 
 
-#: The options :func:`~django_sqlqueue.db.building.template_copy`'s templates hold.
+#: The options :func:`~django_sqlqueue.db.building.plain_job`'s templates hold.
 _TEMPLATED = frozenset({"queue", "priority", "max_attempts", "timeout"})
 #: Those options of a job built with none.
 _NO_OPTIONS = (None, None, None, None)
@@ -126,7 +126,7 @@ class EnqueueingManager(models.Manager[JobT]):
         registered = get_task(task)
         args = list(args) if isinstance(args, (list, tuple)) else args
         kwargs = {} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs
-        # No option (not None) but those a template may hold (see template_copy), as for most jobs built.
+        # No option (not None) but those a template may hold (see plain_job), as for most jobs built.
         common: tuple[Any, ...] | None = None
         if not options:
             common = _NO_OPTIONS
@@ -138,7 +138,7 @@ class EnqueueingManager(models.Manager[JobT]):
                 options.get("timeout"),
             )
         if common is not None:
-            copied = template_copy(self.model, registered, args, kwargs, common, self.build)
+            copied = plain_job(self.model, registered, args, kwargs, common, self.build)
             if copied is not None:
                 job, template = copied
                 return job, registered if template.arguments_checked else None

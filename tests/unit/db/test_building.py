@@ -187,12 +187,12 @@ def test_a_template_the_checks_refuse_sends_every_copy_the_long_way(counted_vali
 
 def test_a_template_holds_whether_its_copies_need_only_their_arguments_checked() -> None:
     registered = get_task(noop)
-    made = building.template_copy(Job, registered, [], {}, _NO_OPTIONS, Job.objects.build)
-    refused = building.template_copy(Job, registered, [], {}, (None, True, None, None), Job.objects.build)
+    made = building.plain_job(Job, registered, [], {}, _NO_OPTIONS, Job.objects.build)
+    refused = building.plain_job(Job, registered, [], {}, (None, True, None, None), Job.objects.build)
     assert made is not None
     assert refused is not None
     assert (made[1].arguments_checked, refused[1].arguments_checked) == (True, False)
     with override_settings(SQLQUEUE_ENQUEUE_HOOKS=[_HOOK]):
-        hooked = building.template_copy(Job, registered, [], {}, _NO_OPTIONS, Job.objects.build)
+        hooked = building.plain_job(Job, registered, [], {}, _NO_OPTIONS, Job.objects.build)
     assert hooked is not None
     assert not hooked[1].arguments_checked
