@@ -126,13 +126,15 @@ def plain_job(
     kwargs: Any,
     options: tuple[Any, ...],
     build: Callable[..., JobT],
-) -> JobT | None:
+) -> tuple[JobT, JobTemplate] | None:
     """The job ``build(task, args, kwargs)`` makes when no option is given but those of
     ``options`` (the queue, priority, max_attempts and timeout it names, or None), as
     most of ``enqueue_many``'s jobs are built (``args`` and ``kwargs`` as build() made
     them its own): a copy of the job ``build`` built the long way once for these
-    options (and the settings in force), with these arguments, in the batch open now.
-    Working each option out again cost ``enqueue_many`` about a third of its time a job.
+    options (and the settings in force), with these arguments, in the batch open now;
+    with the template it copies, whose :attr:`~JobTemplate.arguments_checked` says
+    whether the copy needs only its arguments checked. Working each option out again
+    cost ``enqueue_many`` about a third of its time a job.
 
     None where a copy would not be that job: the task derives a key from the arguments
     (``@job(unique=...)``, ``@job(concurrency=...)``), a receiver of the model's init
@@ -143,7 +145,7 @@ def plain_job(
     with them, and memory stays bounded."""
     if registered.unique is not None or registered.concurrency or instances.init_heard(model):
         return None
-    templates: dict[tuple[Any, ...], _PlainTemplate] = remembered(("plain jobs", registered.name), dict)
+    templates: dict[tuple[Any, ...], JobTemplate] = remembered(("plain jobs", registered.name), dict)
     # With their types: True is 1 to a dict, but a priority only to the long way's checks.
     key = (*options, *map(type, options))
     try:
@@ -158,10 +160,10 @@ def plain_job(
         made = build(
             registered.name, queue=queue, priority=priority, max_attempts=max_attempts, timeout=timeout, meta={}
         )
-        template = templates[key] = _PlainTemplate.of(made)
+        template = templates[key] = JobTemplate.of(made)
     if template.task is not registered or template.model is not model:
         return None
-    return instances.copied(
+    job = instances.copied(
         model,
         template.attributes,
         args=args,
@@ -169,6 +171,7 @@ def plain_job(
         meta={},
         batch_id=batches.OPEN.get(),
     )
+    return job, template
 
 
 #: The most templates :func:`plain_job` keeps for one task: one for each combination of
@@ -176,18 +179,29 @@ def plain_job(
 MOST_TEMPLATES = 64
 
 
-class _PlainTemplate(NamedTuple):
+class JobTemplate(NamedTuple):
     """A job built with no arguments and no option but common ones (or none): what
-    :func:`plain_job` copies."""
+    :func:`plain_job` copies, made again with the settings (it is kept beside them)."""
 
     task: RegisteredTask
     model: type[AbstractJob]
     attributes: dict[str, Any]
+    #: Whether a copy passes every check of :func:`validate` once its arguments pass:
+    #: the template passed them all, and no enqueue hook may change a copy before it
+    #: is checked. A copy differs from its template in its arguments alone (its meta
+    #: is empty, its batch is checked as it is written).
+    arguments_checked: bool
 
     @classmethod
-    def of(cls, job: AbstractJob) -> _PlainTemplate:
+    def of(cls, job: AbstractJob) -> JobTemplate:
         attributes = {name: value for name, value in job.__dict__.items() if name != "_state"}
-        return cls(get_task(job.task), type(job), attributes)
+        try:
+            validate(job, bind=False)
+        except InvalidJobError:  # each copy is refused the long way, with its own arguments named
+            passed = False
+        else:
+            passed = True
+        return cls(get_task(job.task), type(job), attributes, passed and not _hooks())
 
 
 class _TaskDefaults(NamedTuple):
@@ -264,7 +278,7 @@ def hooked(jobs: Iterable[AbstractJob]) -> None:
     are checked: what a hook sets is checked as the caller's own. The setting's
     callables are looked up once per settings in force, not on every enqueue. A hook's
     exception goes to the caller, except in ``rules.user_code.runner_enqueues()``."""
-    if hooks := remembered(("enqueue hooks", ""), lambda: conf.SQLQUEUE_ENQUEUE_HOOKS):
+    if hooks := _hooks():
         runners = runner_enqueueing()
         for job in jobs:
             for hook in hooks:
@@ -272,6 +286,11 @@ def hooked(jobs: Iterable[AbstractJob]) -> None:
                     _hooked_safely(hook, job)
                 else:
                     hook(job)
+
+
+def _hooks() -> tuple[Callable[[Any], Any], ...]:
+    """The ``SQLQUEUE_ENQUEUE_HOOKS`` in force."""
+    return remembered(("enqueue hooks", ""), lambda: conf.SQLQUEUE_ENQUEUE_HOOKS)
 
 
 #: The key of a job's ``meta`` that records the enqueue hooks that raised on it.
@@ -327,8 +346,7 @@ def validate(job: AbstractJob, *, bind: bool = True, seen: dict[tuple[Any, ...],
         problem: str | None = f"{', '.join(missing)} not set: make jobs with Job.objects.build()"
     else:
         problem = (
-            arguments_problem(job.args, job.kwargs)
-            or (registered.binding_problem(job.args, job.kwargs) if bind else None)
+            (_arguments_problem(job, registered) if bind else arguments_problem(job.args, job.kwargs))
             or (None if known else _options_problem(job))
             # No meta and no tags, as most jobs have, without a call each.
             or (None if job.meta == {} else meta_problem(job.meta))
@@ -345,6 +363,18 @@ def validate(job: AbstractJob, *, bind: bool = True, seen: dict[tuple[Any, ...],
         raise InvalidJobError(f"Cannot enqueue {job.task}: {problem}.")
     if seen is not None and not known:
         seen[key] = registered
+
+
+def check_arguments(job: AbstractJob, registered: RegisteredTask) -> None:
+    """What :func:`validate` checks of a copy of a template whose
+    :attr:`~JobTemplate.arguments_checked` is set, ``registered`` its task: its arguments."""
+    if problem := _arguments_problem(job, registered):
+        raise InvalidJobError(f"Cannot enqueue {job.task}: {problem}.")
+
+
+def _arguments_problem(job: AbstractJob, registered: RegisteredTask) -> str | None:
+    """Why ``job``'s arguments cannot be stored, or do not fit its task's function, or None."""
+    return arguments_problem(job.args, job.kwargs) or registered.binding_problem(job.args, job.kwargs)
 
 
 #: A job's task and the options :func:`validate` checks once for all the jobs that share them.

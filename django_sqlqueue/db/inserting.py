@@ -69,6 +69,12 @@ class JobInserts:
 
     def __init__(self, model: type[AbstractJob], connection: BaseDatabaseWrapper) -> None:
         self.compiler = model._base_manager.using(connection.alias).all().query.get_compiler(connection=connection)
+        ways = engine(connection)
+        #: The engine's :attr:`~django_sqlqueue.db.engines.base.Engine.returns_rows` and
+        #: :attr:`~django_sqlqueue.db.engines.base.Engine.most_params`, which the
+        #: connection's database settles once.
+        self.returns_rows = ways.returns_rows
+        self.most_params = ways.most_params
         self.now, now_params = _compile(self.compiler, DatabaseNow())
         if now_params:
             raise AssertionError("the database's clock takes no parameters")
@@ -113,7 +119,9 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     # (no two of them share a key, so none meets another's row as a holder); tagged jobs
     # need their ids for their tags, and jobs enqueued after= others for their links.
     identified = len(jobs) > 1 and any(job.new_tags or job.after for job in jobs)
-    token = uuid.uuid4().hex if ways.marks_new_rows(keyed, identified) else None
+    # Neither keyed nor identified (every plain enqueue): no engine marks them.
+    marks = (keyed or identified) and ways.marks_new_rows(keyed, identified)
+    token = uuid.uuid4().hex if marks else None
     if token is not None:
         head = parts.marked_head
         constants = ", ".join(_same_for_all(now, token).values())
@@ -142,7 +150,7 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
         times = [(time_at(job.run_at, enqueued_at), time_at(job.expires_at, enqueued_at)) for job in jobs]
         returned = ("id",)
     names, read = parts.returned[returned]
-    tail = f" RETURNING {names}" if ways.returns_rows else ""
+    tail = f" RETURNING {names}" if parts.returns_rows else ""
     conflict = ways.skip_conflicts if keyed else ""
     # One job (every enqueue) as a plain VALUES row: PostgreSQL plans UNNEST's arrays and
     # casts for each statement, which made a single enqueue markedly slower.
@@ -156,14 +164,23 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
         rows = [
             (
                 _bound(job),
-                tuple([at_now if at_now and time is enqueued_at else _run_at(compiler, time, now) for time in pair]),
+                tuple(
+                    [
+                        _NO_TIME
+                        if time is None
+                        else at_now
+                        if at_now and time is enqueued_at
+                        else _run_at(compiler, time, now)
+                        for time in pair
+                    ]
+                ),
             )
             for job, pair in zip(jobs, timed, strict=True)
         ]
         statements = (
             (jobs[start:end], sql, params)
             for start, end, sql, params in _values(
-                rows, batch_size, compiler, constants, parts.most_bytes if len(rows) > 1 else None
+                rows, batch_size, parts, constants, parts.most_bytes if len(rows) > 1 else None
             )
         )
     skipped: list[JobT] = []
@@ -243,9 +260,7 @@ def insert_plain(
     rows = iter(rows)
     with connection.cursor() as cursor:
         while chunk := [(row, when) for row in itertools.islice(rows, batch_size)]:
-            for start, end, sql, params in _values(
-                chunk, batch_size, parts.compiler, parts.constants, parts.most_bytes
-            ):
+            for start, end, sql, params in _values(chunk, batch_size, parts, parts.constants, parts.most_bytes):
                 cursor.execute(parts.head + sql, params)
                 written += end - start
             queues.update(row[0] for row, _ in chunk)
@@ -293,7 +308,7 @@ Statements = Iterator[tuple[Sequence["JobT"], str, list[Any] | None]]
 def _values(
     rows: Sequence[tuple[Sequence[Any], Sequence[tuple[str, Sequence[Any]]]]],
     batch_size: int,
-    compiler: SQLCompiler,
+    parts: JobInserts,
     constants: str,
     most_bytes: int | None,
 ) -> Iterator[tuple[int, int, str, list[Any] | None]]:
@@ -303,18 +318,18 @@ def _values(
     statement's text (MySQL/MariaDB, :meth:`~django_sqlqueue.db.engines.base.Engine.literal_rows`),
     the statement goes with no parameters, and where statements are cut is known
     before the first goes: a row too large for any (``most_bytes``) is refused with
-    nothing written."""
-    ways = engine(compiler.connection)
+    nothing written. One row is bound as any other database's: the driver writes it
+    into the same text, and no statement is cut."""
     # A time binds one value at most: the time, or a delay.
-    most_params = ways.most_params
+    most_params = parts.most_params
     per_row = len(_BOUND) + len(_TIMED)
     rows_per_insert = batch_size if most_params is None else min(batch_size, most_params // per_row)
-    texts = ways.literal_rows(rows, constants)
+    texts = engine(parts.compiler.connection).literal_rows(rows, constants) if len(rows) > 1 else None
     if most_bytes is None or texts is None:
         starts = list(range(0, len(rows), rows_per_insert))
     else:
         tasks = [values[_TASK_POSITION] for values, _ in rows]
-        starts = ways.statement_starts(texts, rows_per_insert, most_bytes, tasks)
+        starts = engine(parts.compiler.connection).statement_starts(texts, rows_per_insert, most_bytes, tasks)
     marks = ", ".join("%s" for _ in _BOUND)
     for start, end in itertools.pairwise([*starts, len(rows)]):
         if texts is not None:
@@ -376,15 +391,10 @@ def _bound(job: AbstractJob) -> tuple[Any, ...]:
     """``job``'s bound values, in :data:`_BOUND`'s order, its JSON encoded."""
     values = list(_bound_attributes(job))
     for position in _JSON_POSITIONS:
-        values[position] = _json(values[position])
+        value = values[position]
+        # No arguments and no meta, as most jobs have, without the encoder's machinery.
+        values[position] = _EMPTY_JSON[type(value)] if not value and type(value) in _EMPTY_JSON else json.dumps(value)
     return tuple(values)
-
-
-def _json(value: Any) -> str:
-    # No arguments and no meta, as most jobs have, without the encoder's machinery.
-    if not value and type(value) in _EMPTY_JSON:
-        return _EMPTY_JSON[type(value)]
-    return json.dumps(value)
 
 
 _EMPTY_JSON: dict[type, str] = {list: "[]", tuple: "[]", dict: "{}"}
@@ -395,11 +405,15 @@ def _compile(compiler: SQLCompiler, expression: Any) -> tuple[str, list[Any]]:
     return sql, list(params)
 
 
+#: A time of none (most jobs' ``expires_at``) as SQL.
+_NO_TIME: tuple[str, Sequence[Any]] = ("NULL", ())
+
+
 def _run_at(compiler: SQLCompiler, run_at: Any, now: str) -> tuple[str, Sequence[Any]]:
     """The SQL for a job's ``run_at`` (or ``expires_at``): the database's now, a time it
     was given, none (most jobs' ``expires_at``), or the database's now plus a delay."""
     if run_at is None:
-        return "NULL", ()
+        return _NO_TIME
     if isinstance(run_at, DatabaseDefault):
         return now, ()
     if hasattr(run_at, "resolve_expression"):

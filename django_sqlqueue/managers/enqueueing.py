@@ -14,12 +14,21 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from django.db import models, transaction
+from django.db import DatabaseError, models, transaction
 
 from django_sqlqueue import signals
 from django_sqlqueue.db import batches, charsets, dependencies, inserting, tagging
-from django_sqlqueue.db.building import JobOptions, PlainOptions, first, hooked, plain_job, unkeyed, validate
-from django_sqlqueue.db.engines.errors import migrations_needed
+from django_sqlqueue.db.building import (
+    JobOptions,
+    PlainOptions,
+    check_arguments,
+    first,
+    hooked,
+    plain_job,
+    unkeyed,
+    validate,
+)
+from django_sqlqueue.db.engines.errors import migrations_needed, tables_missing
 from django_sqlqueue.db.keys import unique
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.db.schema.table import JobT
@@ -105,6 +114,15 @@ class EnqueueingManager(models.Manager[JobT]):
         finished; see the Workflows guide for ``after_failure``. With ``batch`` (a
         ``JobBatch`` or its id), or inside ``with Job.objects.batch()``, it joins that
         batch (see the Batches guide)."""
+        return self._build(task, args, kwargs, options)[0]
+
+    def _build(
+        self, task: Callable[..., Any] | str, args: Any, kwargs: Any, options: JobOptions
+    ) -> tuple[JobT, RegisteredTask | None]:
+        """:meth:`build`'s job, and its task when the job is a copy of a template whose
+        every check but its arguments' holds for it (see
+        :attr:`~django_sqlqueue.db.building.JobTemplate.arguments_checked`); None when
+        it must be checked whole."""
         registered = get_task(task)
         args = list(args) if isinstance(args, (list, tuple)) else args
         kwargs = {} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs
@@ -120,10 +138,11 @@ class EnqueueingManager(models.Manager[JobT]):
                 options.get("timeout"),
             )
         if common is not None:
-            plain = plain_job(self.model, registered, args, kwargs, common, self.build)
-            if plain is not None:
-                return plain
-        return _built(self.model, registered, args, kwargs, options)
+            copied = plain_job(self.model, registered, args, kwargs, common, self.build)
+            if copied is not None:
+                job, template = copied
+                return job, registered if template.arguments_checked else None
+        return _built(self.model, registered, args, kwargs, options), None
 
     def enqueue(
         self,
@@ -147,9 +166,12 @@ class EnqueueingManager(models.Manager[JobT]):
         when the job cannot be run as given. Options are those of :meth:`build`. The
         job goes through ``SQLQUEUE_ENQUEUE_HOOKS`` before it is checked, and sends
         ``job_enqueued`` once written and committed."""
-        job = self.build(task, args, kwargs, **options)
-        hooked([job])
-        validate(job)
+        job, arguments_only = self._build(task, args, kwargs, options)
+        if arguments_only is not None:
+            check_arguments(job, arguments_only)
+        else:
+            hooked([job])
+            validate(job)
         return self._write([job], batch_size=1, on_conflict=on_conflict)[0]
 
     def enqueue_many(self, jobs: Iterable[JobT], *, batch_size: int = 1000, on_conflict: str = "skip") -> list[JobT]:
@@ -264,43 +286,50 @@ class EnqueueingManager(models.Manager[JobT]):
             raise InvalidJobError(f"Cannot enqueue {task}: {problem}.")
 
     def _write(self, jobs: list[JobT], *, batch_size: int, on_conflict: str) -> list[JobT]:
+        """Write ``jobs`` (checked) on the queue's database, each step below taken only
+        by jobs that need it: their batches, their parents, their tags."""
+        if on_conflict not in ON_CONFLICT:
+            raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}.")
         using = queue_db(self.model, self._db)
-        with migrations_needed(using):
-            return self._write_batched(jobs, using, batch_size=batch_size, on_conflict=on_conflict)
+        try:
+            if any(job.batch_id is not None for job in jobs):
+                return self._write_batched(jobs, using, batch_size, on_conflict)
+            if any(job.after for job in jobs):
+                return self._write_linked(jobs, using, batch_size, on_conflict)
+            return self._write_rows(jobs, using, batch_size, on_conflict)
+        except DatabaseError as error:  # as migrations_needed says, without a call on every enqueue
+            if (missing := tables_missing(error, using)) is not None:
+                raise missing from error
+            raise
 
-    def _write_batched(self, jobs: list[JobT], using: str, *, batch_size: int, on_conflict: str) -> list[JobT]:
+    def _write_batched(self, jobs: list[JobT], using: str, batch_size: int, on_conflict: str) -> list[JobT]:
         batch_ids = {job.batch_id for job in jobs if job.batch_id is not None}
-        if not batch_ids:
-            return self._write_linked(jobs, batch_size=batch_size, on_conflict=on_conflict)
         # Jobs of batches: written, then their batches locked (refusing a finished one,
         # which rolls the jobs back) and counted in, in one transaction (db/batches.py).
         # Job rows before the batch's, as a finish locks them: never a deadlock, and a
         # batch that a finish completed meanwhile did not see these jobs, so refuses them.
         with transaction.atomic(using=using):
-            written_jobs = self._write_linked(jobs, batch_size=batch_size, on_conflict=on_conflict)
+            if any(job.after for job in jobs):
+                written_jobs = self._write_linked(jobs, using, batch_size, on_conflict)
+            else:
+                written_jobs = self._write_rows(jobs, using, batch_size, on_conflict)
             batches.lock_open(using, batch_ids)
             batches.join(using, Counter(job.batch_id for job in written_jobs if job.created and job.batch_id))
         return written_jobs
 
-    def _write_linked(self, jobs: list[JobT], *, batch_size: int, on_conflict: str) -> list[JobT]:
-        if not any(job.after for job in jobs):
-            return self._write_rows(jobs, batch_size=batch_size, on_conflict=on_conflict)
+    def _write_linked(self, jobs: list[JobT], using: str, batch_size: int, on_conflict: str) -> list[JobT]:
         # Jobs enqueued after= others: their parents locked, the rows and their links
         # written, in one transaction (db/dependencies.py).
-        using = queue_db(self.model, self._db)
         for job in jobs:
             job.after = dependencies.parent_ids(job.after, using)
         with transaction.atomic(using=using):
             statuses = dependencies.lock_parents(self.model, using, {pk for job in jobs for pk in job.after})
-            written_jobs = self._write_rows(jobs, batch_size=batch_size, on_conflict=on_conflict)
+            written_jobs = self._write_rows(jobs, using, batch_size, on_conflict)
             children = [job for job in written_jobs if job.created and job.after]
             dependencies.link(self.model, using, children, statuses)
         return written_jobs
 
-    def _write_rows(self, jobs: list[JobT], *, batch_size: int, on_conflict: str) -> list[JobT]:
-        if on_conflict not in ON_CONFLICT:
-            raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}.")
-        using = queue_db(self.model, self._db)
+    def _write_rows(self, jobs: list[JobT], using: str, batch_size: int, on_conflict: str) -> list[JobT]:
         for job in jobs:
             # Names are ASCII as a rule, which every character set holds: then no call at all.
             if not (job.queue + job.task + (job.concurrency_key or "") + (job.unique_key or "")).isascii():

@@ -225,6 +225,8 @@ def arguments_problem(args: Any, kwargs: Any) -> str | None:
         return f"args must be a list or tuple, not {type(args).__name__}"
     if not isinstance(kwargs, dict):
         return f"kwargs must be a dict, not {type(kwargs).__name__}"
+    if not args and not kwargs:  # no arguments, as many jobs have: nothing to walk
+        return None
     return json_problem(args, "args") or json_problem(kwargs, "kwargs")
 
 

@@ -59,12 +59,21 @@ def migrations_needed(using: str) -> Iterator[None]:
     try:
         yield
     except DatabaseError as error:
-        if not _is(error, "unmigrated"):
+        if (missing := tables_missing(error, using)) is None:
             raise
-        raise TablesNotMigrated(
-            f"The queue's tables are missing from the database {using!r}, or older than its migrations "
-            f"({_said(error)}): run manage.py migrate."
-        ) from error
+        raise missing from error
+
+
+def tables_missing(error: DatabaseError, using: str) -> TablesNotMigrated | None:
+    """What :func:`migrations_needed` raises for ``error``, raised on ``using``'s
+    database, or None when it is no missing table or column (for a caller that cannot
+    spare a context manager on its path)."""
+    if not _is(error, "unmigrated"):
+        return None
+    return TablesNotMigrated(
+        f"The queue's tables are missing from the database {using!r}, or older than its migrations "
+        f"({_said(error)}): run manage.py migrate."
+    )
 
 
 def _said(error: BaseException) -> str:

@@ -32,13 +32,16 @@ class Literals:
         self._statements: dict[tuple[str, tuple[Any, ...]], str] = {}
 
     def row(self, values: Sequence[Any]) -> str:
-        """``values`` (one a column) as SQL, separated by commas."""
-        return ", ".join(
-            [
-                seen[value] if value in seen else self._new(seen, value)
-                for seen, value in zip(self._columns, values, strict=True)
-            ]
-        )
+        """``values`` (one a column) as SQL, separated by commas: one call a row, each
+        new value escaped by the driver's ``literal()`` in place."""
+        literal, encoding = self._literal, self._encoding
+        texts = []
+        for seen, value in zip(self._columns, values, strict=True):
+            text = seen.get(value)
+            if text is None:
+                text = seen[value] = literal(value).decode(encoding)
+            texts.append(text)
+        return ", ".join(texts)
 
     def sql(self, sql: str, params: Sequence[Any]) -> str:
         """``sql`` with ``params`` in place of its ``%s`` (and ``%%`` as ``%``), as the driver
@@ -46,12 +49,6 @@ class Literals:
         key = (sql, tuple(params))
         made = self._statements.get(key)
         if made is None:
-            made = self._statements[key] = sql % tuple(self._text(param) for param in params)
+            literal, encoding = self._literal, self._encoding
+            made = self._statements[key] = sql % tuple([literal(param).decode(encoding) for param in params])
         return made
-
-    def _new(self, seen: dict[Any, str], value: Any) -> str:
-        seen[value] = made = self._text(value)
-        return made
-
-    def _text(self, value: Any) -> str:
-        return self._literal(value).decode(self._encoding)  # type: ignore[no-any-return]

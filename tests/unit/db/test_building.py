@@ -122,3 +122,77 @@ def test_the_template_follows_the_settings() -> None:
         built = Job.objects.build(noop)
     assert (built.queue, built.max_attempts) == ("elsewhere", 9)
     assert Job.objects.build(noop).queue == "default"
+
+
+def _priority_of_text(job: Job) -> None:
+    """An enqueue hook that sets what the checks refuse."""
+    job.priority = "high"
+
+
+_HOOK = f"{__name__}._priority_of_text"
+
+
+@pytest.fixture
+def counted_validations(monkeypatch: pytest.MonkeyPatch) -> list[Job]:
+    """Every job :func:`building.validate` checks whole, as ``enqueue`` calls it."""
+    checked: list[Job] = []
+    validate = building.validate
+
+    def counting(job: Job, **kwargs: Any) -> None:
+        checked.append(job)
+        validate(job, **kwargs)
+
+    monkeypatch.setattr("django_sqlqueue.managers.enqueueing.validate", counting)
+    return checked
+
+
+@pytest.mark.django_db
+def test_a_copy_of_a_template_that_passed_every_check_has_its_arguments_checked(
+    counted_validations: list[Job],
+) -> None:
+    Job.objects.enqueue(send_welcome, (1,))  # the template, checked whole once
+    assert Job.objects.enqueue(send_welcome, (2,)).pk is not None
+    assert counted_validations == []
+    with pytest.raises(InvalidJobError, match=r"Cannot enqueue .*send_welcome: args\[0\] is nan"):
+        Job.objects.enqueue(send_welcome, (float("nan"),))
+    with pytest.raises(InvalidJobError, match=r"Cannot enqueue .*send_welcome: .*argument"):
+        Job.objects.enqueue(send_welcome, (1, 2, 3, 4))
+    with pytest.raises(InvalidJobError, match="args must be a list or tuple, not str"):
+        Job.objects.enqueue(send_welcome, "1")
+    assert counted_validations == []
+    assert Job.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_with_an_enqueue_hook_every_copy_is_checked_whole(counted_validations: list[Job]) -> None:
+    Job.objects.enqueue(noop)  # a template made before the hook, which a copy must not trust
+    with override_settings(SQLQUEUE_ENQUEUE_HOOKS=[_HOOK]):
+        for _ in range(2):
+            with pytest.raises(InvalidJobError, match="priority must be an integer"):
+                Job.objects.enqueue(noop)
+    assert len(counted_validations) == 2
+    assert Job.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_template_the_checks_refuse_sends_every_copy_the_long_way(counted_validations: list[Job]) -> None:
+    for _ in range(2):  # the second copies the template the first made
+        with pytest.raises(InvalidJobError, match="priority must be an integer"):
+            Job.objects.enqueue(noop, priority=True)
+        with pytest.raises(InvalidJobError, match="max_attempts"):
+            Job.objects.enqueue(noop, max_attempts=0)
+    assert len(counted_validations) == 4
+    assert not Job.objects.exists()
+
+
+def test_a_template_holds_whether_its_copies_need_only_their_arguments_checked() -> None:
+    registered = get_task(noop)
+    made = building.plain_job(Job, registered, [], {}, _NO_OPTIONS, Job.objects.build)
+    refused = building.plain_job(Job, registered, [], {}, (None, True, None, None), Job.objects.build)
+    assert made is not None
+    assert refused is not None
+    assert (made[1].arguments_checked, refused[1].arguments_checked) == (True, False)
+    with override_settings(SQLQUEUE_ENQUEUE_HOOKS=[_HOOK]):
+        hooked = building.plain_job(Job, registered, [], {}, _NO_OPTIONS, Job.objects.build)
+    assert hooked is not None
+    assert not hooked[1].arguments_checked
