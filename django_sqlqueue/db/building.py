@@ -119,7 +119,7 @@ def unkeyed(model: type[JobT], registered: RegisteredTask, args: Any, kwargs: An
     return job
 
 
-def plain_job(
+def copy_of_template(
     model: type[JobT],
     registered: RegisteredTask,
     args: Any,
@@ -143,7 +143,7 @@ def plain_job(
     with them, and memory stays bounded."""
     if registered.unique is not None or registered.concurrency or instances.init_heard(model):
         return None
-    templates: dict[tuple[Any, ...], _PlainTemplate] = remembered(("plain jobs", registered.name), dict)
+    templates: dict[tuple[Any, ...], _JobTemplate] = remembered(("job templates", registered.name), dict)
     # With their types: True is 1 to a dict, but a priority only to the long way's checks.
     key = (*options, *map(type, options))
     try:
@@ -158,7 +158,7 @@ def plain_job(
         made = build(
             registered.name, queue=queue, priority=priority, max_attempts=max_attempts, timeout=timeout, meta={}
         )
-        template = templates[key] = _PlainTemplate.of(made)
+        template = templates[key] = _JobTemplate.of(made)
     if template.task is not registered or template.model is not model:
         return None
     return instances.copied(
@@ -171,21 +171,21 @@ def plain_job(
     )
 
 
-#: The most templates :func:`plain_job` keeps for one task: one for each combination of
+#: The most templates :func:`copy_of_template` keeps for one task: one for each combination of
 #: options its jobs are built with, which is a handful in most projects.
 MOST_TEMPLATES = 64
 
 
-class _PlainTemplate(NamedTuple):
+class _JobTemplate(NamedTuple):
     """A job built with no arguments and no option but common ones (or none): what
-    :func:`plain_job` copies."""
+    :func:`copy_of_template` copies."""
 
     task: RegisteredTask
     model: type[AbstractJob]
     attributes: dict[str, Any]
 
     @classmethod
-    def of(cls, job: AbstractJob) -> _PlainTemplate:
+    def of(cls, job: AbstractJob) -> _JobTemplate:
         attributes = {name: value for name, value in job.__dict__.items() if name != "_state"}
         return cls(get_task(job.task), type(job), attributes)
 

@@ -18,7 +18,7 @@ from django.db import models, transaction
 
 from django_sqlqueue import signals
 from django_sqlqueue.db import batches, charsets, dependencies, inserting, tagging
-from django_sqlqueue.db.building import JobOptions, PlainOptions, first, hooked, plain_job, unkeyed, validate
+from django_sqlqueue.db.building import JobOptions, PlainOptions, copy_of_template, first, hooked, unkeyed, validate
 from django_sqlqueue.db.engines.errors import migrations_needed
 from django_sqlqueue.db.keys import unique
 from django_sqlqueue.db.routing import queue_db
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from typing import Unpack
 
 
-#: The options :func:`~django_sqlqueue.db.building.plain_job`'s templates hold.
+#: The options :func:`~django_sqlqueue.db.building.copy_of_template`'s templates hold.
 _TEMPLATED = frozenset({"queue", "priority", "max_attempts", "timeout"})
 #: Those options of a job built with none.
 _NO_OPTIONS = (None, None, None, None)
@@ -108,7 +108,7 @@ class EnqueueingManager(models.Manager[JobT]):
         registered = get_task(task)
         args = list(args) if isinstance(args, (list, tuple)) else args
         kwargs = {} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs
-        # No option (not None) but those a template may hold (see plain_job), as for most jobs built.
+        # No option (not None) but those a template may hold (see copy_of_template), as for most jobs built.
         common: tuple[Any, ...] | None = None
         if not options:
             common = _NO_OPTIONS
@@ -120,9 +120,9 @@ class EnqueueingManager(models.Manager[JobT]):
                 options.get("timeout"),
             )
         if common is not None:
-            plain = plain_job(self.model, registered, args, kwargs, common, self.build)
-            if plain is not None:
-                return plain
+            copy = copy_of_template(self.model, registered, args, kwargs, common, self.build)
+            if copy is not None:
+                return copy
         return _built(self.model, registered, args, kwargs, options)
 
     def enqueue(
@@ -217,9 +217,9 @@ class EnqueueingManager(models.Manager[JobT]):
             try:
                 made = templates.get(task)
             except TypeError:  # unhashable: no task, as get_task says
-                made = self._plain_template(task, options)
+                made = self._row_template(task, options)
             if made is None:
-                made = templates[task] = self._plain_template(task, options)
+                made = templates[task] = self._row_template(task, options)
                 first_template = first_template or made[0]
                 self._storable(using, made[1].name, {"queue": made[0].queue, "task": made[0].task})
             template, registered = made
@@ -230,7 +230,7 @@ class EnqueueingManager(models.Manager[JobT]):
             key, limit = keys.concurrency_slot(registered, args, kwargs, key=None, limit=None)
             if key is not None and not key.isascii():
                 self._storable(using, f"{registered.name} (row {number})", {"concurrency_key": key})
-            return inserting.plain_row(template, args, kwargs, key, limit)
+            return inserting.row_values(template, args, kwargs, key, limit)
 
         values = itertools.starmap(plain, enumerate(rows))
         with migrations_needed(using), transaction.atomic(using=using):
@@ -238,9 +238,9 @@ class EnqueueingManager(models.Manager[JobT]):
             first = list(itertools.islice(values, 1))
             if not first:
                 return 0
-            return inserting.insert_plain(self.model, itertools.chain(first, values), using, first_template, batch_size)
+            return inserting.insert_rows(self.model, itertools.chain(first, values), using, first_template, batch_size)
 
-    def _plain_template(self, task: Callable[..., Any] | str, options: PlainOptions) -> tuple[JobT, RegisteredTask]:
+    def _row_template(self, task: Callable[..., Any] | str, options: PlainOptions) -> tuple[JobT, RegisteredTask]:
         """A job of ``task`` with ``options`` and no arguments, checked as :meth:`enqueue`
         checks one, whose options every plain row of that task takes."""
         registered = get_task(task)
