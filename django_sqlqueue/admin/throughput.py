@@ -151,7 +151,7 @@ def throughput(jobs: JobQuerySet[Job], span: Span) -> dict[str, Chart]:
         return charts
     rows = (
         # Bounded on both sides, so SQLite's planner picks this index, not a skip-scan of
-        # sqlqueue_job_queue_status over every finished job (1.9 s at 1,000,000 jobs).
+        # sqlqueue_job_queue_status over every finished job (seconds on a large table).
         jobs.filter(
             finished_in(*rollup.CHARTED), finished_at__gte=first, finished_at__lt=first + span.buckets * span.step
         )

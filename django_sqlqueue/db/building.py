@@ -132,7 +132,7 @@ def copy_of_template(
     most of ``enqueue_many``'s jobs are built (``args`` and ``kwargs`` as build() made
     them its own): a copy of the job ``build`` built the long way once for these
     options (and the settings in force), with these arguments, in the batch open now.
-    Working each option out again cost ``enqueue_many`` about a third of its time a job.
+    Working each option out again for every job was a large share of ``enqueue_many``'s time.
 
     None where a copy would not be that job: the task derives a key from the arguments
     (``@job(unique=...)``, ``@job(concurrency=...)``), a receiver of the model's init

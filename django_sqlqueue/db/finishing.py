@@ -143,7 +143,7 @@ def finish(
     now = DatabaseNow()
     outcomes: dict[AbstractJob, dict[str, Any]] = {}
     #: What each of ``outcomes`` is meant to become, in the same order: a list, as a
-    #: model instance costs a dict about a microsecond each time it is hashed.
+    #: model instance is slow for a dict to hash, each time.
     meant: list[Ended] = []
     for job, value in succeeded.items():
         if problem := json_problem(value, "the return value"):
@@ -257,8 +257,8 @@ class _OutcomeUpdate:
 
     Each batch compiles only its values (one ``CASE`` per column that differs between
     jobs) and the fence. Through a queryset, ``filter()`` and ``update()`` cloned it,
-    resolved every column by name and set up a compiler for every batch: a quarter of
-    the finish's Python (about 1.5 µs a job in batches of 100)."""
+    resolved every column by name and set up a compiler for every batch, a large
+    share of the finish's Python."""
 
     def __init__(self, model: type[AbstractJob], connection: BaseDatabaseWrapper) -> None:
         self._connection = connection
