@@ -6,7 +6,7 @@ A few grouped queries, whatever the number of jobs: the counts are ``counting``'
 (estimated past a million rows), the lag reads the small partial index of ready jobs,
 and each chart its span's range of the ``sqlqueue_job_finished`` index. They read
 where the router sends reads, as the admin's lists do (a replica, perhaps); only the
-counting of the charts' settled hours writes, on the primary."""
+counting of the charts' closed hours writes, on the primary."""
 
 from __future__ import annotations
 

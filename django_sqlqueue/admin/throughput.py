@@ -4,7 +4,7 @@ hour and per hour over the last 7 days, by the database's clock.
 The hour's chart is one grouped query over its range of the ``sqlqueue_job_finished``
 index (``finished_at, status``), by queue and truncated minute. The week's reads the
 hours already counted (``FinishedHour``, a few hundred rows, see ``db/rollup.py``),
-counting first any that have settled and are not (when no maintenance leader did), and
+counting first any that have closed and are not (when no maintenance leader did), and
 groups the jobs of the hours left (the current one, the one settling) like the hour's
 chart. The bars are drawn on the server as inline SVG."""
 
@@ -45,7 +45,7 @@ class Span:
     unit: str
     per: str
     trunc: type[TruncBase]
-    #: Whether its settled buckets are read from the hours counted (``db/rollup.py``).
+    #: Whether its closed buckets are read from the hours counted (``db/rollup.py``).
     counted: bool = False
 
     @property
@@ -151,7 +151,7 @@ def throughput(jobs: JobQuerySet[Job], span: Span) -> dict[str, Chart]:
         return charts
     rows = (
         # Bounded on both sides, so SQLite's planner picks this index, not a skip-scan of
-        # sqlqueue_job_queue_status over every finished job (1.9 s at 1,000,000 jobs).
+        # sqlqueue_job_queue_status over every finished job (seconds on a large table).
         jobs.filter(
             finished_in(*rollup.CHARTED), finished_at__gte=first, finished_at__lt=first + span.buckets * span.step
         )
@@ -174,13 +174,13 @@ def _hours(
     now: datetime.datetime,
     add: Callable[[str, datetime.datetime, int, int], None],
 ) -> None:
-    """The week's hours from ``first``: those counted, after counting the settled ones
+    """The week's hours from ``first``: those counted, after counting the closed ones
     not yet counted, and the others (the current one, the one settling, any a writer
     left out) from their jobs, an hour at a time."""
     try:  # on the primary: it writes
         rollup.catch_up(queue_db(FinishedHour))
     except DatabaseError as error:  # a read-only database user, say: counted from the jobs below
-        logger.warning("The 7-day chart could not count its settled hours: %s", error)
+        logger.warning("The 7-day chart could not count its closed hours: %s", error)
     # Read where the router reads: hours a replica has not seen counted yet are counted from its jobs.
     counted = FinishedHour.objects.using(read_db(FinishedHour)).filter(hour__gte=first)
     hours = set()

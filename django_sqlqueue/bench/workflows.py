@@ -1,4 +1,4 @@
-"""The workflows' side of the benchmark (``sqlqueue_bench --workflow``, issue 39): a
+"""The workflows' side of the benchmark (``sqlqueue_bench --workflow``): a
 chord, a group with one job after all of it, and a chain, each step after the one
 before, written by ``django_sqlqueue.workflows`` and run by ``runworkers --burst``.
 

@@ -38,7 +38,7 @@ from django.db.models import F, Q
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
 from django_sqlqueue.rules.batches import BATCH_ARGUMENT, CALLBACKS, SUCCEEDED, fires
-from django_sqlqueue.rules.lifecycle import ACTIVE, SUCCEED_UNKEPT
+from django_sqlqueue.rules.lifecycle import ACTIVE, SUCCEED_AND_DELETE
 from django_sqlqueue.rules.user_code import runner_enqueues
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def count_down(model: type[AbstractJob], using: str, ended: Iterable[Ended]) -> 
         batch = outcome.job.batch_id
         if batch is not None and outcome.status not in ACTIVE:
             done[batch] += 1
-            unkept[batch] += outcome.transition is SUCCEED_UNKEPT
+            unkept[batch] += outcome.transition is SUCCEED_AND_DELETE
     if not done:
         return
     rows = _batches(using).filter(pk__in=sorted(done), finished_at=None).select_for_update().order_by("pk")
@@ -201,7 +201,7 @@ def sweep(model: type[AbstractJob], using: str, *, limit: int = SWEEP_LIMIT) -> 
     return completed
 
 
-def kept() -> Q:
+def prunable() -> Q:
     """The jobs pruning may delete as far as batches go: none of an unfinished batch,
     whose count would lose them."""
     unfinished = _batch_model()._default_manager.filter(pk=models.OuterRef("batch_id"), finished_at=None)

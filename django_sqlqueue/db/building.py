@@ -119,7 +119,7 @@ def unkeyed(model: type[JobT], registered: RegisteredTask, args: Any, kwargs: An
     return job
 
 
-def plain_job(
+def copy_of_template(
     model: type[JobT],
     registered: RegisteredTask,
     args: Any,
@@ -145,7 +145,7 @@ def plain_job(
     with them, and memory stays bounded."""
     if registered.unique is not None or registered.concurrency or instances.init_heard(model):
         return None
-    templates: dict[tuple[Any, ...], JobTemplate] = remembered(("plain jobs", registered.name), dict)
+    templates: dict[tuple[Any, ...], JobTemplate] = remembered(("job templates", registered.name), dict)
     # With their types: True is 1 to a dict, but a priority only to the long way's checks.
     key = (*options, *map(type, options))
     try:
@@ -174,14 +174,14 @@ def plain_job(
     return job, template
 
 
-#: The most templates :func:`plain_job` keeps for one task: one for each combination of
+#: The most templates :func:`copy_of_template` keeps for one task: one for each combination of
 #: options its jobs are built with, which is a handful in most projects.
 MOST_TEMPLATES = 64
 
 
 class JobTemplate(NamedTuple):
     """A job built with no arguments and no option but common ones (or none): what
-    :func:`plain_job` copies, made again with the settings (it is kept beside them)."""
+    :func:`copy_of_template` copies, made again with the settings (it is kept beside them)."""
 
     task: RegisteredTask
     model: type[AbstractJob]

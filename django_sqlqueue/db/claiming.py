@@ -13,7 +13,7 @@ from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from django_sqlqueue.db.claim_turn import ClaimTurn
+from django_sqlqueue.db.claim_lock import HostClaimLock
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.engines import engine
 from django_sqlqueue.db.engines.claims import CandidateSQL, Returned
@@ -43,16 +43,16 @@ class Candidates(Generic[JobT]):
     """The ready jobs a claim may take, on the database ``using``: ``build()`` makes
     them as a queryset in :data:`CLAIM_ORDER`, only when the claim needs one.
 
-    ``shape`` is what they were built from (the queues, those left out), when nothing
-    else went in: candidates of one shape make the same statement, which a connection
+    ``cache_key`` is what they were built from (the queues, those left out), when nothing
+    else went in: candidates of one cache key make the same statement, which a connection
     then compiles once (:class:`_CandidateStatements`); None for a caller's filter."""
 
     def __init__(
-        self, model: type[JobT], using: str, build: Callable[[], QuerySet[JobT]], shape: Hashable | None
+        self, model: type[JobT], using: str, build: Callable[[], QuerySet[JobT]], cache_key: Hashable | None
     ) -> None:
         self.model = model
         self.using = using
-        self.shape = shape
+        self.cache_key = cache_key
         self._build = build
 
     @functools.cached_property
@@ -112,7 +112,7 @@ def _admitted(candidates: Candidates[Any], limited: Limited, jobs: list[Any]) ->
 
 def _keyed_among(candidates: Candidates[Any], connection: BaseDatabaseWrapper) -> bool:
     """Whether jobs with a concurrency key are among ``candidates``, which a plain
-    claim left out: asked through the condition made once for their shape, as every
+    claim left out: asked through the condition made once for their cache key, as every
     claim that comes back short asks it (building and compiling the candidates for it
     cost such a claim, one of a worker taking jobs as they come, more than its own
     statement)."""
@@ -187,7 +187,7 @@ class _Claim(Generic[JobT]):
         return _in_claim_order(self.model, self._statement.jobs(returned, ids_only=ids_only))
 
     def turn(self) -> contextlib.AbstractContextManager[bool]:
-        return engine(self._connection).made(ClaimTurn, self.model).held()
+        return engine(self._connection).made(HostClaimLock, self.model).locked()
 
     def candidate_ids(self, candidates: CandidateSQL, limit: int) -> list[int]:
         with self._connection.cursor() as cursor:
@@ -207,12 +207,12 @@ class _Claim(Generic[JobT]):
 
 
 class _CandidateStatements:
-    """Candidates as SQL (:class:`CandidateSQL`), made once for each shape of them
-    (:attr:`Candidates.shape`) while nothing but the shape went in: building the
+    """Candidates as SQL (:class:`CandidateSQL`), made once for each cache key of them
+    (:attr:`Candidates.cache_key`) while nothing but the cache key went in: building the
     candidates' queryset and compiling it cost each claim more than its statement
     did, and came out the same for every claim of a worker."""
 
-    #: The most shapes kept; past it they are made again. A worker has one, and one
+    #: The most cache keys kept; past it they are made again. A worker has one, and one
     #: more for each set of its queues paused at once.
     KEPT = 256
 
@@ -224,15 +224,15 @@ class _CandidateStatements:
 
     def of(self, candidates: Candidates[Any], *, kept: bool) -> CandidateSQL | None:
         """``candidates`` as SQL, None when nothing can match (``queues=[]``); ``kept``
-        for their shape when only the shape went in (no limits in play)."""
-        shape = candidates.shape
-        if not kept or shape is None:
+        for their cache key when only the cache key went in (no limits in play)."""
+        cache_key = candidates.cache_key
+        if not kept or cache_key is None:
             return self._make(candidates.queryset)
-        if shape not in self._made:
+        if cache_key not in self._made:
             if len(self._made) >= self.KEPT:
                 self._made.clear()
-            self._made[shape] = self._make(candidates.queryset)
-        return self._made[shape]
+            self._made[cache_key] = self._make(candidates.queryset)
+        return self._made[cache_key]
 
     def _make(self, candidates: QuerySet[AbstractJob]) -> CandidateSQL | None:
         ids = candidates.values("pk")

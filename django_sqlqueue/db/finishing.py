@@ -19,7 +19,7 @@ from django.db.models.expressions import Combinable
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.engines import engine
-from django_sqlqueue.db.engines.errors import is_away, is_unwritable
+from django_sqlqueue.db.engines.errors import is_unavailable, is_unwritable
 from django_sqlqueue.db.expressions import HeldBy, PrimaryKeyIn
 from django_sqlqueue.db.lifecycle import written, written_case
 from django_sqlqueue.db.transient import retry_transient
@@ -29,7 +29,7 @@ from django_sqlqueue.rules.lifecycle import (
     AFTER_RELEASE,
     FAIL_UNRECORDED,
     SUCCEED,
-    SUCCEED_UNKEPT,
+    SUCCEED_AND_DELETE,
     JobStatus,
     Transition,
 )
@@ -125,7 +125,7 @@ class Ended(NamedTuple):
     @property
     def status(self) -> JobStatus:
         """The status written: ``SUCCESSFUL`` for a success ``SQLQUEUE_RETENTION`` deleted."""
-        return SUCCEED.status if self.transition is SUCCEED_UNKEPT else self.transition.status
+        return SUCCEED.status if self.transition is SUCCEED_AND_DELETE else self.transition.status
 
 
 def finish(
@@ -143,7 +143,7 @@ def finish(
     now = DatabaseNow()
     outcomes: dict[AbstractJob, dict[str, Any]] = {}
     #: What each of ``outcomes`` is meant to become, in the same order: a list, as a
-    #: model instance costs a dict about a microsecond each time it is hashed.
+    #: model instance is slow for a dict to hash, each time.
     meant: list[Ended] = []
     for job, value in succeeded.items():
         if problem := json_problem(value, "the return value"):
@@ -161,7 +161,7 @@ def finish(
     if deletes_successes():
         fenced = _delete_successes(jobs, worker_id, outcomes)
         successes = [ended for ended in meant if ended.transition is SUCCEED]
-        done += [ended._replace(transition=SUCCEED_UNKEPT) for ended in successes if ended.job.pk not in fenced]
+        done += [ended._replace(transition=SUCCEED_AND_DELETE) for ended in successes if ended.job.pk not in fenced]
         meant = [ended for ended in meant if ended.transition is not SUCCEED]
     if not outcomes:
         return done
@@ -257,8 +257,8 @@ class _OutcomeUpdate:
 
     Each batch compiles only its values (one ``CASE`` per column that differs between
     jobs) and the fence. Through a queryset, ``filter()`` and ``update()`` cloned it,
-    resolved every column by name and set up a compiler for every batch: a quarter of
-    the finish's Python (about 1.5 µs a job in batches of 100)."""
+    resolved every column by name and set up a compiler for every batch, a large
+    share of the finish's Python."""
 
     def __init__(self, model: type[AbstractJob], connection: BaseDatabaseWrapper) -> None:
         self._connection = connection
@@ -340,7 +340,7 @@ def _refused(using: str, error: DatabaseError, sql: str, params: tuple[Any, ...]
     lost = connection.connection is not None and not connection.is_usable()
     if lost:
         connection.close()
-    return is_unwritable(error) or (lost and is_away(error) and engine(connection).too_large(sql, params))
+    return is_unwritable(error) or (lost and is_unavailable(error) and engine(connection).too_large(sql, params))
 
 
 def release(

@@ -213,12 +213,12 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
     return skipped
 
 
-def plain_row(
+def row_values(
     template: AbstractJob, args: list[Any], kwargs: dict[str, Any], key: str | None, limit: int | None
 ) -> tuple[Any, ...]:
     """The bound values (in :data:`_BOUND`'s order) of a job like ``template`` (its
     task's, with every option set and no unique key) with these arguments and
-    concurrency slot, for :func:`insert_plain`."""
+    concurrency slot, for :func:`insert_rows`."""
     args_json, kwargs_json = json.dumps(args), json.dumps(kwargs)
     return (
         template.queue,
@@ -237,10 +237,10 @@ def plain_row(
     )
 
 
-def insert_plain(
+def insert_rows(
     model: type[AbstractJob], rows: Iterable[tuple[Any, ...]], using: str, template: AbstractJob, batch_size: int
 ) -> int:
-    """Write ``rows`` (each a :func:`plain_row`), every one first due at ``template``'s
+    """Write ``rows`` (each a :func:`row_values`), every one first due at ``template``'s
     ``run_at`` and expiring at its ``expires_at`` (as a built job holds them: the
     database's now, a time, or now plus a delay; no expiry), on ``using``'s
     connection in the caller's transaction, as they come; nothing is read back.

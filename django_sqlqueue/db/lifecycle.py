@@ -46,7 +46,7 @@ CHECKED_ELSEWHERE: dict[Condition, str] = {
     Condition.ATTEMPTS_LEFT: "failure_transition, from the claimed job's attempts",
     Condition.ATTEMPTS_SPENT: "failure_transition, from the claimed job's attempts",
     Condition.UNIQUE_KEY_FREE: "the unique index on active jobs' keys",
-    Condition.NOT_KEPT: "the finisher, which reads SQLQUEUE_RETENTION",
+    Condition.NO_SUCCESS_RETENTION: "the finisher, which reads SQLQUEUE_RETENTION",
     Condition.RETENTION_PASSED: "db/pruning.py's due()",
     Condition.WAITS_FOR_UNFINISHED: "db/dependencies.py, which counts the unfinished jobs under their row locks; "
     "db/dependents.py, from the links of a job an admin retries",

@@ -10,7 +10,7 @@ timeout or busy SQLite is retried with a backoff (``retry_transient``).
 
 Successes and failures are first counted into the admin's hourly chart (``rollup``): a
 job of the chart's window is deleted only once its hour is counted, so with a short
-retention it stays until its hour has ended and settled (about an hour at most)."""
+retention it stays until its hour has ended and closed (about an hour at most)."""
 
 from __future__ import annotations
 
@@ -84,20 +84,20 @@ def due(
         raise ValueError(f"{status} is not pruned: prune moves only {', '.join(PRUNE.sources)} (rules/lifecycle.py).")
     # The status as the finished indexes read it, within what prune allows.
     candidates = jobs.filter(allowed(PRUNE), finished_in(status), finished_at__lt=DatabaseNowPlus(-kept))
-    candidates = candidates.exclude(dependencies.waited_for()).filter(batches.kept())
+    candidates = candidates.exclude(dependencies.waited_for()).filter(batches.prunable())
     return candidates.filter(finished_at__lt=counted_until) if status in rollup.CHARTED else candidates
 
 
-def kept_for(retention: Retention) -> dict[JobStatus, datetime.timedelta]:
+def retention_periods(retention: Retention) -> dict[JobStatus, datetime.timedelta]:
     """The finished statuses that are pruned at all, with how long each is kept."""
     return {status: kept for status, kept in retention.items() if kept is not None}
 
 
 def count(jobs: QuerySet[AbstractJob], retention: Retention) -> dict[JobStatus, int]:
     """How many jobs of each status :func:`prune` would delete now, once it has counted
-    the settled hours (this only reads)."""
-    settled = rollup.hours(jobs.db).settled
-    return {status: due(jobs, status, kept, settled).count() for status, kept in kept_for(retention).items()}
+    the closed hours (this only reads)."""
+    closed = rollup.hours(jobs.db).closed
+    return {status: due(jobs, status, kept, closed).count() for status, kept in retention_periods(retention).items()}
 
 
 def prune(
@@ -117,7 +117,7 @@ def prune(
     tick): ``complete`` is then False if jobs may be left to delete. Never touches a
     ``READY`` or ``RUNNING`` job, nor one whose status has no retention.
 
-    It counts the settled hours first (one batch of them with ``max_chunks``) and deletes
+    It counts the closed hours first (one batch of them with ``max_chunks``) and deletes
     the counted hours past ``rollup.KEEP``: ``complete`` is False too while hours are
     left to count. Once it got through the due jobs, it also deletes up to
     ``batch_size`` rows of concurrency keys that no active job has (``keys``), and as many
@@ -126,7 +126,7 @@ def prune(
     rollup.forget(jobs.db)
     pruned = Pruned(complete=not hours.missing)
     chunks = 0
-    for status, kept in kept_for(retention).items():
+    for status, kept in retention_periods(retention).items():
         pruned.deleted[status] = 0
         while True:
             if max_chunks is not None and chunks >= max_chunks:

@@ -2,7 +2,7 @@
 ``FinishedHour`` rows, so that the admin's 7-day chart reads a few hundred rows rather
 than every job of the week, and keeps the week that pruning deletes.
 
-An hour is counted once it *settled*: ended ``SETTLE`` ago by the database's clock, so
+An hour is counted once it *closed*: ended ``CLOSE_AFTER`` ago by the database's clock, so
 that a finish whose transaction commits a little after its ``finished_at`` is in it.
 It is counted from its range of the ``sqlqueue_job_finished`` index, once: its rows and
 its totals row (empty queue name) go in with one transaction, and the unique index on
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 HOUR = datetime.timedelta(hours=1)
 #: How long after an hour ends it is counted: finishes stamped within it may commit
 #: later (PostgreSQL's clock is the transaction's start; a statement may wait on a lock).
-SETTLE = datetime.timedelta(minutes=5)
+CLOSE_AFTER = datetime.timedelta(minutes=5)
 #: The hours the 7-day chart shows, the current one included: these are counted.
 WINDOW = 7 * 24
 #: Counted hours are deleted this long after they began: the window and a day to spare.
@@ -50,15 +50,15 @@ class Hours:
     now: datetime.datetime
     #: The window's oldest hour.
     first: datetime.datetime
-    #: Hours before this one have settled.
-    settled: datetime.datetime
-    #: The settled hours of the window not counted yet, oldest first.
+    #: Hours before this one have closed.
+    closed: datetime.datetime
+    #: The closed hours of the window not counted yet, oldest first.
     missing: list[datetime.datetime]
 
     @property
     def counted_until(self) -> datetime.datetime:
         """Every charted job that finished before this is counted, or older than the window."""
-        return self.missing[0] if self.missing else self.settled
+        return self.missing[0] if self.missing else self.closed
 
 
 def floor_hour(moment: datetime.datetime) -> datetime.datetime:
@@ -70,14 +70,14 @@ def hours(using: str) -> Hours:
     """Which hours of the window are counted, and which are due, now."""
     now = database_now(using)
     first = floor_hour(now) - (WINDOW - 1) * HOUR
-    settled = floor_hour(now - SETTLE)
+    closed = floor_hour(now - CLOSE_AFTER)
     counted = set(FinishedHour.objects.using(using).filter(queue="", hour__gte=first).values_list("hour", flat=True))
-    missing = [hour for hour in hour_range(first, settled) if hour not in counted]
-    return Hours(now, first, settled, missing)
+    missing = [hour for hour in hour_range(first, closed) if hour not in counted]
+    return Hours(now, first, closed, missing)
 
 
 def catch_up(using: str, *, batches: int | None = None) -> Hours:
-    """Count the settled hours of the window not counted yet, ``BATCH_HOURS`` at a time,
+    """Count the closed hours of the window not counted yet, ``BATCH_HOURS`` at a time,
     at most ``batches`` batches; what is left (``missing``) afterwards.
 
     A batch another writer counted first (even one of its hours) is dropped whole: that

@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from django.db import Error, OperationalError, close_old_connections, connections, transaction
 
-from django_sqlqueue.db.engines.errors import is_away, is_transient
+from django_sqlqueue.db.engines.errors import is_transient, is_unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -62,8 +62,8 @@ def retried(
     raise AssertionError("unreachable")
 
 
-def unless_away(work: Callable[[], T], fallback: F, *, by: str) -> T | F:
-    """``work()``, or ``fallback`` while its database is away (a restart, a failover, a
+def unless_unavailable(work: Callable[[], T], fallback: F, *, by: str) -> T | F:
+    """``work()``, or ``fallback`` while its database is unavailable (a restart, a failover, a
     killed connection: logged as met ``by`` the caller, which tries again at its next turn), so that a
     long-lived process carries on through an outage. Any other database error (a missing
     table) is raised. Its connections are closed afterwards if broken or past their age,
@@ -71,7 +71,7 @@ def unless_away(work: Callable[[], T], fallback: F, *, by: str) -> T | F:
     try:
         return work()
     except Error as error:
-        if not is_away(error):
+        if not is_unavailable(error):
             raise
         logger.warning("Database error in %s (%s); retrying", by, error)
         return fallback

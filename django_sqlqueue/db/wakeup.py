@@ -13,7 +13,7 @@ the sockets 0600: only processes of the same user wake the workers, and only the
 the queue names a datagram carries.
 
 This module is the enqueue's side: the folder, and the datagram sent when an enqueue
-commits; ``db/wakeup_bell.py`` is the worker's: the socket it binds there and waits on.
+commits; ``db/wakeup_socket.py`` is the worker's: the socket it binds there and waits on.
 
 The datagram is sent by ``transaction.on_commit``, once per transaction however many jobs
 it wrote: never before the jobs are visible. Sending is best effort: no folder, no

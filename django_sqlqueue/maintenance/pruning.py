@@ -36,7 +36,7 @@ def prune_again_in(busy: float, *, complete: bool) -> float:
 
 class PruningService(Service):
     """Deletes up to :data:`PRUNE_CHUNKS` chunks of finished jobs past their retention a
-    turn, counting the settled hours first (``db/pruning.py``).
+    turn, counting the closed hours first (``db/pruning.py``).
 
     Only the lease's holder prunes, but the deletes go by primary key and check the row
     again, so two deleting the same rows is harmless. A failure is logged and tried

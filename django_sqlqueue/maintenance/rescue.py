@@ -14,7 +14,7 @@ from django.db import transaction
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.transient import unless_away
+from django_sqlqueue.db.transient import unless_unavailable
 from django_sqlqueue.exceptions import WorkerLost
 from django_sqlqueue.maintenance.service import Service
 from django_sqlqueue.models import Job, JobStatus, Worker
@@ -115,5 +115,5 @@ class RescueService(Service):
         return min(conf.SQLQUEUE_LEASE / 2, RESCUE_SECONDS)
 
     def run(self, now: float) -> float:
-        self.counted(unless_away(rescue_expired, Rescued(), by="the rescue"))
+        self.counted(unless_unavailable(rescue_expired, Rescued(), by="the rescue"))
         return self.interval

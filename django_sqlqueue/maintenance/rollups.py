@@ -1,4 +1,4 @@
-"""Counting the settled hours of finished jobs for the admin's 7-day chart
+"""Counting the closed hours of finished jobs for the admin's 7-day chart
 (``db/rollup.py``), a day's worth a turn: every minute, or every second while hours are
 left to count (a first start, or a leader back after a long outage)."""
 
@@ -15,14 +15,14 @@ from django_sqlqueue.models import FinishedHour
 
 logger = logging.getLogger(__name__)
 
-#: Hours are looked for this often once every settled hour is counted.
+#: Hours are looked for this often once every closed hour is counted.
 ROLLUP_SECONDS = 60.0
 #: And this often while some are left.
 ROLLUP_BACKLOG_SECONDS = 1.0
 
 
 class RollupsService(Service):
-    """Counts up to ``rollup.BATCH_HOURS`` settled hours a turn, and deletes the counted
+    """Counts up to ``rollup.BATCH_HOURS`` closed hours a turn, and deletes the counted
     hours past ``rollup.KEEP``. Pruning counts again before it deletes (one read when
     this has counted), so it never deletes a job of an hour not counted, whoever prunes.
     A failure is logged and tried again at the next interval."""

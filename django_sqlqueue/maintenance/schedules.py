@@ -8,7 +8,7 @@ import logging
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import recurrence
 from django_sqlqueue.db.routing import queue_db
-from django_sqlqueue.db.transient import unless_away
+from django_sqlqueue.db.transient import unless_unavailable
 from django_sqlqueue.maintenance.service import Service
 from django_sqlqueue.models import Schedule
 
@@ -22,7 +22,7 @@ def sync_settings() -> None:
     """Write ``SQLQUEUE_SCHEDULE`` to its rows before the first tick (every supervisor
     does, at start-up, leader or not: the rows follow the settings last deployed)."""
     entries = conf.SQLQUEUE_SCHEDULE
-    unless_away(lambda: recurrence.sync(entries, queue_db(Schedule)), None, by="the recurring jobs")
+    unless_unavailable(lambda: recurrence.sync(entries, queue_db(Schedule)), None, by="the recurring jobs")
     if entries:
         logger.info("Recurring jobs: %s", ", ".join(entries))
 
@@ -40,5 +40,5 @@ class SchedulesService(Service):
         self.problems: set[tuple[str, str]] = set()
 
     def run(self, now: float) -> float:
-        unless_away(lambda: recurrence.tick(queue_db(Schedule), self.problems), 0, by="the recurring jobs")
+        unless_unavailable(lambda: recurrence.tick(queue_db(Schedule), self.problems), 0, by="the recurring jobs")
         return self.interval

@@ -40,7 +40,7 @@ from django_sqlqueue.rules.lifecycle import (
     RELEASE_CANCELLED,
     REQUEST_CANCEL,
     RUN_NOW,
-    SUCCEED_UNKEPT,
+    SUCCEED_AND_DELETE,
     Transition,
     admin_retry_transition,
 )
@@ -161,13 +161,13 @@ class JobManager(EnqueueingManager[JobT]):
 
         # The same queues, or all but the same paused ones, make the same statement; a
         # caller's filter makes its own.
-        shape: Hashable | None = None
+        cache_key: Hashable | None = None
         if filter is None:
-            shape = ("all but", skip_queues) if queues is None else ("in", tuple(queues))
+            cache_key = ("all but", skip_queues) if queues is None else ("in", tuple(queues))
         # An index holds the ready jobs of all queues, or of one, in claim order.
         index_ordered = filter is None and (queues is None or len(set(queues)) == 1)
         return claiming.claim(
-            claiming.Candidates(self.model, jobs.db, candidates, shape),
+            claiming.Candidates(self.model, jobs.db, candidates, cache_key),
             worker_id=worker_id,
             limit=limit,
             limited=limited,
@@ -253,7 +253,7 @@ class JobManager(EnqueueingManager[JobT]):
             if batched:
                 batches.count_down(self.model, jobs.db, ended)
             if parents := dependencies.awaited(jobs.db, [outcome.job for outcome in ended]):
-                gone = [outcome.job.pk for outcome in ended if outcome.transition is SUCCEED_UNKEPT]
+                gone = [outcome.job.pk for outcome in ended if outcome.transition is SUCCEED_AND_DELETE]
                 dependencies.settle(self.model, jobs.db, parents, gone_succeeded=gone)
         return ended
 

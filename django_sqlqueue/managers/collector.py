@@ -3,8 +3,8 @@ its jobs.
 
 Every job it is given lives until the call returns them all, and each holds five
 objects the collector tracks (the job, its state, its dict, its arguments and errors
-lists). Each collection meanwhile walks all of them and frees none: a fifth of
-``enqueue_many``'s time at 100,000 jobs, measured. The pause is process-wide, as the
+lists). Each collection meanwhile walks all of them and frees none, a cost that grows
+with the number of jobs given. The pause is process-wide, as the
 collector is: a cycle another thread drops meanwhile is freed when the last pausing
 call ends, not before (reference counting frees everything else as usual). Calls
 that overlap in threads share one pause; a collector the project turned off stays off."""

@@ -22,9 +22,9 @@ from django_sqlqueue.db.building import (
     JobOptions,
     PlainOptions,
     check_arguments,
+    copy_of_template,
     first,
     hooked,
-    plain_job,
     unkeyed,
     validate,
 )
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from typing import Unpack
 
 
-#: The options :func:`~django_sqlqueue.db.building.plain_job`'s templates hold.
+#: The options :func:`~django_sqlqueue.db.building.copy_of_template`'s templates hold.
 _TEMPLATED = frozenset({"queue", "priority", "max_attempts", "timeout"})
 #: Those options of a job built with none.
 _NO_OPTIONS = (None, None, None, None)
@@ -126,7 +126,7 @@ class EnqueueingManager(models.Manager[JobT]):
         registered = get_task(task)
         args = list(args) if isinstance(args, (list, tuple)) else args
         kwargs = {} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs
-        # No option (not None) but those a template may hold (see plain_job), as for most jobs built.
+        # No option (not None) but those a template may hold (see copy_of_template), as for most jobs built.
         common: tuple[Any, ...] | None = None
         if not options:
             common = _NO_OPTIONS
@@ -138,7 +138,7 @@ class EnqueueingManager(models.Manager[JobT]):
                 options.get("timeout"),
             )
         if common is not None:
-            copied = plain_job(self.model, registered, args, kwargs, common, self.build)
+            copied = copy_of_template(self.model, registered, args, kwargs, common, self.build)
             if copied is not None:
                 job, template = copied
                 return job, registered if template.arguments_checked else None
@@ -239,9 +239,9 @@ class EnqueueingManager(models.Manager[JobT]):
             try:
                 made = templates.get(task)
             except TypeError:  # unhashable: no task, as get_task says
-                made = self._plain_template(task, options)
+                made = self._row_template(task, options)
             if made is None:
-                made = templates[task] = self._plain_template(task, options)
+                made = templates[task] = self._row_template(task, options)
                 first_template = first_template or made[0]
                 self._storable(using, made[1].name, {"queue": made[0].queue, "task": made[0].task})
             template, registered = made
@@ -252,7 +252,7 @@ class EnqueueingManager(models.Manager[JobT]):
             key, limit = keys.concurrency_slot(registered, args, kwargs, key=None, limit=None)
             if key is not None and not key.isascii():
                 self._storable(using, f"{registered.name} (row {number})", {"concurrency_key": key})
-            return inserting.plain_row(template, args, kwargs, key, limit)
+            return inserting.row_values(template, args, kwargs, key, limit)
 
         values = itertools.starmap(plain, enumerate(rows))
         with migrations_needed(using), transaction.atomic(using=using):
@@ -260,9 +260,9 @@ class EnqueueingManager(models.Manager[JobT]):
             first = list(itertools.islice(values, 1))
             if not first:
                 return 0
-            return inserting.insert_plain(self.model, itertools.chain(first, values), using, first_template, batch_size)
+            return inserting.insert_rows(self.model, itertools.chain(first, values), using, first_template, batch_size)
 
-    def _plain_template(self, task: Callable[..., Any] | str, options: PlainOptions) -> tuple[JobT, RegisteredTask]:
+    def _row_template(self, task: Callable[..., Any] | str, options: PlainOptions) -> tuple[JobT, RegisteredTask]:
         """A job of ``task`` with ``options`` and no arguments, checked as :meth:`enqueue`
         checks one, whose options every plain row of that task takes."""
         registered = get_task(task)

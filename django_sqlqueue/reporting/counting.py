@@ -2,8 +2,8 @@
 Prometheus gauges show them, at a cost that does not grow with the finished jobs.
 
 While the table is small every count is exact: the finished statuses read from the
-``sqlqueue_job_queue_status`` index (3.3 s at 10,000,000 rows on MariaDB), the active
-ones from their own. Past :data:`ESTIMATE_ABOVE_ROWS` the finished statuses, which
+``sqlqueue_job_queue_status`` index (which takes seconds on a table of millions of
+rows), the active ones from their own. Past :data:`ESTIMATE_ABOVE_ROWS` the finished statuses, which
 only grow, are estimated: on PostgreSQL from the planner's statistics (no row is read),
 elsewhere from a sample of rows read by primary key. ``READY`` and ``RUNNING``, the figures that say whether work
 waits, stay exact: their indexes hold only them."""

@@ -86,7 +86,7 @@ class Condition(enum.Enum):
     ATTEMPTS_LEFT = "attempts < max_attempts"
     ATTEMPTS_SPENT = "attempts >= max_attempts"
     UNIQUE_KEY_FREE = "no other active job holds its unique_key (the unique index)"
-    NOT_KEPT = 'SQLQUEUE_RETENTION["SUCCESSFUL"] is 0'
+    NO_SUCCESS_RETENTION = 'SQLQUEUE_RETENTION["SUCCESSFUL"] is 0'
     RETENTION_PASSED = "it finished longer ago than SQLQUEUE_RETENTION keeps its status"
     WAITS_FOR_UNFINISHED = "some job it was enqueued after has not finished"
     NOTHING_UNFINISHED = "it was enqueued after no job, or after jobs that have all finished"
@@ -202,11 +202,11 @@ SUCCEED = _transition(
     "the worker's finisher",
     outcome="succeeded",
 )
-SUCCEED_UNKEPT = _transition(
-    "succeed_unkept",
+SUCCEED_AND_DELETE = _transition(
+    "succeed_and_delete",
     (_RUNNING,),
     None,
-    (_C.HELD, _C.STARTED, _C.RETURNED, _C.NOT_KEPT),
+    (_C.HELD, _C.STARTED, _C.RETURNED, _C.NO_SUCCESS_RETENTION),
     (),
     "the worker's finisher",
     outcome="succeeded",
@@ -383,7 +383,7 @@ TRANSITIONS: dict[str, Transition] = {
         CANCEL_DEPENDENT,
         CLAIM,
         SUCCEED,
-        SUCCEED_UNKEPT,
+        SUCCEED_AND_DELETE,
         RETRY,
         FAIL,
         FAIL_UNRECORDED,

@@ -89,8 +89,8 @@ class RegisteredTask:
     @functools.cached_property
     def is_coroutine(self) -> bool:
         """Whether ``func`` is a coroutine function, which a worker runs to its end in an
-        event loop of its own. Asked once per task: asked for every job, it cost about a
-        tenth of a no-op job's run."""
+        event loop of its own. Asked once per task: asked for every job, it was a
+        noticeable part of a short job's run."""
         return iscoroutinefunction(self.func)
 
     @functools.cached_property

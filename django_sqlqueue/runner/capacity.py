@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.db import Error
 
 from django_sqlqueue.db.engines import engine_for
-from django_sqlqueue.db.engines.errors import is_away
+from django_sqlqueue.db.engines.errors import is_unavailable
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import Job
 
@@ -22,7 +22,7 @@ def connections_problem(processes: int, threads: int) -> str | None:
     try:
         server = database.server_connections()
     except Error as error:
-        if not is_away(error):
+        if not is_unavailable(error):
             raise
         return None
     each = database.worker_connections(threads)

@@ -7,9 +7,8 @@ started (given back uncounted). A job stays in its slot until its outcome is wri
 so that one that ran but was not yet recorded still counts as started after a crash.
 
 A message through the pipe for each job cost a pickle and a write in the worker, and a
-wake-up, a read and an unpickle in the supervisor: 7 µs of the supervisor's CPU per
-no-op job beside the workers' 37 µs (a drain of 50,000 jobs on PostgreSQL, two
-processes on two cores). Here a job's start is three stores into shared memory, and the
+wake-up, a read and an unpickle in the supervisor: for a short job, a large share of
+the CPU the worker itself spent on it. Here a job's start is three stores into shared memory, and the
 supervisor reads the slots once a tick.
 
 This module imports only the standard library: a spawned worker unpickles its table

@@ -29,7 +29,7 @@ from django_sqlqueue.db import leadership
 from django_sqlqueue.db.engines import engine_for
 from django_sqlqueue.db.pausing import paused_queues
 from django_sqlqueue.db.routing import queue_db
-from django_sqlqueue.db.transient import unless_away
+from django_sqlqueue.db.transient import unless_unavailable
 from django_sqlqueue.exceptions import JobCancelled, JobTimeout, WorkerLost
 from django_sqlqueue.maintenance.rescue import Rescued, rescue_worker
 from django_sqlqueue.maintenance.schedules import sync_settings
@@ -45,7 +45,7 @@ from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.worker import Budget, finished
 
 logger = logging.getLogger(__name__)
-#: Who met the database away, as ``unless_away`` logs it.
+#: Who met the database unavailable, as ``unless_unavailable`` logs it.
 SUPERVISOR = "the supervisor"
 
 STATUS_SECONDS = 30.0
@@ -284,15 +284,15 @@ class Supervisor:
                     error,
                 )
         rescued = self._count(
-            unless_away(
+            unless_unavailable(
                 lambda: rescue_worker(child.config.name, lost, started=started, errors=timeouts),
                 Rescued(),
                 by=SUPERVISOR,
             )
         )
         # Those given back or charged a retry will run after all: --max-jobs counts the jobs finished.
-        Budget(self.budget).settle(rescued.count, rescued.charged)
-        unless_away(lambda: Worker.objects.filter(name=child.config.name).delete(), None, by=SUPERVISOR)
+        Budget(self.budget).give_back_unfinished(rescued.count, rescued.charged)
+        unless_unavailable(lambda: Worker.objects.filter(name=child.config.name).delete(), None, by=SUPERVISOR)
         logger.warning("Worker %s %s", child.config.name, how)
 
     def _count(self, rescued: Rescued) -> Rescued:
@@ -303,7 +303,7 @@ class Supervisor:
 
     def _startup_failed(self, child: Child, how: str) -> None:
         """A process died before it was ready: it held no job."""
-        unless_away(lambda: Worker.objects.filter(name=child.config.name).delete(), None, by=SUPERVISOR)
+        unless_unavailable(lambda: Worker.objects.filter(name=child.config.name).delete(), None, by=SUPERVISOR)
         self._died_young(child, how, "during start-up")
 
     def _died_young(self, child: Child, how: str, when: str) -> None:
@@ -394,7 +394,7 @@ class Supervisor:
                 if started.running and (started.timeout is None or now - started.began <= started.timeout)
             ]
             if running:
-                unless_away(functools.partial(keep_lease, child.config.name, running), False, by=SUPERVISOR)
+                unless_unavailable(functools.partial(keep_lease, child.config.name, running), False, by=SUPERVISOR)
 
     def _kill_all(self, why: str) -> None:
         for child in self.children:
@@ -437,7 +437,9 @@ class Supervisor:
         dead leader is replaced within the lease rather than up to a third of it later."""
         lease = datetime.timedelta(seconds=conf.SQLQUEUE_LEASE)
         every = min(conf.SQLQUEUE_LEASE / 3, LEAD_SECONDS)
-        leading = unless_away(lambda: leadership.acquire(self.holder, lease, queue_db(Leader)), False, by=SUPERVISOR)
+        leading = unless_unavailable(
+            lambda: leadership.acquire(self.holder, lease, queue_db(Leader)), False, by=SUPERVISOR
+        )
         if leading and not self.leading:
             logger.info("%s leads maintenance (rescue, recurring jobs, pruning)", self.holder)
             # What the previous leader was doing is due now.
@@ -448,13 +450,13 @@ class Supervisor:
         self.leading = leading
         if leading:
             return every
-        left = unless_away(lambda: leadership.expires_in(queue_db(Leader)), None, by=SUPERVISOR)
+        left = unless_unavailable(lambda: leadership.expires_in(queue_db(Leader)), None, by=SUPERVISOR)
         return every if left is None else min(every, max(left, 0.0) + TAKEOVER_MARGIN_SECONDS)
 
     def _step_down(self) -> None:
         """Stopping: give the lease up, so that another supervisor takes it at once."""
         self.leading = False
-        unless_away(lambda: leadership.release(self.holder, queue_db(Leader)), None, by=SUPERVISOR)
+        unless_unavailable(lambda: leadership.release(self.holder, queue_db(Leader)), None, by=SUPERVISOR)
 
     def _banner(self) -> None:
         using = queue_db(Job)
@@ -488,8 +490,10 @@ class Supervisor:
     def _status(self, elapsed: float) -> None:
         """Counts in jobs, by the status written, as ``sqlqueue_stats`` counts them; and
         the attempts that went back to ``READY``: failed ones to be retried, and snoozes."""
-        ready = unless_away(lambda: Job.objects.ready().in_queues(self.options.queues).count(), "?", by=SUPERVISOR)
-        paused = unless_away(lambda: sorted(paused_queues()), [], by=SUPERVISOR)
+        ready = unless_unavailable(
+            lambda: Job.objects.ready().in_queues(self.options.queues).count(), "?", by=SUPERVISOR
+        )
+        paused = unless_unavailable(lambda: sorted(paused_queues()), [], by=SUPERVISOR)
         rate = self._finished() / elapsed if elapsed else 0.0
         written = self.written
         self.write(

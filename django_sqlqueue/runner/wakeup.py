@@ -1,5 +1,5 @@
 """How an idle worker waits for work: a PostgreSQL notification, a datagram from an
-enqueue on this host (``db/wakeup.py``, ``db/wakeup_bell.py``), or an adaptive poll."""
+enqueue on this host (``db/wakeup.py``, ``db/wakeup_socket.py``), or an adaptive poll."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from django_sqlqueue.conf import conf
 from django_sqlqueue.db.engines import engine_for
 from django_sqlqueue.db.pausing import QUEUES_CHANGED
 from django_sqlqueue.db.routing import queue_db
-from django_sqlqueue.db.wakeup_bell import bind, touch, unbind, wakes
+from django_sqlqueue.db.wakeup_socket import bind, touch, unbind, wakes
 from django_sqlqueue.models import Job
 
 logger = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ class Waiter:
     ``SQLQUEUE_POLL_INTERVAL``, back to 50 ms once work turns up; on PostgreSQL a
     ``NOTIFY`` from a committed enqueue, pause or resume ends the wait at once; on
     SQLite and MySQL/MariaDB a datagram from an enqueue committed on this host does
-    (:class:`Doorbell`), for ``queues`` (None: every queue).
+    (:class:`LocalWakeupSocket`), for ``queues`` (None: every queue).
 
     ``queues_changed`` tells the worker that a notification said the paused queues
     changed; ``wait(longest=...)`` caps the wait (while a queue is paused, a resume
@@ -50,7 +50,7 @@ class Waiter:
     def __init__(self, stop: threading.Event, queues: Sequence[str] | None = None) -> None:
         self.stop = stop
         self.queues = queues
-        self.doorbell: Doorbell | None = None
+        self.local_socket: LocalWakeupSocket | None = None
         # Where the enqueues that notify are committed: a replica gets no notifications.
         self.alias = queue_db(Job)
         self.delay = SHORTEST_WAIT
@@ -71,7 +71,7 @@ class Waiter:
             self.probe_deadline = time.monotonic() + PROBE_SECONDS
             engine_for(self.alias).notify(self.probe)
         else:
-            self.doorbell = Doorbell.open(self.alias, self.stop, self.queues)
+            self.local_socket = LocalWakeupSocket.open(self.alias, self.stop, self.queues)
 
     def found_work(self) -> None:
         self.delay = SHORTEST_WAIT
@@ -80,15 +80,15 @@ class Waiter:
         """Wait until there may be work; whether news (a notification, a datagram) said so,
         rather than the time running out or a stop.
 
-        A datagram comes only from enqueues on this host: the doorbell's wait backs off
+        A datagram comes only from enqueues on this host: the local wake-up socket's wait backs off
         like a poll, for the jobs enqueued elsewhere."""
         poll = conf.SQLQUEUE_POLL_INTERVAL if longest is None else min(longest, conf.SQLQUEUE_POLL_INTERVAL)
         timeout, self.delay = min(self.delay, poll), min(self.delay * 2, poll)
-        if self.doorbell is not None:
-            rang = self.doorbell.wait(timeout)
-            if rang:
+        if self.local_socket is not None:
+            woken = self.local_socket.wait(timeout)
+            if woken:
                 self.delay = SHORTEST_WAIT
-            return rang
+            return woken
         if not engine_for(self.alias).notifies or self.deaf:
             self.stop.wait(timeout)
             return False
@@ -144,24 +144,24 @@ class Waiter:
         return self.listener.connection
 
     def close(self) -> None:
-        if self.doorbell is not None:
-            self.doorbell.close()
-            self.doorbell = None
+        if self.local_socket is not None:
+            self.local_socket.close()
+            self.local_socket = None
         if self.listener is not None:
             with contextlib.suppress(Exception):  # already broken: nothing to keep
                 self.listener.close()
             self.listener = None
 
 
-class Doorbell:
+class LocalWakeupSocket:
     """A worker's socket for the datagrams of enqueues committed on this host, and how it
     waits on it: until a datagram names one of its queues, the timeout passes, or ``stop``
     is set (a thread of its own turns the event into a byte on a socket pair, which the
     wait watches too, so a SIGTERM ends it at once)."""
 
-    def __init__(self, alias: str, bell: socket.socket, stop: threading.Event, queues: Sequence[str] | None) -> None:
+    def __init__(self, alias: str, sock: socket.socket, stop: threading.Event, queues: Sequence[str] | None) -> None:
         self.alias = alias
-        self.bell = bell
+        self.sock = sock
         self.queues = queues
         #: When to touch its socket file next (:meth:`_keep`).
         self.keep_at = time.monotonic() + KEEP_SECONDS
@@ -169,15 +169,15 @@ class Doorbell:
         threading.Thread(target=_ring_on, args=(stop, rings_stop), name="sqlqueue-wakeup", daemon=True).start()
 
     @classmethod
-    def open(cls, alias: str, stop: threading.Event, queues: Sequence[str] | None) -> Doorbell | None:
-        """The doorbell of ``alias``'s workers on this host; None where there is none, or
+    def open(cls, alias: str, stop: threading.Event, queues: Sequence[str] | None) -> LocalWakeupSocket | None:
+        """The local wake-up socket of ``alias``'s workers on this host; None where there is none, or
         where it cannot be made (said once, as a warning): the worker polls."""
         try:
-            bell = bind(alias)
+            sock = bind(alias)
         except OSError as error:
             logger.warning("No wake-up socket for database %r (%s): idle workers poll.", alias, error)
             return None
-        return None if bell is None else cls(alias, bell, stop, queues)
+        return None if sock is None else cls(alias, sock, stop, queues)
 
     def wait(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds; whether a datagram for its queues ended it."""
@@ -185,10 +185,10 @@ class Doorbell:
         if deadline >= self.keep_at:
             self._keep()
         while (left := deadline - time.monotonic()) > 0:
-            readable, _, _ = select.select([self.bell, self.stopped], [], [], left)
+            readable, _, _ = select.select([self.sock, self.stopped], [], [], left)
             if self.stopped in readable:
                 return False
-            if self.bell in readable and self._rang():
+            if self.sock in readable and self._has_news():
                 return True
         return False
 
@@ -196,28 +196,28 @@ class Doorbell:
         """Touch its socket file, so that a cleaner of old files (systemd-tmpfiles in
         ``/tmp``) leaves it alone; if it was removed all the same, bind another."""
         self.keep_at = time.monotonic() + KEEP_SECONDS
-        if touch(self.bell):
+        if touch(self.sock):
             return
-        logger.warning("The wake-up socket %s was removed: binding another.", self.bell.getsockname())
+        logger.warning("The wake-up socket %s was removed: binding another.", self.sock.getsockname())
         try:
-            bell = bind(self.alias)
+            sock = bind(self.alias)
         except OSError as error:
             logger.warning("No wake-up socket for database %r (%s): idle workers poll.", self.alias, error)
             return
-        if bell is not None:
-            unbind(self.bell)
-            self.bell = bell
+        if sock is not None:
+            unbind(self.sock)
+            self.sock = sock
 
-    def _rang(self) -> bool:
+    def _has_news(self) -> bool:
         """Read every datagram waiting; whether one was for its queues."""
         news = False
         with contextlib.suppress(BlockingIOError):
             while True:
-                news = wakes(self.bell.recv(4096), self.queues) or news
+                news = wakes(self.sock.recv(4096), self.queues) or news
         return news
 
     def close(self) -> None:
-        unbind(self.bell)
+        unbind(self.sock)
         self.stopped.close()
 
 

@@ -20,7 +20,7 @@ from django.db import Error, close_old_connections
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
-from django_sqlqueue.db.engines.errors import is_away
+from django_sqlqueue.db.engines.errors import is_unavailable
 from django_sqlqueue.db.expressions import PrimaryKeyIn
 from django_sqlqueue.db.finishing import still_held
 from django_sqlqueue.db.pausing import REFRESH_SECONDS, PausedQueues
@@ -53,7 +53,7 @@ RECONNECT_MAX_SECONDS = 5.0
 
 class Budget:
     """The jobs left under ``--max-jobs``, shared by the supervisor's processes: a claim
-    takes its share, and :meth:`settle` keeps charged only the jobs whose outcome
+    takes its share, and :meth:`give_back_unfinished` keeps charged only the jobs whose outcome
     written finished them."""
 
     def __init__(self, shared: Any) -> None:
@@ -72,7 +72,7 @@ class Budget:
             with self.shared.get_lock():
                 self.shared.value += count
 
-    def settle(self, taken: int, written: Mapping[str, int]) -> None:
+    def give_back_unfinished(self, taken: int, written: Mapping[str, int]) -> None:
         """Of ``taken`` jobs, whose outcomes written are ``written`` (counts by outcome),
         give back all but those that ended ``SUCCESSFUL``, ``FAILED`` or ``CANCELLED``:
         a failed attempt to retry, a snooze, a job given back unstarted (or charged
@@ -196,7 +196,7 @@ class WorkerProcess:
         next claim), so every job the database says it holds is one of those: rescued as
         started by nobody, they go back to ``READY``, their attempt not counted.
 
-        ``at_exit``: the process is stopping, and a database still away leaves them to the
+        ``at_exit``: the process is stopping, and a database still unavailable leaves them to the
         rescue of workers gone without a row (after ``SQLQUEUE_LEASE``)."""
         lost = ConnectionError(f"the answer to its claim was lost with the connection ({error})")
         try:
@@ -327,7 +327,7 @@ class WorkerProcess:
         return not self.lost
 
     def record(self, outcomes: list[JobOutcome]) -> None:
-        """Write a batch of outcomes, keeping at it while the database is away."""
+        """Write a batch of outcomes, keeping at it while the database is unavailable."""
         succeeded = {out.job: out.result for out in outcomes if out.started and out.error is None}
         failed = {out.job: out.failure for out in outcomes if out.started and out.failure is not None}
         unstarted = [out.job for out in outcomes if not out.started]
@@ -338,7 +338,7 @@ class WorkerProcess:
             )
         )
         self._persist(lambda: Job.objects.release(worker_id=self.config.name, unstarted=unstarted))
-        self.budget.settle(len(outcomes), ended)
+        self.budget.give_back_unfinished(len(outcomes), ended)
         if (written := sum(ended.values())) < len(succeeded) + len(failed):
             self.lost = True
             logger.warning(
@@ -358,7 +358,7 @@ class WorkerProcess:
         """``write()``, tried until the database takes it: outcomes are all the proof
         that the jobs ran, and a rescue would run them again. (``finish`` itself turns
         an outcome the database refuses into that job's failed attempt; a lost
-        connection, however often, is the database away.) A stopping worker keeps
+        connection, however often, is the database unavailable.) A stopping worker keeps
         trying, and says so: past the shutdown grace period the supervisor kills it and
         gives those jobs back with a ``WorkerLost`` error rather than a wrong outcome."""
         told = False
@@ -381,11 +381,11 @@ class WorkerProcess:
 
     def _database_down(self, error: Error, *, keep_going: bool = False) -> None:
         """Wait before reconnecting: briefly at first (a killed connection comes back at
-        once), longer while the server stays away (a restart), so as not to hammer it.
+        once), longer while the server stays unavailable (a restart), so as not to hammer it.
 
-        Raises ``error`` itself unless the database is away: a missing table or column
+        Raises ``error`` itself unless the database is unavailable: a missing table or column
         is a bug or a misconfiguration that trying again cannot cure."""
-        if not is_away(error):
+        if not is_unavailable(error):
             raise error
         delay = min(RECONNECT_FIRST_SECONDS * 2**self.database_failures, RECONNECT_MAX_SECONDS)
         self.database_failures += 1
@@ -462,7 +462,7 @@ class WorkerProcess:
                     self._register()
                 self._learn_cancels()
             except Error as error:
-                if not is_away(error):
+                if not is_unavailable(error):
                     self.stop.set()  # the worker stops too, rather than run without a lease
                     raise
                 logger.warning("%s: heartbeat failed (%s)", self.config.name, error)

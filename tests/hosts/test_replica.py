@@ -2,7 +2,7 @@
 streaming standby of PostgreSQL, a binary-log replica of MariaDB. With its replay
 paused, as far behind as a replica can be, workers on two hosts still claim every job
 once and finish it on the primary; ``sqlqueue_stats`` and the admin's pages read the
-replica's older view, while the overview counts its settled hours on the primary;
+replica's older view, while the overview counts its closed hours on the primary;
 once the replica catches up, they show every job done.
 
 And the design's suggestion, measured: claim candidates read on the replica."""
@@ -84,7 +84,7 @@ def _check_lagging_replica(cluster: Cluster, replica: PostgresStandby | MariaDBR
 
     # The replica has not seen one of them yet: the figures are read there.
     assert json.loads(cluster.manage("sqlqueue_stats", "--json", **local))["queues"] == []
-    # No warning: the overview counted its settled hours on the primary (on a replica that fails, and says so).
+    # No warning: the overview counted its closed hours on the primary (on a replica that fails, and says so).
     pages = json.loads(cluster.run_module("tests.hosts.admin_pages", **local))
     assert pages == {"changelist": 0, "overview": {}, "warnings": []}, pages
 

@@ -181,7 +181,7 @@ def main() -> None:
         "counting one hour (rollup.catch_up)",
         lambda: rollup.catch_up("default"),
         3,
-        lambda: FinishedHour.objects.filter(hour=rollup.hours("default").settled - rollup.HOUR).delete(),
+        lambda: FinishedHour.objects.filter(hour=rollup.hours("default").closed - rollup.HOUR).delete(),
     )
     rollup.catch_up("default")
     timed("7-day chart, hours counted", lambda: throughput(jobs, LAST_WEEK))

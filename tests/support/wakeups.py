@@ -12,10 +12,10 @@ from django.db import connection
 no_notify = pytest.mark.skipif(connection.vendor == "postgresql", reason="PostgreSQL's workers LISTEN")
 
 
-def received(bell: socket.socket) -> list[bytes]:
+def received(sock: socket.socket) -> list[bytes]:
     datagrams = []
     try:
         while True:
-            datagrams.append(bell.recv(4096))
+            datagrams.append(sock.recv(4096))
     except BlockingIOError:
         return datagrams

@@ -28,7 +28,7 @@ from django_sqlqueue.rules.lifecycle import (
     SNOOZE,
     SNOOZE_SPENT,
     SUCCEED,
-    SUCCEED_UNKEPT,
+    SUCCEED_AND_DELETE,
     TRANSITIONS,
     UNBLOCK,
 )
@@ -158,7 +158,7 @@ def test_an_outcome_the_fence_kept_out_sends_nothing(received: Received, kept: i
     received.clear()
     with override_settings(SQLQUEUE_RETENTION={"SUCCESSFUL": kept}):
         assert Job.objects.finish(worker_id="worker-1", succeeded={first: 3, lost: 7}) == 1
-    transition = SUCCEED if kept is None else SUCCEED_UNKEPT
+    transition = SUCCEED if kept is None else SUCCEED_AND_DELETE
     assert received == [("succeeded", kept_job.pk, JobStatus.SUCCESSFUL, transition.name, 3)]
     assert lost_job.pk != kept_job.pk
 

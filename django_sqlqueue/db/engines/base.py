@@ -30,7 +30,7 @@ class ErrorCodes(NamedTuple):
     transient: Any
     #: The connection is gone, or the server cannot write for now (restart, killed
     #: connection, shutdown, failover, full disk): wait, reconnect and try again.
-    away: Any
+    unavailable: Any
     #: This data cannot be written, however often it is tried: too large, out of range,
     #: invalid JSON or text. Only the statement that carried it fails.
     unwritable: Any

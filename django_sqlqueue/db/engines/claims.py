@@ -42,7 +42,7 @@ class ClaimSteps(Protocol):
     worker_id: str
     limit: int
     #: No rate limit configured and no keyed job met yet by this process: the claim
-    #: may take keyless candidates alone, with a statement made once for their shape.
+    #: may take keyless candidates alone, with a statement made once for their cache key.
     plain: bool
     #: An index holds the candidates in claim order (all queues, or one, no filter).
     index_ordered: bool

@@ -34,7 +34,7 @@ def is_transient(error: BaseException) -> bool:
     return _is(error, "transient")
 
 
-def is_away(error: BaseException) -> bool:
+def is_unavailable(error: BaseException) -> bool:
     """Whether the database is out of reach or cannot write for now: wait and try again.
 
     A transient error is one that :func:`~django_sqlqueue.db.transient.retry_transient`
@@ -43,7 +43,7 @@ def is_away(error: BaseException) -> bool:
     worker loudly rather than loop."""
     if isinstance(error, InterfaceError) or any(engine.lost_connection(error) for engine in _RAISERS):
         return True
-    return _is(error, "away") or _is(error, "transient")
+    return _is(error, "unavailable") or _is(error, "transient")
 
 
 def is_unwritable(error: BaseException) -> bool:

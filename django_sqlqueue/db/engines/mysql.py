@@ -64,7 +64,7 @@ class MySQL(Engine):
     codes = ErrorCodes(
         # ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT.
         transient=frozenset({1213, 1205}),
-        away=frozenset(
+        unavailable=frozenset(
             {
                 *(2002, 2003, 2006, 2013, 2055),  # client: cannot connect, gone away, lost connection
                 *(1040, 1053, 1077, 1152, 1158, 1159, 1160, 1161, 1184),  # too many connections, shutdown, network
@@ -127,7 +127,7 @@ class MySQL(Engine):
     # Claims: no ``UPDATE … RETURNING``: read the candidates, lock them by id, then mark them.
 
     def claim(self, claim: ClaimSteps) -> tuple[list[Any], int]:
-        """Claims of this host take turns (``db/claim_turn``), each one transaction,
+        """Claims of this host take turns (``db/claim_lock``), each one transaction,
         run again on a deadlock (see :meth:`claim_in_turn`)."""
         with claim.turn():
             return claim.retry(lambda: self.claim_in_turn(claim))

@@ -32,7 +32,7 @@ def too_large(connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any]) 
     on ``connection``: MariaDB ends the connection of such a statement, and past a few
     times that size the client sees only the connection ending ('server has gone
     away'), the words of any other lost connection. Asks the server, so a
-    connection it ended is opened again (and a server still away raises)."""
+    connection it ended is opened again (and a server still unavailable raises)."""
     packet = _max_allowed_packet(connection)
     # The text the driver sends: each value escaped into the statement.
     literal = cast(Any, connection.connection).literal

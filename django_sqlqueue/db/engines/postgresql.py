@@ -39,7 +39,7 @@ class PostgreSQL(Engine):
         transient=("40001", "40P01", "55P03"),
         # connection_exception, insufficient_resources, system_error, read_only_sql_transaction,
         # query_canceled, admin_shutdown, crash_shutdown, cannot_connect_now, idle_session_timeout.
-        away=("08", "53", "58", "25006", "57014", "57P01", "57P02", "57P03", "57P05"),
+        unavailable=("08", "53", "58", "25006", "57014", "57P01", "57P02", "57P03", "57P05"),
         # data_exception (invalid JSON, NUL, out of range...), program_limit_exceeded, check_violation.
         unwritable=("22", "54", "23514"),
         # undefined_table, undefined_column.

@@ -27,7 +27,12 @@ class SQLite(Engine):
     # Words of SQLite's message (its only detail on Python 3.10).
     codes = ErrorCodes(
         transient=("database is locked", "database table is locked"),
-        away=("disk I/O error", "unable to open database file", "attempt to write a readonly database", "disk is full"),
+        unavailable=(
+            "disk I/O error",
+            "unable to open database file",
+            "attempt to write a readonly database",
+            "disk is full",
+        ),
         unwritable=("string or blob too big", "CHECK constraint failed"),
         unmigrated=("no such table", "no such column", "has no column named"),
     )

@@ -128,8 +128,8 @@ class HiddenStatusIndex(models.Index):
     that the claim and the finish of the other jobs never write in it.
 
     MySQL/MariaDB has no partial indexes, and there an index led by ``status`` is
-    rewritten by every claim and every finish of every job (issue 41: ``(status,
-    queue)`` for the few ``WAITING`` jobs cost the plain drain 16% on MariaDB). So there
+    rewritten by every claim and every finish of every job (even ``(status, queue)``
+    for the few ``WAITING`` jobs slowed every drain on MariaDB). So there
     it is on a hidden ``VIRTUAL`` column (:data:`MYSQL_STATUS_COLUMNS`) that holds the
     field while the job is in the status and is NULL otherwise: a job outside it has one
     NULL entry, which no claim or finish changes, so InnoDB leaves it alone. Queries
@@ -238,8 +238,8 @@ def hidden_column(column: Any, hidden: str, compiler: SQLCompiler) -> str:
 class FinishedIndex(models.Index):
     """An index the admin and the reports read for finished jobs (``over`` says which
     rows those are), partial on PostgreSQL so that a claim, a retry or a release, which
-    leave a job unfinished, write no entry of it (issue 41: the raw drain of the jobs
-    table ran at a median 143% of its drain with these indexes whole).
+    leave a job unfinished, write no entry of it (with these indexes whole, every claim
+    and finish wrote in each of them, and the drain was markedly slower).
 
     PostgreSQL writes an entry in every index of the table for each row version that is
     not a HOT update (every claim and finish), unless the row is outside a partial
@@ -275,7 +275,7 @@ class HiddenFinishedIndex(FinishedIndex):
     release alone: there ``status`` is replaced in it by a hidden ``VIRTUAL`` column
     (:data:`MYSQL_FINISHED_COLUMN`) that is NULL until the job finishes, so an
     unfinished job's entry stays as enqueue wrote it (``finished_at`` is NULL too) and
-    is rewritten once, by the finish (issue 41). Queries read it through
+    is rewritten once, by the finish. Queries read it through
     :class:`FinishedStatus` and :func:`finished_in`, which name that column there.
 
     The admin's two indexes share the column: the one made with ``adds_column`` adds it

@@ -64,7 +64,7 @@ class Command(QueueCommand):
             metavar="DESIGN",
             help=(
                 "Instead of the usual figures, drain in raw SQL on scratch tables of other designs of the jobs "
-                "table, made and dropped for each drain, beside the minimal table and today's table (issue 41): "
+                "table, made and dropped for each drain, beside the minimal table and today's table: "
                 + "; ".join(f"{name}: {what}" for name, what in table_designs.DESIGNS.items())
                 + "."
             ),

@@ -116,7 +116,7 @@ class Command(QueueCommand):
     ) -> None:
         parts = [
             f"{counts.get(status, 0)} {status} (finished over {_age(kept)} ago)"
-            for status, kept in pruning.kept_for(retention).items()
+            for status, kept in pruning.retention_periods(retention).items()
         ]
         line = f"{verb} {sum(counts.values())} job(s)"
         if parts:

@@ -1,5 +1,5 @@
 """Fixtures of the tests of ``db/``: a wake-up folder of the test's own, and a worker's
-socket bound in it (``db/wakeup.py``, ``db/wakeup_bell.py``)."""
+socket bound in it (``db/wakeup.py``, ``db/wakeup_socket.py``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from django_sqlqueue.db import wakeup, wakeup_bell
+from django_sqlqueue.db import wakeup, wakeup_socket
 
 
 @pytest.fixture
@@ -25,8 +25,8 @@ def folder(settings: Any, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def bell(folder: Path) -> Iterator[socket.socket]:
-    made = wakeup_bell.bind("default")
+def sock(folder: Path) -> Iterator[socket.socket]:
+    made = wakeup_socket.bind("default")
     assert made is not None
     yield made
-    wakeup_bell.unbind(made)
+    wakeup_socket.unbind(made)

@@ -378,9 +378,9 @@ def test_pruning_keeps_the_jobs_of_an_unfinished_batch() -> None:
         done = Job.objects.enqueue(noop)
         Job.objects.enqueue(noop, run_at=datetime.datetime(2100, 1, 1, tzinfo=datetime.timezone.utc))
     Job.objects.filter(pk=done.pk).update(status=JobStatus.SUCCESSFUL)
-    assert list(Job.objects.filter(batches.kept()).values_list("pk", flat=True)) == []
+    assert list(Job.objects.filter(batches.prunable()).values_list("pk", flat=True)) == []
     JobBatch.objects.filter(pk=batch.pk).update(finished_at=batch.created_at)
-    assert Job.objects.filter(batches.kept()).count() == 2
+    assert Job.objects.filter(batches.prunable()).count() == 2
 
 
 def test_the_maintenance_services_sweep_batches() -> None:

@@ -1,5 +1,5 @@
 """Building jobs (``db/building.py``): a job built with no option but its arguments (and
-its queue, priority, max_attempts or timeout) is a copy of a template (``plain_job``),
+its queue, priority, max_attempts or timeout) is a copy of a template (``copy_of_template``),
 and must be the job the long way builds, attribute for attribute, with nothing shared
 between two of them. That a receiver of the model's init signals hears every job
 built: ``test_instances``."""
@@ -86,7 +86,7 @@ def test_options_no_template_can_hold_go_the_long_way() -> None:
 def test_a_task_keeps_a_bounded_number_of_templates() -> None:
     jobs = [Job.objects.build(report, ("x",), queue=f"tenant-{n}") for n in range(building.MOST_TEMPLATES + 10)]
     assert [job.queue for job in jobs] == [f"tenant-{n}" for n in range(building.MOST_TEMPLATES + 10)]
-    assert len(remembered(("plain jobs", get_task(report).name), dict)) == building.MOST_TEMPLATES
+    assert len(remembered(("job templates", get_task(report).name), dict)) == building.MOST_TEMPLATES
 
 
 def test_two_copies_share_no_list_or_dict() -> None:
@@ -110,7 +110,7 @@ _NO_OPTIONS = (None, None, None, None)
 
 def test_tasks_that_derive_keys_from_their_arguments_go_the_long_way() -> None:
     for task, args in ((sync_order, (1,)), (per_tenant, ("a",))):
-        assert building.plain_job(Job, get_task(task), args, None, _NO_OPTIONS, Job.objects.build) is None
+        assert building.copy_of_template(Job, get_task(task), args, None, _NO_OPTIONS, Job.objects.build) is None
     assert Job.objects.build(sync_order, (1,)).unique_key != Job.objects.build(sync_order, (2,)).unique_key
     tenants = [Job.objects.build(per_tenant, (tenant,)).concurrency_key for tenant in "ab"]
     assert tenants[0] != tenants[1]
@@ -187,12 +187,12 @@ def test_a_template_the_checks_refuse_sends_every_copy_the_long_way(counted_vali
 
 def test_a_template_holds_whether_its_copies_need_only_their_arguments_checked() -> None:
     registered = get_task(noop)
-    made = building.plain_job(Job, registered, [], {}, _NO_OPTIONS, Job.objects.build)
-    refused = building.plain_job(Job, registered, [], {}, (None, True, None, None), Job.objects.build)
+    made = building.copy_of_template(Job, registered, [], {}, _NO_OPTIONS, Job.objects.build)
+    refused = building.copy_of_template(Job, registered, [], {}, (None, True, None, None), Job.objects.build)
     assert made is not None
     assert refused is not None
     assert (made[1].arguments_checked, refused[1].arguments_checked) == (True, False)
     with override_settings(SQLQUEUE_ENQUEUE_HOOKS=[_HOOK]):
-        hooked = building.plain_job(Job, registered, [], {}, _NO_OPTIONS, Job.objects.build)
+        hooked = building.copy_of_template(Job, registered, [], {}, _NO_OPTIONS, Job.objects.build)
     assert hooked is not None
     assert not hooked[1].arguments_checked

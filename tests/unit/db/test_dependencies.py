@@ -515,8 +515,8 @@ def woken(request: pytest.FixtureRequest) -> Iterator[Callable[[float], list[str
         yield heard
         listener.close()
     else:
-        bell = request.getfixturevalue("bell")
-        yield lambda wait: [datagram.decode() for datagram in received(bell)]
+        sock = request.getfixturevalue("sock")
+        yield lambda wait: [datagram.decode() for datagram in received(sock)]
 
 
 @pytest.mark.django_db(transaction=True)

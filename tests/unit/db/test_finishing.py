@@ -17,7 +17,7 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from django_sqlqueue.db import engines, finishing
-from django_sqlqueue.db.engines.errors import is_away, is_unwritable
+from django_sqlqueue.db.engines.errors import is_unavailable, is_unwritable
 from django_sqlqueue.exceptions import WorkerLost
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.attempts import claim, db_now, raised
@@ -542,7 +542,7 @@ def test_a_job_whose_errors_leave_no_room_for_the_refusal_fails_with_its_errors_
     )
 
 
-# A lost connection is the database away, never a refusal
+# A lost connection is the database unavailable, never a refusal
 
 
 @pytest.mark.django_db(transaction=True)  # the server ends the connection, and with it any transaction
@@ -558,7 +558,7 @@ def test_a_finish_whose_session_is_killed_twice_in_a_row_writes_nothing_and_refu
     for _ in range(2):
         with pytest.raises(DatabaseError) as excinfo:
             Job.objects.finish(worker_id="w", succeeded={done: {"total": 3}}, failed={failure: raised("its own")})
-        assert is_away(excinfo.value)
+        assert is_unavailable(excinfo.value)
         assert not is_unwritable(excinfo.value)
         rows = Job.objects.order_by("pk").values_list("status", "attempts", "errors")
         assert list(rows) == [(JobStatus.RUNNING, 1, []), (JobStatus.RUNNING, 1, [])]
@@ -577,7 +577,7 @@ def test_a_finish_held_up_by_a_lock_past_its_retries_raises_it_and_refuses_nothi
     (job,) = claim()
     with held_elsewhere(job), impatient(), pytest.raises(OperationalError) as excinfo:
         Job.objects.finish(worker_id="w", succeeded={job: "ok"})
-    assert is_away(excinfo.value)
+    assert is_unavailable(excinfo.value)
     job.refresh_from_db()
     assert (job.status, job.errors) == (JobStatus.RUNNING, [])
     assert Job.objects.finish(worker_id="w", succeeded={job: "ok"}) == 1
@@ -598,7 +598,7 @@ def test_a_result_larger_than_max_allowed_packet_after_a_killed_session_fails_it
     sever_outcome_writes(monkeypatch, times=1, after=1)
     with pytest.raises(DatabaseError) as excinfo:
         Job.objects.finish(worker_id="w", succeeded={good: "fine", bad: large})
-    assert is_away(excinfo.value)
+    assert is_unavailable(excinfo.value)
     rows = Job.objects.order_by("pk").values_list("status", "errors")
     assert list(rows) == [(JobStatus.RUNNING, []), (JobStatus.RUNNING, [])]
     assert Job.objects.finish(worker_id="w", succeeded={good: "fine", bad: large}) == 2

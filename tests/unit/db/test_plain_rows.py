@@ -1,5 +1,5 @@
 """``Job.objects.enqueue_rows()``: plain ``(task, args, kwargs)`` rows written without a
-``Job`` object each (``managers/enqueueing.py``, and ``plain_row``/``insert_plain`` in
+``Job`` object each (``managers/enqueueing.py``, and ``row_values``/``insert_rows`` in
 ``db/inserting.py``): the same rows as ``enqueue_many`` writes, all or none."""
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def test_batch_size_must_be_a_positive_integer(batch_size: Any) -> None:
 
 def test_a_plain_row_holds_a_built_jobs_values_in_the_inserts_order() -> None:
     job = Job.objects.build(per_tenant, [], {"tenant": "acme"}, timeout=4)
-    row = inserting.plain_row(job, job.args, job.kwargs, job.concurrency_key, job.concurrency_limit)
+    row = inserting.row_values(job, job.args, job.kwargs, job.concurrency_key, job.concurrency_limit)
     assert row == tuple(inserting._bound(job))
 
 

@@ -87,7 +87,7 @@ def test_zero_retention_deletes_every_job_of_that_status_and_no_other() -> None:
 
 
 def test_a_charted_job_stays_until_its_hour_is_counted() -> None:
-    # The admin's 7-day chart counts an hour once it has settled: until then its
+    # The admin's 7-day chart counts an hour once it has closed: until then its
     # successes and failures stay, whatever the retention; cancellations do not wait.
     kept = {job(JobStatus.FAILED, datetime.timedelta(seconds=1)), job(JobStatus.SUCCESSFUL, None)}
     job(JobStatus.CANCELLED, datetime.timedelta(seconds=1))
@@ -168,8 +168,8 @@ def test_max_chunks_counts_one_batch_of_hours_a_time_and_says_more_are_left() ->
     jobs = Job.objects.on_queue_db()
 
     assert not pruning.prune(jobs, retention, max_chunks=2).complete
-    # The window's settled hours: all but the current one, and the last one while it settles.
-    settled = (rollup.WINDOW - 1, rollup.WINDOW - 2)
-    assert len(rollup.hours(jobs.db).missing) in {hours - rollup.BATCH_HOURS for hours in settled}
+    # The window's closed hours: all but the current one, and the last one while it closes.
+    closed = (rollup.WINDOW - 1, rollup.WINDOW - 2)
+    assert len(rollup.hours(jobs.db).missing) in {hours - rollup.BATCH_HOURS for hours in closed}
     assert pruning.prune(jobs, retention).complete
     assert rollup.hours(jobs.db).missing == []

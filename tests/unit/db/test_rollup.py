@@ -1,4 +1,4 @@
-"""Counting settled hours for the 7-day chart (``db/rollup.py``): each hour once, whole,
+"""Counting closed hours for the 7-day chart (``db/rollup.py``): each hour once, whole,
 from its own jobs, and before pruning deletes them."""
 
 from __future__ import annotations
@@ -43,13 +43,13 @@ def test_each_job_counts_in_the_hour_it_finished_in_even_at_the_edges() -> None:
     three = hour(3)
     for finished_at in (three - MICROSECOND, three, three + HOUR - MICROSECOND, three + HOUR):
         make_job(JobStatus.SUCCESSFUL, finished_at=finished_at)
-    make_job(JobStatus.FAILED, queue="mail", finished_at=three + 30 * rollup.SETTLE / 5)
+    make_job(JobStatus.FAILED, queue="mail", finished_at=three + 30 * rollup.CLOSE_AFTER / 5)
     make_job(JobStatus.CANCELLED, finished_at=three)  # not charted
-    make_job(JobStatus.SUCCESSFUL, finished_at=hour(0))  # the current hour has not settled
+    make_job(JobStatus.SUCCESSFUL, finished_at=hour(0))  # the current hour has not closed
 
     caught_up = rollup.catch_up("default")
-    # Only an hour that settled while it counted (the clock passed xx:05) waits for the next call.
-    assert caught_up.missing in ([], [caught_up.settled - HOUR])
+    # Only an hour that closed while it counted (the clock passed xx:05) waits for the next call.
+    assert caught_up.missing in ([], [caught_up.closed - HOUR])
 
     rows = counted()
     assert {key: value for key, value in rows.items() if value != (0, 0)} == {
@@ -61,12 +61,12 @@ def test_each_job_counts_in_the_hour_it_finished_in_even_at_the_edges() -> None:
         (hour(2), "default"): (1, 0),
         (hour(2), ""): (1, 0),
     }
-    # Every settled hour of the window has its totals row, jobs or not; the current none.
+    # Every closed hour of the window has its totals row, jobs or not; the current none.
     assert (hour(5), "") in rows
     assert (hour(0), "") not in rows
-    settled = rollup.hour_range(caught_up.first, caught_up.settled)
-    assert FinishedHour.objects.filter(queue="").count() == len(settled) - len(caught_up.missing)
-    assert len(settled) in (rollup.WINDOW - 2, rollup.WINDOW - 1)
+    closed = rollup.hour_range(caught_up.first, caught_up.closed)
+    assert FinishedHour.objects.filter(queue="").count() == len(closed) - len(caught_up.missing)
+    assert len(closed) in (rollup.WINDOW - 2, rollup.WINDOW - 1)
 
 
 def test_an_hour_is_counted_once_however_often_it_is_caught_up() -> None:
@@ -122,7 +122,7 @@ def test_the_chart_counts_jobs_before_any_hour_is_counted_and_after() -> None:
     expected_failed[-101] = 1
     assert not FinishedHour.objects.exists()
 
-    first = week()  # no leader ran: the page counts the settled hours itself
+    first = week()  # no leader ran: the page counts the closed hours itself
 
     assert first == {"mail": (expected_succeeded, expected_failed)}
     assert FinishedHour.objects.filter(hour=hour(100), queue="mail").get().failed == 1
@@ -145,7 +145,7 @@ def test_the_chart_is_right_when_it_may_not_count_hours(caplog: pytest.LogCaptur
     with connection.execute_wrapper(refuse_counting):
         assert week() == {"mail": (expected, [0] * rollup.WINDOW)}
     assert not FinishedHour.objects.exists()
-    assert "The 7-day chart could not count its settled hours: permission denied" in caplog.text
+    assert "The 7-day chart could not count its closed hours: permission denied" in caplog.text
 
 
 def test_pruning_counts_first_and_the_chart_keeps_what_it_deleted() -> None:

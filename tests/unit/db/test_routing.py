@@ -133,7 +133,7 @@ def test_the_metrics_read_on_the_replica() -> None:
 )
 def test_the_admins_pages_read_on_the_replica(admin_client: Client, page: str, monkeypatch: pytest.MonkeyPatch) -> None:
     counted: list[str] = []
-    # The overview's charts count their settled hours first: on the primary, as that writes.
+    # The overview's charts count their closed hours first: on the primary, as that writes.
     monkeypatch.setattr(rollup, "catch_up", lambda using, **options: counted.append(using))
     Job.objects.enqueue(noop)
     read = queue_tables_read(lambda: admin_client.get(page))

@@ -1,6 +1,6 @@
 """The local wake-up's sockets (``db/wakeup.py``): where they live, what an enqueue's
 commit sends, and that nothing it meets on the way raises. The waiting worker is in
-``tests/unit/runner/test_wakeup.py``, its socket in ``test_wakeup_bell.py``; a real idle ``runworkers`` in
+``tests/unit/runner/test_wakeup.py``, its socket in ``test_wakeup_socket.py``; a real idle ``runworkers`` in
 ``tests/integration/runner/test_wakeup.py``."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from django.db import Error, connection, transaction
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import wakeup, wakeup_bell
-from django_sqlqueue.db.engines.errors import is_away
+from django_sqlqueue.db import wakeup, wakeup_socket
+from django_sqlqueue.db.engines.errors import is_unavailable
 from django_sqlqueue.models import Job
 from tests.support.severed import needs_a_server, sever
 from tests.support.wakeups import no_notify, received
@@ -23,43 +23,43 @@ from tests.testapp.tasks import noop
 
 @no_notify
 @pytest.mark.django_db(transaction=True)
-def test_a_commit_sends_one_datagram_naming_its_queues_however_many_jobs(bell: socket.socket) -> None:
+def test_a_commit_sends_one_datagram_naming_its_queues_however_many_jobs(sock: socket.socket) -> None:
     with transaction.atomic():
         Job.objects.enqueue(noop, queue="mail")
         Job.objects.enqueue_many([Job.objects.build(noop, queue="reports") for _ in range(3)])
         Job.objects.enqueue_rows([(noop, (), None)], queue="mail")
-        assert received(bell) == [], "woken before the jobs were committed"
-    assert received(bell) == [b"mail\nreports"]
+        assert received(sock) == [], "woken before the jobs were committed"
+    assert received(sock) == [b"mail\nreports"]
 
 
 @no_notify
 @pytest.mark.django_db(transaction=True)
-def test_a_rolled_back_enqueue_sends_nothing_and_the_next_commit_still_does(bell: socket.socket) -> None:
+def test_a_rolled_back_enqueue_sends_nothing_and_the_next_commit_still_does(sock: socket.socket) -> None:
     with transaction.atomic():
         Job.objects.enqueue(noop, queue="lost")
         transaction.set_rollback(True)
-    assert received(bell) == []
+    assert received(sock) == []
     with transaction.atomic():
         with transaction.atomic():  # a savepoint, rolled back
             Job.objects.enqueue(noop, queue="lost")
             transaction.set_rollback(True)
         Job.objects.enqueue(noop, queue="kept")
-    assert received(bell) == [b"kept"]
+    assert received(sock) == [b"kept"]
     Job.objects.enqueue(noop)  # autocommit: at once
-    assert received(bell) == [conf.SQLQUEUE_DEFAULT_QUEUE.encode()]
+    assert received(sock) == [conf.SQLQUEUE_DEFAULT_QUEUE.encode()]
 
 
 @no_notify
 @pytest.mark.django_db(transaction=True)
 def test_every_worker_socket_of_the_database_is_woken(folder: Path) -> None:
-    bells = [wakeup_bell.bind("default") for _ in range(3)]
+    sockets = [wakeup_socket.bind("default") for _ in range(3)]
     try:
         Job.objects.enqueue(noop, queue="mail")
-        assert [received(bell) for bell in bells if bell is not None] == [[b"mail"]] * 3
+        assert [received(sock) for sock in sockets if sock is not None] == [[b"mail"]] * 3
     finally:
-        for bell in bells:
-            if bell is not None:
-                wakeup_bell.unbind(bell)
+        for sock in sockets:
+            if sock is not None:
+                wakeup_socket.unbind(sock)
 
 
 @no_notify
@@ -79,20 +79,20 @@ def test_sending_without_a_listener_does_not_raise(
 
 @no_notify
 def test_sending_to_a_folder_others_may_enter_sends_nothing_and_says_so_once(
-    bell: socket.socket, folder: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    sock: socket.socket, folder: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(wakeup, "_said", set())
     folder.chmod(0o755)
     assert wakeup.send("default", ["mail"]) == 0
     assert wakeup.send("default", ["mail"]) == 0
-    assert received(bell) == []
+    assert received(sock) == []
     assert caplog.text.count("No wake-up sent for database 'default'") == 1, caplog.text
     with pytest.raises(wakeup.UnsafeFolder):
-        wakeup_bell.bind("default")
+        wakeup_socket.bind("default")
 
 
 @no_notify
-def test_a_full_socket_buffer_does_not_raise(bell: socket.socket) -> None:
+def test_a_full_socket_buffer_does_not_raise(sock: socket.socket) -> None:
     while wakeup.send("default", ["x" * 1000]):
         pass  # until the idle worker's buffer is full
     assert wakeup.send("default", ["mail"]) == 0
@@ -108,20 +108,20 @@ def test_each_database_has_a_folder_of_its_own(folder: Path, monkeypatch: pytest
 def test_the_wakeup_can_be_turned_off(settings: Any) -> None:
     settings.SQLQUEUE_WAKEUP_DIR = False
     assert wakeup.wakeup_folder("default") is None
-    assert wakeup_bell.bind("default") is None
+    assert wakeup_socket.bind("default") is None
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's")
 def test_postgresql_keeps_listen_notify() -> None:
     assert wakeup.wakeup_folder("default") is None
-    assert wakeup_bell.bind("default") is None
+    assert wakeup_socket.bind("default") is None
 
 
 @no_notify
 @needs_a_server
 @pytest.mark.django_db(transaction=True)
 def test_a_dropped_connection_sends_no_wake_up_for_what_it_lost_and_needs_none_to_send_one(
-    bell: socket.socket,
+    sock: socket.socket,
 ) -> None:
     """Dropped before the commit: the enqueue raises, nothing was written, nothing is
     sent, and the next transaction's wake-up is its own. Dropped once the commit is done
@@ -129,14 +129,14 @@ def test_a_dropped_connection_sends_no_wake_up_for_what_it_lost_and_needs_none_t
     goes."""
     with pytest.raises(Error) as excinfo:
         enqueue_then_sever("lost")
-    assert is_away(excinfo.value)
-    assert received(bell) == []
+    assert is_unavailable(excinfo.value)
+    assert received(sock) == []
     connection.close()  # as close_old_connections() does at the end of a request
     assert not Job.objects.exists()
     with transaction.atomic():
         transaction.on_commit(sever)
         Job.objects.enqueue(noop, queue="kept")
-    assert received(bell) == [b"kept"]
+    assert received(sock) == [b"kept"]
     connection.close()
     assert list(Job.objects.values_list("queue", flat=True)) == ["kept"]
 

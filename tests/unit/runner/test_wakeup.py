@@ -116,12 +116,12 @@ def test_an_enqueue_wakes_an_idle_worker_when_it_commits(settings: Any, waiting:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(connection.vendor == "postgresql", reason="PostgreSQL's workers LISTEN")
 def test_a_worker_sleeps_through_the_enqueues_of_queues_it_does_not_serve(waiting: Callable[..., Waiter]) -> None:
-    doorbell = waiting(["reports"]).doorbell
-    assert doorbell is not None
+    local_socket = waiting(["reports"]).local_socket
+    assert local_socket is not None
     Job.objects.enqueue(noop, queue="mail")
-    assert not doorbell.wait(0.2)
+    assert not local_socket.wait(0.2)
     Job.objects.enqueue(noop, queue="reports")
-    assert doorbell.wait(20)
+    assert local_socket.wait(20)
 
 
 @pytest.mark.django_db
@@ -148,7 +148,7 @@ def test_a_worker_without_a_usable_wakeup_folder_says_so_and_polls(
     waiter = Waiter(stop)
     waiter.listen()
     waiter.wait()
-    assert (waiter.doorbell, stop.waits) == (None, [0.05])
+    assert (waiter.local_socket, stop.waits) == (None, [0.05])
     (warned,) = warnings.messages
     assert warned.startswith("No wake-up socket for database 'default' (")
     assert warned.endswith("idle workers poll.")
@@ -220,13 +220,13 @@ def test_a_worker_whose_socket_file_was_removed_binds_another(
     waiting: Callable[..., Waiter], warnings: Warnings
 ) -> None:
     """As systemd-tmpfiles does to files in /tmp that nobody touched for ten days."""
-    doorbell = waiting().doorbell
-    assert doorbell is not None
-    removed = doorbell.bell.getsockname()
+    local_socket = waiting().local_socket
+    assert local_socket is not None
+    removed = local_socket.sock.getsockname()
     os.unlink(removed)
-    doorbell.keep_at = 0  # due
-    doorbell.wait(0)
-    assert doorbell.bell.getsockname() != removed
+    local_socket.keep_at = 0  # due
+    local_socket.wait(0)
+    assert local_socket.sock.getsockname() != removed
     Job.objects.enqueue(noop)
-    assert doorbell.wait(20)
+    assert local_socket.wait(20)
     assert warnings.messages == [f"The wake-up socket {removed} was removed: binding another."]

@@ -16,7 +16,7 @@ from django.db import DatabaseError, InterfaceError, connection, connections
 from django.utils import timezone
 
 from django_sqlqueue import signals
-from django_sqlqueue.db.engines.errors import is_away
+from django_sqlqueue.db.engines.errors import is_unavailable
 from django_sqlqueue.managers import JobManager
 from django_sqlqueue.models import Job, JobStatus, Worker
 from django_sqlqueue.runner.config import WorkerOptions
@@ -211,7 +211,7 @@ def test_budget_keeps_charged_only_the_jobs_an_outcome_written_finished() -> Non
     budget = Budget(shared)
     assert budget.take(10) == 10
     # 10 taken: 4 finished, 2 to retry, 1 snoozed, and 3 given back unstarted or fenced off.
-    budget.settle(10, {"succeeded": 2, "failed": 1, "cancelled": 1, "retried": 2, "snoozed": 1})
+    budget.give_back_unfinished(10, {"succeeded": 2, "failed": 1, "cancelled": 1, "retried": 2, "snoozed": 1})
     assert shared.value == 6
 
 
@@ -230,7 +230,7 @@ def test_a_missing_table_stops_the_worker_instead_of_waiting_for_the_database(pr
         safety_net.cancel()
         with connection.cursor() as cursor:
             cursor.execute(f"ALTER TABLE {moved} RENAME TO {table}")
-    assert not is_away(excinfo.value)
+    assert not is_unavailable(excinfo.value)
 
 
 def test_the_jobs_of_a_claim_whose_answer_was_lost_are_given_back_and_run(
@@ -345,15 +345,15 @@ def test_a_worker_stopped_after_a_claim_whose_answer_was_lost_gives_its_jobs_bac
 def test_a_worker_that_cannot_give_back_a_lost_claims_jobs_as_it_stops_says_so_and_exits(
     process: WorkerProcess, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The database is still away as it stops: the jobs are left to the rescue of workers
+    """The database is still unavailable as it stops: the jobs are left to the rescue of workers
     gone without a row, and the process exits rather than wait or raise."""
     job = Job.objects.enqueue(add, (1, 2))
     lose_the_answer_and_stop(process, monkeypatch)
 
-    def still_away(*args: Any, **options: Any) -> int:
+    def still_unavailable(*args: Any, **options: Any) -> int:
         raise InterfaceError("connection already closed")
 
-    monkeypatch.setattr("django_sqlqueue.runner.worker.rescue_worker", still_away)
+    monkeypatch.setattr("django_sqlqueue.runner.worker.rescue_worker", still_unavailable)
     caplog.set_level(logging.WARNING, logger="django_sqlqueue")  # whatever an earlier command set
     process.run()
     assert "could not give back the jobs of a claim whose answer was lost" in caplog.text

@@ -1,6 +1,6 @@
 """How each database fails (``db/engines/errors.py``): the errors worth running a
 transaction again for (``is_transient``), those of a database out of reach
-(``is_away``) and of data it cannot store (``is_unwritable``), told apart by each
+(``is_unavailable``) and of data it cannot store (``is_unwritable``), told apart by each
 driver's own exceptions."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from django.db import DatabaseError, Error, InterfaceError, OperationalError, connection, connections
 from django.db.models import F
 
-from django_sqlqueue.db.engines.errors import is_away, is_transient, is_unwritable
+from django_sqlqueue.db.engines.errors import is_transient, is_unavailable, is_unwritable
 from django_sqlqueue.models import Job
 from tests.support.locks import held_elsewhere, impatient
 from tests.support.unopened import unopened
@@ -164,18 +164,22 @@ def sqlite(message: str, driver_class: str = "OperationalError") -> tuple[str, s
     return ("sqlite3", "sqlite3", driver_class, (message,))
 
 
-AWAY, UNWRITABLE, NEITHER = "away", "unwritable", "neither"
+UNAVAILABLE, UNWRITABLE, NEITHER = "unavailable", "unwritable", "neither"
 
 
 @pytest.mark.parametrize(
     ("raised", "kind"),
     [
-        pytest.param(("postgresql", "psycopg", "OperationalError", ("consuming input failed",)), AWAY, id="pg-lost"),
-        pytest.param(pg("AdminShutdown", "terminating connection due to administrator command"), AWAY, id="pg-57P01"),
-        pytest.param(pg("CannotConnectNow", "the database system is starting up"), AWAY, id="pg-57P03"),
-        pytest.param(pg("ReadOnlySqlTransaction", "cannot execute UPDATE in a read-only transaction"), AWAY),
-        pytest.param(pg("QueryCanceled", "canceling statement due to statement timeout"), AWAY, id="pg-57014"),
-        pytest.param(pg("DeadlockDetected", "deadlock detected"), AWAY, id="pg-40P01"),
+        pytest.param(
+            ("postgresql", "psycopg", "OperationalError", ("consuming input failed",)), UNAVAILABLE, id="pg-lost"
+        ),
+        pytest.param(
+            pg("AdminShutdown", "terminating connection due to administrator command"), UNAVAILABLE, id="pg-57P01"
+        ),
+        pytest.param(pg("CannotConnectNow", "the database system is starting up"), UNAVAILABLE, id="pg-57P03"),
+        pytest.param(pg("ReadOnlySqlTransaction", "cannot execute UPDATE in a read-only transaction"), UNAVAILABLE),
+        pytest.param(pg("QueryCanceled", "canceling statement due to statement timeout"), UNAVAILABLE, id="pg-57014"),
+        pytest.param(pg("DeadlockDetected", "deadlock detected"), UNAVAILABLE, id="pg-40P01"),
         pytest.param(pg("UntranslatableCharacter", "unsupported Unicode escape sequence"), UNWRITABLE),
         pytest.param(pg("InvalidTextRepresentation", "invalid input syntax for type json"), UNWRITABLE),
         pytest.param(pg("NumericValueOutOfRange", "value overflows numeric format"), UNWRITABLE),
@@ -183,19 +187,21 @@ AWAY, UNWRITABLE, NEITHER = "away", "unwritable", "neither"
         pytest.param(("postgresql", "psycopg", "DataError", ("text fields cannot contain NUL",)), UNWRITABLE),
         pytest.param(pg("UndefinedTable", 'relation "x" does not exist'), NEITHER, id="pg-42P01"),
         pytest.param(pg("UndefinedColumn", 'column "x" does not exist'), NEITHER, id="pg-42703"),
-        pytest.param(mysql(2006, "Server has gone away"), AWAY, id="mysql-2006"),
-        pytest.param(mysql(2013, "Lost connection to server during query"), AWAY, id="mysql-2013"),
-        pytest.param(mysql(1927, "Connection was killed"), AWAY, id="mysql-1927"),
-        pytest.param(mysql(1290, "The MariaDB server is running with the --read-only option"), AWAY, id="mysql-1290"),
-        pytest.param(mysql(1213, "Deadlock found when trying to get lock"), AWAY, id="mysql-1213"),
+        pytest.param(mysql(2006, "Server has gone away"), UNAVAILABLE, id="mysql-2006"),
+        pytest.param(mysql(2013, "Lost connection to server during query"), UNAVAILABLE, id="mysql-2013"),
+        pytest.param(mysql(1927, "Connection was killed"), UNAVAILABLE, id="mysql-1927"),
+        pytest.param(
+            mysql(1290, "The MariaDB server is running with the --read-only option"), UNAVAILABLE, id="mysql-1290"
+        ),
+        pytest.param(mysql(1213, "Deadlock found when trying to get lock"), UNAVAILABLE, id="mysql-1213"),
         pytest.param(mysql(1153, "Got a packet bigger than 'max_allowed_packet' bytes"), UNWRITABLE, id="mysql-1153"),
         pytest.param(mysql(1406, "Data too long for column 'x'", "DataError"), UNWRITABLE, id="mysql-1406"),
         pytest.param(mysql(4025, "CONSTRAINT `x` failed", "IntegrityError"), UNWRITABLE, id="mysql-4025"),
         pytest.param(mysql(1054, "Unknown column 'x' in 'field list'"), NEITHER, id="mysql-1054"),
         pytest.param(mysql(1146, "Table 'x' doesn't exist", "ProgrammingError"), NEITHER, id="mysql-1146"),
-        pytest.param(sqlite("database is locked"), AWAY, id="sqlite-locked"),
-        pytest.param(sqlite("disk I/O error"), AWAY, id="sqlite-io"),
-        pytest.param(sqlite("attempt to write a readonly database"), AWAY, id="sqlite-readonly"),
+        pytest.param(sqlite("database is locked"), UNAVAILABLE, id="sqlite-locked"),
+        pytest.param(sqlite("disk I/O error"), UNAVAILABLE, id="sqlite-io"),
+        pytest.param(sqlite("attempt to write a readonly database"), UNAVAILABLE, id="sqlite-readonly"),
         pytest.param(sqlite("string or blob too big", "DataError"), UNWRITABLE, id="sqlite-too-big"),
         pytest.param(sqlite('CHECK constraint failed: JSON_VALID("x")', "IntegrityError"), UNWRITABLE),
         pytest.param(sqlite("no such table: x"), NEITHER, id="sqlite-no-table"),
@@ -204,12 +210,12 @@ AWAY, UNWRITABLE, NEITHER = "away", "unwritable", "neither"
 )
 def test_classification(raised: tuple[str, str, str, tuple[Any, ...]], kind: str) -> None:
     error = as_django_raises(*raised)
-    assert (is_away(error), is_unwritable(error)) == (kind == AWAY, kind == UNWRITABLE)
+    assert (is_unavailable(error), is_unwritable(error)) == (kind == UNAVAILABLE, kind == UNWRITABLE)
 
 
 @pytest.mark.parametrize("error", [InterfaceError("connection already closed"), InterfaceError(0, "")])
-def test_an_interface_error_is_away(error: InterfaceError) -> None:
-    assert is_away(error)
+def test_an_interface_error_is_unavailable(error: InterfaceError) -> None:
+    assert is_unavailable(error)
     assert not is_unwritable(error)
 
 
@@ -218,7 +224,7 @@ def test_an_interface_error_is_away(error: InterfaceError) -> None:
 
 @pytest.mark.django_db
 @pytest.mark.skipif(connection.vendor == "sqlite", reason="SQLite is a file: there is no server connection to lose")
-def test_a_connection_the_server_ended_is_away() -> None:
+def test_a_connection_the_server_ended_is_unavailable() -> None:
     victim = connections.create_connection("default")
     try:
         with victim.cursor() as cursor:
@@ -231,7 +237,7 @@ def test_a_connection_the_server_ended_is_away() -> None:
                 cursor.execute(f"KILL CONNECTION {session}")
         with pytest.raises(Error) as excinfo, victim.cursor() as cursor:
             cursor.execute("SELECT 1")
-        assert is_away(excinfo.value)
+        assert is_unavailable(excinfo.value)
         assert not is_unwritable(excinfo.value)
     finally:
         with contextlib.suppress(Error):
@@ -255,7 +261,7 @@ def run_on_sqlite(path: Path, statement: str, *, mode: str, timeout: float) -> N
         database.close()
 
 
-def test_real_sqlite_errors_are_away_or_unwritable(tmp_path: Path) -> None:
+def test_real_sqlite_errors_are_unavailable_or_unwritable(tmp_path: Path) -> None:
     """SQLite kills no session: its errors that pass are a write lock held too long, a
     file it cannot open or write for now; only a value past its limits is the data's."""
     path = tmp_path / "scratch.sqlite3"
@@ -268,7 +274,8 @@ def test_real_sqlite_errors_are_away_or_unwritable(tmp_path: Path) -> None:
     # Past SQLite's limit of a value's length (a billion bytes), which it refuses before it allocates.
     too_big = sqlite_raises(path, "INSERT INTO t VALUES (zeroblob(2000000000))")
     decided = {
-        str(error): (is_away(error), is_unwritable(error)) for error in (locked, read_only, unopened_file, too_big)
+        str(error): (is_unavailable(error), is_unwritable(error))
+        for error in (locked, read_only, unopened_file, too_big)
     }
     assert decided == {
         "database is locked": (True, False),
@@ -287,10 +294,10 @@ SCHEMA_ERRORS = {
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("statement", SCHEMA_ERRORS.values(), ids=SCHEMA_ERRORS)
-def test_a_schema_error_is_neither_away_nor_unwritable(statement: str) -> None:
+def test_a_schema_error_is_neither_unavailable_nor_unwritable(statement: str) -> None:
     with pytest.raises(DatabaseError) as excinfo, connection.cursor() as cursor:
         cursor.execute(statement)
-    assert not is_away(excinfo.value)
+    assert not is_unavailable(excinfo.value)
     assert not is_unwritable(excinfo.value)
 
 
@@ -304,7 +311,7 @@ def test_json_the_database_refuses_is_unwritable() -> None:
     with pytest.raises(DatabaseError) as excinfo:
         Job.objects.filter(pk=job.pk).update(result=refused_json())
     assert is_unwritable(excinfo.value)
-    assert not is_away(excinfo.value)
+    assert not is_unavailable(excinfo.value)
 
 
 @pytest.mark.django_db
@@ -325,6 +332,6 @@ def test_a_statement_larger_than_max_allowed_packet_is_unwritable() -> None:
             Job.objects.filter(pk=job.pk).update(result="x" * max_allowed_packet())
         assert excinfo.value.args[0] == 1153
         assert is_unwritable(excinfo.value)
-        assert not is_away(excinfo.value)
+        assert not is_unavailable(excinfo.value)
     finally:
         connection.close()  # the server closed its end

@@ -247,12 +247,12 @@ def test_a_short_plain_claim_looks_for_keyed_jobs_without_building_its_candidate
     built: list[Any] = []
     init = claiming.Candidates.__init__
 
-    def counted(self: claiming.Candidates[Any], model: Any, using: str, build: Any, shape: Any) -> None:
+    def counted(self: claiming.Candidates[Any], model: Any, using: str, build: Any, cache_key: Any) -> None:
         def counted_build() -> Any:
-            built.append(shape)
+            built.append(cache_key)
             return build()
 
-        init(self, model, using, counted_build, shape)
+        init(self, model, using, counted_build, cache_key)
 
     monkeypatch.setattr(claiming.Candidates, "__init__", counted)
     engines.forget()

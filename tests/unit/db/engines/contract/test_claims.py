@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(params=["plain", "keyed"])
 def keyed(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, settings: Any) -> bool:
     """Every claim test runs as a worker that met no keyed job yet (its claims take
-    keyless jobs by a statement kept for their shape) and as one that did (its claims
+    keyless jobs by a statement kept for their cache key) and as one that did (its claims
     admit every candidate under its limits)."""
     met: bool = request.param == "keyed"
     settings.SQLQUEUE_RATE_LIMITS = {}

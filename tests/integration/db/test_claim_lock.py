@@ -1,7 +1,7 @@
-"""The claim turn (``db/claim_turn.py``) with real ``runworkers`` processes on
-MySQL/MariaDB: a turn's file that fails with an OS error at every claim (here a FIFO,
+"""The claim lock (``db/claim_lock.py``) with real ``runworkers`` processes on
+MySQL/MariaDB: a lock's file that fails with an OS error at every claim (here a FIFO,
 on which every write of the holder's mark fails, as on a full disk) costs the workers
-their turns, not their lives."""
+the lock, not their lives."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from django.db import connection
 
 from django_sqlqueue.db import wakeup
-from django_sqlqueue.db.claim_turn import FILE_NAME
+from django_sqlqueue.db.claim_lock import FILE_NAME
 from django_sqlqueue.models import Job, JobStatus
 from tests.support.workers import Workers
 from tests.testapp.tasks import add
@@ -26,7 +26,7 @@ pytestmark = [
 ]
 
 
-def test_workers_whose_turns_file_fails_at_every_claim_run_every_job_and_say_so_once(
+def test_workers_whose_lock_file_fails_at_every_claim_run_every_job_and_say_so_once(
     start_workers: Callable[..., Workers], settings: Any, tmp_path: Path
 ) -> None:
     base = tmp_path / "run"

@@ -1,4 +1,4 @@
-"""The worker's side of the local wake-up (``db/wakeup.py``): the socket, its *bell*,
+"""The worker's side of the local wake-up (``db/wakeup.py``): the socket
 that an idle worker process binds in its database's wake-up folder and waits on, and
 what a datagram on it means to the worker. Made private to this user (0700 folders,
 0600 sockets); the sockets of workers killed without unbinding are removed as the next
@@ -36,31 +36,31 @@ def bind(alias: str) -> socket.socket | None:
         return None
     _remove_stale(folder)
     path = folder / f"{os.getpid()}-{secrets.token_hex(4)}{SUFFIX}"
-    bell = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     try:
-        bell.bind(str(path))
+        sock.bind(str(path))
         os.chmod(path, 0o600)
-        bell.setblocking(False)
+        sock.setblocking(False)
     except OSError:
-        bell.close()
+        sock.close()
         raise
-    return bell
+    return sock
 
 
-def touch(bell: socket.socket) -> bool:
+def touch(sock: socket.socket) -> bool:
     """Set the times of the file of a socket made by :func:`bind` to now; whether it is
     still there."""
     try:
-        os.utime(bell.getsockname())
+        os.utime(sock.getsockname())
     except OSError:
         return False
     return True
 
 
-def unbind(bell: socket.socket) -> None:
+def unbind(sock: socket.socket) -> None:
     """Close a socket made by :func:`bind` and remove its file."""
-    path = bell.getsockname()
-    bell.close()
+    path = sock.getsockname()
+    sock.close()
     with contextlib.suppress(OSError):
         os.unlink(path)
 

@@ -1,6 +1,6 @@
-"""The host's claim turn (``db/claim_turn.py``): one holder at a time, a dead holder's
-turn free at once, a live holder that does not let go waited for a bounded time, and
-no turn (and no error) where there is no folder; MySQL/MariaDB's claims take it."""
+"""The host's claim lock (``db/claim_lock.py``): one holder at a time, a dead holder's
+lock free at once, a live holder that does not let go waited for a bounded time, and
+no lock (and no error) where there is no folder; MySQL/MariaDB's claims take it."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from django.db import connection, connections
 
-from django_sqlqueue.db import claim_turn, wakeup
-from django_sqlqueue.db.claim_turn import FILE_NAME, ClaimTurn
+from django_sqlqueue.db import claim_lock, wakeup
+from django_sqlqueue.db.claim_lock import FILE_NAME, HostClaimLock
 from django_sqlqueue.models import Job
 from tests.support.wakeups import no_notify
 from tests.testapp.tasks import noop
@@ -26,26 +26,26 @@ from tests.testapp.tasks import noop
 pytestmark = no_notify
 
 
-def _turn() -> ClaimTurn:
-    """A turn of its own, as another thread's connection has (a ``flock`` belongs to an open file)."""
-    return ClaimTurn(Job, connection)
+def _lock() -> HostClaimLock:
+    """A lock of its own, as another thread's connection has (a ``flock`` belongs to an open file)."""
+    return HostClaimLock(Job, connection)
 
 
 @pytest.fixture
 def quick(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(claim_turn, "MOST_WAIT", 0.05)
+    monkeypatch.setattr(claim_lock, "MOST_WAIT", 0.05)
 
 
 @pytest.mark.django_db
-def test_a_turn_held_keeps_the_next_claimer_waiting_until_it_is_let_go(folder: Path) -> None:
-    first, second = _turn(), _turn()
+def test_a_lock_held_keeps_the_next_claimer_waiting_until_it_is_let_go(folder: Path) -> None:
+    first, second = _lock(), _lock()
     order: list[str] = []
 
     def claim_second() -> None:
-        with second.held() as had:
+        with second.locked() as had:
             order.append(f"second {had}")
 
-    with first.held() as had:
+    with first.locked() as had:
         assert had
         waiting = threading.Thread(target=claim_second)
         waiting.start()
@@ -58,62 +58,62 @@ def test_a_turn_held_keeps_the_next_claimer_waiting_until_it_is_let_go(folder: P
 
 @pytest.mark.django_db
 def test_a_holder_that_does_not_let_go_is_waited_for_a_bounded_time(folder: Path, quick: None) -> None:
-    with _turn().held():
+    with _lock().locked():
         started = time.monotonic()
-        with _turn().held() as had:
+        with _lock().locked() as had:
             waited = time.monotonic() - started
     assert not had
     assert 0.05 <= waited < 1
 
 
 @pytest.mark.django_db
-def test_a_wait_in_vain_while_the_turn_passes_between_others_leaves_the_next_claim_waiting(
+def test_a_wait_in_vain_while_the_lock_passes_between_others_leaves_the_next_claim_waiting(
     folder: Path, quick: None
 ) -> None:
-    waiting, others = _turn(), [_turn(), _turn()]
+    waiting, others = _lock(), [_lock(), _lock()]
     stop = threading.Event()
 
-    def pass_the_turn() -> None:
+    def pass_the_lock() -> None:
         for number in itertools.count():
             if stop.is_set():
                 return
-            with others[number % 2].held():
+            with others[number % 2].locked():
                 time.sleep(0.005)
 
-    passing = threading.Thread(target=pass_the_turn)
+    passing = threading.Thread(target=pass_the_lock)
     passing.start()
     try:
         time.sleep(0.01)
-        with waiting.held() as had:
+        with waiting.locked() as had:
             pass
     finally:
         stop.set()
         passing.join(5)
     assert waiting._alone_until == 0.0, f"had it: {had}"
-    with waiting.held() as had:
+    with waiting.locked() as had:
         assert had
 
 
 @pytest.mark.django_db
-def test_after_a_wait_in_vain_on_a_stuck_holder_the_claimer_goes_without_turns_for_a_while(
+def test_after_a_wait_in_vain_on_a_stuck_holder_the_claimer_goes_without_the_lock_for_a_while(
     folder: Path, quick: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    waiting = _turn()
-    with _turn().held():
-        with waiting.held() as had:
+    waiting = _lock()
+    with _lock().locked():
+        with waiting.locked() as had:
             assert not had
         started = time.monotonic()
-        with waiting.held() as had:
+        with waiting.locked() as had:
             assert not had
         assert time.monotonic() - started < 0.05  # no second wait
     assert waiting._alone_until > time.monotonic()
     monkeypatch.setattr(waiting, "_alone_until", 0.0)  # ALONE_AFTER gone by
-    with waiting.held() as had:
+    with waiting.locked() as had:
         assert had
 
 
 @pytest.mark.django_db
-def test_a_killed_holders_turn_is_free_at_once(folder: Path, quick: None) -> None:
+def test_a_killed_holders_lock_is_free_at_once(folder: Path, quick: None) -> None:
     assert wakeup.make_folder("default") == folder
     with subprocess.Popen(
         [
@@ -132,70 +132,70 @@ def test_a_killed_holders_turn_is_free_at_once(folder: Path, quick: None) -> Non
         try:
             assert holder.stdout is not None
             assert holder.stdout.readline() == "held\n"
-            with _turn().held() as had:
+            with _lock().locked() as had:
                 assert not had
         finally:
             holder.kill()
-    with _turn().held() as had:
+    with _lock().locked() as had:
         assert had
 
 
 @pytest.mark.django_db
-def test_without_a_folder_claims_take_no_turn(settings: Any) -> None:
+def test_without_a_folder_claims_take_no_lock(settings: Any) -> None:
     settings.SQLQUEUE_WAKEUP_DIR = False
-    with _turn().held() as had:
+    with _lock().locked() as had:
         assert not had
 
 
 @pytest.mark.django_db
-def test_a_folder_that_cannot_be_made_gives_no_turn_and_no_error(settings: Any, tmp_path: Path) -> None:
+def test_a_folder_that_cannot_be_made_gives_no_lock_and_no_error(settings: Any, tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     settings.SQLQUEUE_WAKEUP_DIR = str(tmp_path / "file" / "run")
-    with _turn().held() as had:
+    with _lock().locked() as had:
         assert not had
 
 
 @pytest.mark.django_db
 def test_a_forked_child_opens_the_file_again(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    turn = _turn()
-    with turn.held():
+    lock = _lock()
+    with lock.locked():
         pass
-    inherited = turn._closing
+    inherited = lock._closing
     assert inherited is not None
     monkeypatch.setattr(os, "getpid", lambda: -1)
-    with turn.held() as had:
+    with lock.locked() as had:
         assert had
     assert not inherited.alive  # closed in the child
-    assert turn._closing is not None
-    assert turn._closing.alive
+    assert lock._closing is not None
+    assert lock._closing.alive
 
 
 @pytest.fixture
-def turns_taken(monkeypatch: pytest.MonkeyPatch) -> list[bool | None]:
+def locks_taken(monkeypatch: pytest.MonkeyPatch) -> list[bool | None]:
     taken: list[bool | None] = []
-    take = claim_turn._take
+    take = claim_lock._take
 
     def counted(descriptor: int) -> bool | None:
         taken.append(had := take(descriptor))
         return had
 
-    monkeypatch.setattr(claim_turn, "_take", counted)
+    monkeypatch.setattr(claim_lock, "_take", counted)
     return taken
 
 
 @pytest.mark.django_db(transaction=True)
-def test_mysql_claims_take_the_turn_and_others_do_not(folder: Path, turns_taken: list[bool | None]) -> None:
+def test_mysql_claims_take_the_lock_and_others_do_not(folder: Path, locks_taken: list[bool | None]) -> None:
     Job.objects.enqueue(noop)
     assert len(Job.objects.claim(worker_id="w", limit=5)) == 1
-    assert turns_taken == ([True] if connection.vendor == "mysql" else [])
+    assert locks_taken == ([True] if connection.vendor == "mysql" else [])
 
 
 @pytest.mark.skipif(connection.vendor != "mysql", reason="MySQL/MariaDB's claims take turns")
 @pytest.mark.django_db(transaction=True)
-def test_a_claim_goes_ahead_without_its_turn_when_the_holder_does_not_let_go(folder: Path, quick: None) -> None:
+def test_a_claim_goes_ahead_without_the_lock_when_the_holder_does_not_let_go(folder: Path, quick: None) -> None:
     Job.objects.enqueue(noop)
-    held = ClaimTurn(Job, connections["default"])
-    with held.held() as had:
+    held = HostClaimLock(Job, connections["default"])
+    with held.locked() as had:
         assert had
         claimed = Job.objects.claim(worker_id="w", limit=5)
     assert len(claimed) == 1
@@ -215,36 +215,36 @@ def _failing(number: int) -> Any:
 
 
 @pytest.mark.django_db
-def test_a_full_disk_gives_no_turn_lets_the_lock_go_and_says_so_once(
+def test_a_full_disk_gives_no_lock_lets_the_lock_go_and_says_so_once(
     folder: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, unsaid: None
 ) -> None:
     monkeypatch.setattr(os, "pwrite", _failing(errno.ENOSPC))
-    first, second = _turn(), _turn()
-    for turn in (first, second, first):
-        with turn.held() as had:
+    first, second = _lock(), _lock()
+    for lock in (first, second, first):
+        with lock.locked() as had:
             assert not had
     assert caplog.text.count("Claims take no turns") == 1, caplog.text
     assert "No space left on device" in caplog.text
     monkeypatch.undo()
-    with second.held() as had:  # the turn was let go each time
+    with second.locked() as had:  # the lock was let go each time
         assert had
 
 
 @pytest.mark.parametrize("number", [errno.EROFS, errno.EACCES, errno.ENOENT], ids=["read-only", "denied", "vanished"])
 @pytest.mark.django_db
-def test_a_turns_file_that_cannot_be_opened_gives_no_turn_and_says_so_once(
+def test_a_lock_file_that_cannot_be_opened_gives_no_lock_and_says_so_once(
     number: int, folder: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, unsaid: None
 ) -> None:
     monkeypatch.setattr(os, "open", _failing(number))
     for _ in range(2):
-        with _turn().held() as had:
+        with _lock().locked() as had:
             assert not had
     assert caplog.text.count("take no turns") == 1, caplog.text
 
 
 @pytest.mark.skipif(connection.vendor != "mysql", reason="MySQL/MariaDB's claims take turns")
 @pytest.mark.django_db(transaction=True)
-def test_a_claim_on_a_full_disk_goes_ahead_without_its_turn(
+def test_a_claim_on_a_full_disk_goes_ahead_without_the_lock(
     folder: Path, monkeypatch: pytest.MonkeyPatch, unsaid: None
 ) -> None:
     Job.objects.enqueue_many(Job.objects.build(noop) for _ in range(2))
