@@ -25,8 +25,9 @@ from django.db.models.expressions import DatabaseDefault
 
 from django_sqlqueue.db.clock import DatabaseNow, DatabaseNowPlus, database_now, time_at
 from django_sqlqueue.db.engines import engine
-from django_sqlqueue.db.engines.base import CopyRequest
+from django_sqlqueue.db.engines.base import CopyRequest, MarkedInsert
 from django_sqlqueue.db.instances import saved
+from django_sqlqueue.db.schema.indexes import ActiveKeyConstraint
 from django_sqlqueue.db.wakeup import wake_on_commit
 from django_sqlqueue.rules.lifecycle import ENQUEUE
 
@@ -86,6 +87,8 @@ class JobInserts:
         #: The same, with the insert's token (:meth:`~django_sqlqueue.db.engines.base.Engine.marks_new_rows`) last.
         self.marked_head = _head(self.table, _same_for_all(self.now, ""), qn)
         self.constants = ", ".join(same_for_all.values())
+        #: The unique index on the jobs' keys, which a marked insert reads its rows through.
+        self.key_index = next(c for c in model._meta.constraints if isinstance(c, ActiveKeyConstraint))
         #: For each list of columns read back: the columns, quoted, and their reader.
         self.returned: dict[tuple[str, ...], tuple[str, Callable[[Sequence[Any]], dict[str, Any]]]] = {
             returned: (", ".join(map(qn, returned)), _reader(connection, model, returned))
@@ -189,7 +192,8 @@ def insert(jobs: Sequence[JobT], using: str, batch_size: int) -> list[JobT]:
         for chunk, sql, params in statements:
             if token is not None:
                 keys = [job.unique_key for job in chunk]
-                found = ways.insert_marked(cursor, head + sql + conflict, params, parts.table, names, token, keys)
+                marked = MarkedInsert(head + sql + conflict, params, parts.table, names, token, keys, parts.key_index)
+                found = ways.insert_marked(cursor, marked)
                 skipped += _match(chunk, using, [read(row) for row in found])
                 continue
             cursor.execute(head + sql + conflict + tail, params)

@@ -71,6 +71,24 @@ class CopyRequest(NamedTuple):
     time_at: Callable[[Any, Any], Any]
 
 
+class MarkedInsert(NamedTuple):
+    """An ``INSERT`` of new jobs that tells its rows by a token it writes with them
+    (:meth:`Engine.insert_marked`)."""
+
+    #: The statement, every row of which holds ``token`` in ``insert_token``.
+    sql: str
+    params: Sequence[Any] | None
+    #: The jobs' table, its name quoted.
+    table: str
+    #: The columns to read back, quoted and joined.
+    columns: str
+    token: str
+    #: Each row's unique key, or None.
+    keys: Sequence[str | None]
+    #: The unique index on the keys, through which a row's holder is found.
+    index: KeyIndex
+
+
 class ServerConnections(NamedTuple):
     """What a database server says of its connections (:meth:`Engine.server_connections`)."""
 
@@ -316,20 +334,10 @@ class Engine:
         whose jobs need them (``identified``: tags, dependencies)."""
         return False
 
-    def insert_marked(
-        self,
-        cursor: Any,
-        sql: str,
-        params: Sequence[Any] | None,
-        table: str,
-        columns: str,
-        token: str,
-        keys: Sequence[str | None],
-    ) -> list[Sequence[Any]]:
-        """Run ``sql``, an ``INSERT`` into ``table`` whose every row holds ``token`` in
-        ``insert_token`` (where :meth:`marks_new_rows`), and return the rows it wrote as
-        ``columns`` (quoted), in the order it wrote them; none of a job it skipped
-        because an active job held its key. ``keys``: each row's unique key, or None."""
+    def insert_marked(self, cursor: Any, insert: MarkedInsert) -> list[Sequence[Any]]:
+        """Run ``insert`` (where :meth:`marks_new_rows`) and return the rows it wrote as
+        its ``columns``, in the order it wrote them; none of a job it skipped because an
+        active job held its key."""
         raise NotImplementedError
 
     @property

@@ -11,7 +11,7 @@ from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
 from django_sqlqueue.db.engines import mysql_charsets, mysql_packets
-from django_sqlqueue.db.engines.base import Engine, ErrorCodes, KeyIndex, Model, ServerConnections, dotted
+from django_sqlqueue.db.engines.base import Engine, ErrorCodes, KeyIndex, MarkedInsert, Model, ServerConnections, dotted
 from django_sqlqueue.db.engines.claims import ClaimSteps
 from django_sqlqueue.db.engines.mysql_literals import Literals
 from django_sqlqueue.db.engines.zones import local_clock
@@ -203,22 +203,14 @@ class MySQL(Engine):
         them all, in order."""
         return keyed or (identified and not self.returns_rows)
 
-    def insert_marked(
-        self,
-        cursor: Any,
-        sql: str,
-        params: Sequence[Any] | None,
-        table: str,
-        columns: str,
-        token: str,
-        keys: Sequence[str | None],
-    ) -> list[Sequence[Any]]:
+    def insert_marked(self, cursor: Any, insert: MarkedInsert) -> list[Sequence[Any]]:
         """MariaDB returns every row the ``INSERT`` met, a holder with its own token;
         ``INSERT IGNORE … RETURNING`` would return only the rows written, but would also
         turn a refused value into a warning. MySQL returns none: its rows are read back
         by their token, found through the unique index where every row has a key, and
         otherwise from the first id the statement wrote (each later row's id is larger,
         though not always the next one)."""
+        sql, params, table, columns, token, keys, index = insert
         qn = self.connection.ops.quote_name
         if self.returns_rows:
             cursor.execute(f"{sql} RETURNING {columns}, {qn('insert_token')}", params)
@@ -227,7 +219,7 @@ class MySQL(Engine):
         if None in keys:  # a row without a key is always written: the first id is this statement's
             found, bound = "id >= %s", [cursor.lastrowid]
         else:
-            found, bound = f"{qn(MYSQL_ACTIVE_KEY_COLUMN)} IN ({', '.join(['%s'] * len(keys))})", list(keys)
+            found, bound = f"{qn(index.mysql_column)} IN ({', '.join(['%s'] * len(keys))})", list(keys)
         cursor.execute(
             f"SELECT {columns} FROM {table} WHERE {found} AND {qn('insert_token')} = %s ORDER BY id", [*bound, token]
         )
