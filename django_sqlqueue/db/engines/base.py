@@ -86,7 +86,7 @@ class MarkedInsert(NamedTuple):
     #: Each row's unique key, or None.
     keys: Sequence[str | None]
     #: The unique index on the keys, through which a row's holder is found.
-    index: KeyIndex
+    key_index: KeyIndex
 
 
 class ServerConnections(NamedTuple):

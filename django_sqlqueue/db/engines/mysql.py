@@ -210,7 +210,7 @@ class MySQL(Engine):
         by their token, found through the unique index where every row has a key, and
         otherwise from the first id the statement wrote (each later row's id is larger,
         though not always the next one)."""
-        sql, params, table, columns, token, keys, index = insert
+        sql, params, table, columns, token, keys, key_index = insert
         qn = self.connection.ops.quote_name
         if self.returns_rows:
             cursor.execute(f"{sql} RETURNING {columns}, {qn('insert_token')}", params)
@@ -219,7 +219,7 @@ class MySQL(Engine):
         if None in keys:  # a row without a key is always written: the first id is this statement's
             found, bound = "id >= %s", [cursor.lastrowid]
         else:
-            found, bound = f"{qn(index.mysql_column)} IN ({', '.join(['%s'] * len(keys))})", list(keys)
+            found, bound = f"{qn(key_index.mysql_column)} IN ({', '.join(['%s'] * len(keys))})", list(keys)
         cursor.execute(
             f"SELECT {columns} FROM {table} WHERE {found} AND {qn('insert_token')} = %s ORDER BY id", [*bound, token]
         )
