@@ -134,7 +134,7 @@ def copy_of_template(
     options (and the settings in force), with these arguments, in the batch open now;
     with the template it copies, whose :attr:`~JobTemplate.arguments_checked` says
     whether the copy needs only its arguments checked. Working each option out again
-    cost ``enqueue_many`` about a third of its time a job.
+    for every job was a large share of ``enqueue_many``'s time.
 
     None where a copy would not be that job: the task derives a key from the arguments
     (``@job(unique=...)``, ``@job(concurrency=...)``), a receiver of the model's init
