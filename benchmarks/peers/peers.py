@@ -243,8 +243,12 @@ def _run(
 
 
 def _median(runs: list[dict[str, object]], key: str) -> str:
-    values = [run[key] for run in runs if run[key] is not None]
-    return f"{statistics.median(values):,.0f}" if values else "n/a"  # type: ignore[type-var]
+    """The median of the runs that have the figure, with their range when there are several."""
+    values = [float(run[key]) for run in runs if run[key] is not None]  # type: ignore[arg-type]
+    if not values:
+        return "n/a"
+    spread = f" ({min(values):,.0f} to {max(values):,.0f})" if len(values) > 1 else ""
+    return f"{statistics.median(values):,.0f}{spread}"
 
 
 def table(runs: list[dict[str, object]], peers: list[Peer], sizes: list[int], workers: int) -> str:
