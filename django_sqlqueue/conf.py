@@ -360,6 +360,18 @@ class Settings:
         except ValueError as error:
             raise ImproperlyConfigured(f"SQLQUEUE_RATE_LIMITS: {error}.") from None
 
+    @setting(default=5.0)
+    def SQLQUEUE_ADMIN_REFRESH(self, value: Any) -> float | None:
+        """Seconds between the updates of the admin's live pages (the queue overview, the
+        job list and a running job's page) while they are open in a visible tab, at least
+        1; ``None`` turns the updates off (the pages then show what they read on load)."""
+        if value is None:
+            return None
+        seconds = _positive_number("SQLQUEUE_ADMIN_REFRESH", value)
+        if seconds < 1:
+            raise ImproperlyConfigured(f"SQLQUEUE_ADMIN_REFRESH must be at least 1 second, or None, not {value!r}.")
+        return seconds
+
 
 def setting_names() -> list[str]:
     """The name of every ``SQLQUEUE_*`` setting the app reads, in :class:`Settings`'s order."""

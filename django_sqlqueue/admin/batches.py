@@ -16,7 +16,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
-from django_sqlqueue.admin import display, times
+from django_sqlqueue.admin import display, graph, times
 from django_sqlqueue.models import JobBatch
 from django_sqlqueue.rules.batches import CALLBACKS
 
@@ -31,6 +31,7 @@ FIELDS = (
     "failed",
     "jobs_link",
     "callbacks_shown",
+    "workflow_graph",
 )
 
 
@@ -49,10 +50,19 @@ class JobBatchAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     fields = FIELDS
     readonly_fields = FIELDS
 
+    class Media:
+        css = {"all": ["django_sqlqueue/admin.css"]}
+
     created = times.column("created_at", "created")
     created_exact = times.column("created_at", "created", exact=True)
     finished = times.column("finished_at", "finished")
     finished_exact = times.column("finished_at", "finished", exact=True)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        """Its fields; the graph, which shows its jobs, only to whom may view jobs."""
+        if request.user.has_perm("django_sqlqueue.view_job"):
+            return FIELDS
+        return tuple(name for name in FIELDS if name != "workflow_graph")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -66,6 +76,10 @@ class JobBatchAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description="jobs")
     def jobs_link(self, batch: JobBatch) -> SafeString:
         return format_html('<a href="{}">its {} jobs</a>', batch_jobs_url(batch.pk), batch.total)
+
+    @admin.display(description="graph")
+    def workflow_graph(self, batch: JobBatch) -> SafeString | str:
+        return graph.drawing(graph.batch_workflow(batch.pk), group_url=graph.batch_url(batch.pk))
 
     @admin.display(description="callbacks")
     def callbacks_shown(self, batch: JobBatch) -> SafeString | str:

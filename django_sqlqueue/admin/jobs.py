@@ -24,7 +24,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 from rangefilter.filters import DateRangeFilterBuilder
 
-from django_sqlqueue.admin import changes, display, failures, overview, throughput, times, workflow
+from django_sqlqueue.admin import changes, display, failures, graph, overview, refresh, throughput, times, workflow
 from django_sqlqueue.admin.changes import CHANGES, Change
 from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, StatusFilter, TagFilter, TaskFilter
 from django_sqlqueue.db import dependents, pausing
@@ -141,7 +141,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 ]
             },
         ),
-        ("Workflow", {"fields": ["waits_for", "waited_on_by", "batch_link"]}),
+        ("Workflow", {"fields": ["waits_for", "waited_on_by", "batch_link", "workflow_graph"]}),
         ("Arguments and result", {"fields": ["args_pretty", "kwargs_pretty", "result_pretty"]}),
         ("Tags and meta", {"fields": ["tags_shown", "meta_pretty"]}),
         ("Errors", {"fields": ["errors_pretty"]}),
@@ -226,8 +226,19 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             for name in request.POST.getlist("action"):
                 if name in ACTION_CHANGES:
                     self.check_permission(request, CHANGES[ACTION_CHANGES[name]])
-        context = {"can_retry": self.has_retry_permission(request), **(extra_context or {})}
-        return super().changelist_view(request, context)
+        context = {"can_retry": self.has_retry_permission(request), **refresh.context(), **(extra_context or {})}
+        return refresh.fragment(
+            request, super().changelist_view(request, context), "admin/django_sqlqueue/job/change_list_refresh.html"
+        )
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        return refresh.fragment(
+            request,
+            super().change_view(request, object_id, form_url, extra_context),
+            "admin/django_sqlqueue/job/change_form_refresh.html",
+        )
 
     def confirm_deletion(self, request: HttpRequest, jobs: QuerySet[Job]) -> TemplateResponse:
         """The page that asks before the delete action deletes (its POST carries ``post``)."""
@@ -342,15 +353,16 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         self.apply(request, group_change, failures.group_jobs(group_change, task, error_class))
         return HttpResponseRedirect(reverse("admin:django_sqlqueue_job_failures"))
 
-    def overview_view(self, request: HttpRequest) -> TemplateResponse:
+    def overview_view(self, request: HttpRequest) -> HttpResponse:
         """Per queue: jobs by status, lag of the oldest due job, succeeded and failed over the last hour and week."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        return TemplateResponse(
+        page = TemplateResponse(
             request,
             "admin/django_sqlqueue/job/overview.html",
             {
                 **self.admin_site.each_context(request),
+                **refresh.context(),
                 "opts": self.opts,
                 "title": "Queue overview",
                 "queues": overview.queue_stats(),
@@ -362,6 +374,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 "chart_height": throughput.CHART_HEIGHT,
             },
         )
+        return refresh.fragment(request, page, "admin/django_sqlqueue/job/overview_refresh.html")
 
     def pause_view(self, request: HttpRequest, action: str) -> HttpResponse:
         """The overview's Pause and Resume buttons: the queue named by ``queue`` (posted),
@@ -386,6 +399,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def render_change_form(self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         job = context.get("original")
         if job is not None:
+            context.update(refresh.context(live=job.status == JobStatus.RUNNING))
             context["job_changes"] = [
                 change
                 for change in CHANGES.values()
@@ -474,6 +488,10 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description="waited on by")
     def waited_on_by(self, job: Job) -> SafeString | str:
         return workflow.linked_jobs(job.dependents.order_by("child_id"), "child")
+
+    @admin.display(description="graph")
+    def workflow_graph(self, job: Job) -> SafeString | str:
+        return graph.drawing(graph.job_workflow(job), focus=job.pk, group_url=graph.ids_url)
 
     @admin.display(description="batch")
     def batch_link(self, job: Job) -> SafeString | str:

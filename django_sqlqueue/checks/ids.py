@@ -65,6 +65,7 @@ SETTING_CHECKS = {
         "SQLQUEUE_ENQUEUE_HOOKS": "E040",
         "SQLQUEUE_WAKEUP_DIR": "E041",
         "SQLQUEUE_MAX_SNOOZES": "E042",
+        "SQLQUEUE_ADMIN_REFRESH": "E043",
     }.items()
 }
 CLAIMS = CheckId(

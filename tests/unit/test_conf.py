@@ -38,6 +38,7 @@ DEFAULTS = {
     "SQLQUEUE_RATE_LIMITS": {},
     "SQLQUEUE_MIDDLEWARE": (),
     "SQLQUEUE_ENQUEUE_HOOKS": (),
+    "SQLQUEUE_ADMIN_REFRESH": 5.0,
 }
 
 
@@ -75,6 +76,8 @@ def test_default(settings: Any, name: str, default: Any) -> None:
         ({"SQLQUEUE_LEASE": 15}, "SQLQUEUE_LEASE", 15.0),
         ({"SQLQUEUE_HEARTBEAT_INTERVAL": 1, "SQLQUEUE_LEASE": 3}, "SQLQUEUE_LEASE", 3.0),
         ({"SQLQUEUE_POLL_INTERVAL": 0.1}, "SQLQUEUE_POLL_INTERVAL", 0.1),
+        ({"SQLQUEUE_ADMIN_REFRESH": 2}, "SQLQUEUE_ADMIN_REFRESH", 2.0),
+        ({"SQLQUEUE_ADMIN_REFRESH": None}, "SQLQUEUE_ADMIN_REFRESH", None),
         ({"SQLQUEUE_WAKEUP_DIR": "/run/mysite"}, "SQLQUEUE_WAKEUP_DIR", "/run/mysite"),
         ({"SQLQUEUE_WAKEUP_DIR": Path("/run/mysite")}, "SQLQUEUE_WAKEUP_DIR", "/run/mysite"),
         ({"SQLQUEUE_WAKEUP_DIR": False}, "SQLQUEUE_WAKEUP_DIR", False),
@@ -315,6 +318,16 @@ def test_django_settings_are_asked_once_until_a_setting_changes(monkeypatch: pyt
             {"SQLQUEUE_POLL_INTERVAL": 0},
             "SQLQUEUE_POLL_INTERVAL",
             "SQLQUEUE_POLL_INTERVAL must be a positive number of seconds, not 0.",
+        ),
+        (
+            {"SQLQUEUE_ADMIN_REFRESH": 0.5},
+            "SQLQUEUE_ADMIN_REFRESH",
+            "SQLQUEUE_ADMIN_REFRESH must be at least 1 second, or None, not 0.5.",
+        ),
+        (
+            {"SQLQUEUE_ADMIN_REFRESH": "5"},
+            "SQLQUEUE_ADMIN_REFRESH",
+            "SQLQUEUE_ADMIN_REFRESH must be a positive number of seconds, not '5'.",
         ),
         (
             {"SQLQUEUE_WAKEUP_DIR": "run/mysite"},

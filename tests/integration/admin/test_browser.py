@@ -279,3 +279,103 @@ def test_every_page_fits_a_laptop_screen(live_server: Any, monkeypatch: pytest.M
     assert {name: count for name, count in wrapped_times.items() if count} == {}, "times on more than one line"
     assert exact, "no time on the job list"
     assert all(title.endswith(" UTC (UTC)") for title in exact), "the exact time and its zone on hover"
+
+
+# A workflow's graph, and pages that update themselves, on a laptop's screen.
+
+
+def workflow_in_a_batch() -> tuple[int, Job, Job]:
+    """A batch: a root, thirty jobs after it (a layer too wide to draw job by job) of
+    several statuses, and a last job after them; the batch's id, a middle job and the root."""
+    from django_sqlqueue import workflows
+
+    with Job.objects.batch(description="nightly partner reconciliation") as batch:
+        root = Job.objects.enqueue(add, (1, 1))
+        middle, _last = workflows.chord(
+            [Job.objects.build(add, (n, 1), after=[root]) for n in range(30)], Job.objects.build(add, (0, 0))
+        )
+    Job.objects.filter(pk=root.pk).update(status=JobStatus.SUCCESSFUL)
+    Job.objects.filter(pk__in=[job.pk for job in middle[:10]]).update(status=JobStatus.FAILED)
+    Job.objects.filter(pk__in=[job.pk for job in middle[10:14]]).update(status=JobStatus.RUNNING)
+    return batch.pk, middle[12], root
+
+
+def fits(page: Any) -> bool:
+    width, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    return bool(width <= inner)
+
+
+def test_the_workflow_graph_and_pages_that_update_themselves(live_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.db import connections
+    from django.test import override_settings
+
+    get_user_model().objects.create_superuser("admin", "admin@example.com", "password")
+    batch, running, root = workflow_in_a_batch()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    admin = f"{live_server.url}/admin/django_sqlqueue"
+    with override_settings(SQLQUEUE_ADMIN_REFRESH=1), browser_page(LAPTOP) as page:
+        try:
+            log_in(page, live_server.url)
+
+            page.goto(f"{admin}/jobbatch/{batch}/change/")
+            graph = page.locator(".sqlqueue-graph svg")
+            assert graph.is_visible()
+            assert fits(page)
+            # The root, the last job, and a group per status of the wide layer.
+            assert graph.locator("a").count() == 2 + 3
+            assert all(f"{count} \N{MULTIPLICATION SIGN} " in graph.text_content() for count in (10, 4, 16))
+            page.screenshot(path=ARTIFACTS / "batch-graph-1280.png", full_page=True)
+
+            page.goto(f"{admin}/job/{running.pk}/change/")
+            assert page.locator(".sqlqueue-graph .sqlqueue-graph-focus").count() == 1
+            assert fits(page)
+            note = page.locator("#sqlqueue-refresh")
+            assert note.inner_text() == "Figures update every 1 s while this tab is visible."
+            page.screenshot(path=ARTIFACTS / "job-graph-1280.png", full_page=True)
+            page.locator(".sqlqueue-graph").screenshot(path=ARTIFACTS / "job-graph-alone-1280.png")
+            Job.objects.filter(pk=running.pk).update(status=JobStatus.SUCCESSFUL, progress=None)
+            page.wait_for_function(
+                "document.querySelector('.field-status_badge .readonly').innerText === 'Successful'", polling=250
+            )
+            page.wait_for_function(
+                "document.getElementById('sqlqueue-refresh').innerText.includes('no longer running')", polling=250
+            )
+            page.screenshot(path=ARTIFACTS / "job-refreshed-1280.png", full_page=True)
+
+            page.goto(f"{admin}/job/overview/")
+            cell = page.locator("tr.queue[data-queue=default] td.count-failed a")
+            assert cell.inner_text() == "10"
+            Job.objects.filter(pk=root.pk).update(status=JobStatus.FAILED)
+            page.wait_for_function(
+                "document.querySelector('tr.queue[data-queue=default] td.count-failed a').innerText === '11'",
+                polling=250,
+            )
+            assert fits(page)
+            assert note.is_visible()
+            page.screenshot(path=ARTIFACTS / "overview-refreshed-1280.png", full_page=True)
+
+            page.goto(f"{admin}/job/")
+            row = page.locator(f"#result_list tbody tr:has(th a:text-is('{root.pk}'))")
+            row.locator("input.action-select").check()
+            Job.objects.filter(pk=root.pk).update(status=JobStatus.CANCELLED)
+            page.wait_for_function(
+                f"[...document.querySelectorAll('#result_list th a')].find(a => a.innerText === '{root.pk}')"
+                ".closest('tr').querySelector('.field-status_and_attempts').innerText.startsWith('Cancelled')",
+                polling=250,
+            )
+            assert row.locator("input.action-select").is_checked(), "a selected row stays selected"
+            page.goto(f"{admin}/job/?status__exact=CANCELLED")
+            Job.objects.filter(pk=root.pk).update(status=JobStatus.FAILED)
+            page.wait_for_function("document.querySelector('#result_list tbody tr.sqlqueue-gone')", polling=250)
+            assert row.get_attribute("title") == "No longer in this list: reload the page to see it as it is."
+            page.route("**/admin/django_sqlqueue/job/**", lambda route: route.fulfill(status=500, body="down"))
+            page.wait_for_function(
+                "document.getElementById('sqlqueue-refresh').innerText.includes('stopped updating')", polling=250
+            )
+            assert "the server answered 500" in note.inner_text()
+            page.screenshot(path=ARTIFACTS / "changelist-stopped-1280.png")
+        finally:
+            # The ORM was used while the browser ran: inside its event loop it opened a
+            # connection of its own, which would outlive the test and block the teardown.
+            connections.close_all()
