@@ -89,3 +89,11 @@ class DependencyFailed(SQLQueueError):
     """Recorded on a job cancelled without running because a job it was enqueued
     ``after`` failed, was cancelled or was deleted (unless it has ``after_failure="run"``):
     its message names that job."""
+
+
+class JobTakenAway(SQLQueueError):
+    """Raised where an atomic task's success is written (``@job(atomic=True)``, or
+    ``current_job().complete_in_transaction()``) when the job is no longer this attempt's:
+    its lease ran out and it was rescued, to run again. The transaction it was raised in
+    is rolled back, the task's writes with it, so that only the attempt that holds the
+    job commits them."""

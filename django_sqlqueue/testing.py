@@ -196,6 +196,8 @@ def perform(task: AnyTask, *args: Any, **kwargs: Any) -> Any:
 def _finish(outcome: JobOutcome) -> Counter[str]:
     """Write ``outcome`` as a worker does (its failure as the runner decided it); the
     outcomes written."""
+    if outcome.written is not None:  # committed with the task's writes (runner/completion.py)
+        return Counter([outcome.written.transition.outcome])
     succeeded = {outcome.job: outcome.result} if outcome.failure is None else {}
     failed = {} if outcome.failure is None else {outcome.job: outcome.failure}
     return Counter(

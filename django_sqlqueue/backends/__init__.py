@@ -69,6 +69,9 @@ class SQLQueueTask(Task):  # type: ignore[type-arg]  # generic in the stubs, not
     #: ``@job``'s ``tags``: every job of the task has them (the admin's tag filter offers
     #: them); :meth:`tagged` adds more for one enqueue.
     tags: tuple[str, ...] = ()
+    #: ``@job``'s ``atomic``: the task runs in a transaction on the jobs table's database,
+    #: its success written in it (see the Transactional completion guide).
+    atomic: bool | str = False
     #: The job's ``meta``, set for one enqueue with :meth:`with_meta` (a dict: not hashed).
     meta: dict[str, Any] | None = dataclasses.field(default=None, hash=False)
 
@@ -95,7 +98,8 @@ class SQLQueueTask(Task):  # type: ignore[type-arg]  # generic in the stubs, not
         # @task(tags=[...]) gives a list: kept as a tuple, each tag once, as @job keeps them.
         object.__setattr__(self, "tags", merged(self.tags))
         if _unregistered(self):
-            own = {name: getattr(self, name) for name in ("unique", "unique_queue", "unique_until", "max_snoozes")}
+            named = ("unique", "unique_queue", "unique_until", "max_snoozes", "atomic")
+            own = {name: getattr(self, name) for name in named}
             # Left out when unset; max_snoozes=0 is set (a job fails at its first snooze).
             options = {name: value for name, value in own.items() if value is not None and value is not False}
             if self.tags:

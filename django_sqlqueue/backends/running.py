@@ -15,6 +15,7 @@ from django_sqlqueue.db.finishing import after_failure
 from django_sqlqueue.models import Job
 from django_sqlqueue.rules.failures import decide
 from django_sqlqueue.rules.lifecycle import SUCCEED
+from django_sqlqueue.runner.completion import run_atomically
 from django_sqlqueue.runner.current import current_job
 from django_sqlqueue.runner.execution import call
 from django_sqlqueue.signals import send
@@ -34,15 +35,19 @@ def run_task(task: Task[..., Any], job: Job, worker_id: str, *, backend: str, se
             setattr(finished, name, value)
         return job_result(finished, task, backend=backend)
 
-    running = job_result(job, task, backend=backend)
-    send(task_started, sender, task.module_path, task_result=running)
-    try:
+    def called() -> Any:
         if task.takes_context:
             value = call(task.call, TaskContext(task_result=running), *running.args, **running.kwargs)
         else:
             value = call(task.call, *running.args, **running.kwargs)
         # What Django's own backends store: tuples become lists, for one.
-        value = normalize_json(value)
+        return normalize_json(value)
+
+    running = job_result(job, task, backend=backend)
+    send(task_started, sender, task.module_path, task_result=running)
+    try:
+        # task_finished is sent once an atomic task's transaction has committed (or rolled back).
+        value = run_atomically(job, called) if getattr(task, "atomic", False) else called()
     except Exception as error:
         handle = current_job()
         failure = decide(job, error, worker_id) if handle is None else handle.decision(error)

@@ -37,7 +37,7 @@ from django_sqlqueue.managers import collector
 from django_sqlqueue.rules import keys
 from django_sqlqueue.rules.batches import callback_spec, description_problem
 from django_sqlqueue.rules.dependencies import after_failure_problem
-from django_sqlqueue.rules.registry import RegisteredTask, get_task
+from django_sqlqueue.rules.registry import RegisteredTask, atomic_aliases, atomic_elsewhere, get_task
 from django_sqlqueue.rules.tags import merged, tags_problem
 from django_sqlqueue.rules.validation import ON_CONFLICT, arguments_problem, unique_until_problem
 
@@ -93,6 +93,14 @@ def _built(model: type[JobT], registered: RegisteredTask, args: Any, kwargs: Any
     job.new_tags = merged(registered.tags, tags)
     job.batch_id = batches.batch_id(options.get("batch"))
     return job
+
+
+def _refuse_atomic_elsewhere(tasks: Iterable[str], using: str) -> None:
+    """Raise ``InvalidJobError`` for a task of ``tasks`` that said (``@job(atomic="alias")``)
+    it writes to another database than ``using``, where its jobs would be written."""
+    for task in tasks:
+        if problem := atomic_elsewhere(task, using):
+            raise InvalidJobError(f"Cannot enqueue {task}: {problem}.")
 
 
 class EnqueueingManager(models.Manager[JobT]):
@@ -243,6 +251,7 @@ class EnqueueingManager(models.Manager[JobT]):
             if made is None:
                 made = templates[task] = self._row_template(task, options)
                 first_template = first_template or made[0]
+                _refuse_atomic_elsewhere([made[1].name], using)
                 self._storable(using, made[1].name, {"queue": made[0].queue, "task": made[0].task})
             template, registered = made
             args = list(args) if isinstance(args, (list, tuple)) else args
@@ -291,6 +300,8 @@ class EnqueueingManager(models.Manager[JobT]):
         if on_conflict not in ON_CONFLICT:
             raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}.")
         using = queue_db(self.model, self._db)
+        if atomic_aliases:
+            _refuse_atomic_elsewhere([job.task for job in jobs], using)
         try:
             if any(job.batch_id is not None for job in jobs):
                 return self._write_batched(jobs, using, batch_size, on_conflict)

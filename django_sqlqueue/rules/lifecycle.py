@@ -199,7 +199,7 @@ SUCCEED = _transition(
     JobStatus.SUCCESSFUL,
     (_C.HELD, _C.STARTED, _C.RETURNED),
     ("status", "finished_at", "result"),
-    "the worker's finisher",
+    "the worker's finisher; an atomic task's own transaction (runner/completion.py)",
     outcome="succeeded",
 )
 SUCCEED_AND_DELETE = _transition(
@@ -208,7 +208,7 @@ SUCCEED_AND_DELETE = _transition(
     None,
     (_C.HELD, _C.STARTED, _C.RETURNED, _C.NO_SUCCESS_RETENTION),
     (),
-    "the worker's finisher",
+    "the worker's finisher; an atomic task's own transaction (runner/completion.py)",
     outcome="succeeded",
 )
 RETRY = _transition(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from asgiref.sync import iscoroutinefunction
 from django.apps import apps
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import module_has_submodule
 
@@ -72,6 +73,10 @@ class RegisteredTask:
     expires_in: float | None = None
     #: Every job of it has these tags, and those its enqueue adds.
     tags: tuple[str, ...] = ()
+    #: ``@job(atomic=...)``: True, or the alias of the database the task writes to, for a
+    #: task run inside a transaction on the jobs table's database with its success written
+    #: in it (``runner/completion.py``); False for a task run outside any transaction.
+    atomic: bool | str = False
 
     @functools.cached_property
     def signature(self) -> inspect.Signature | None:
@@ -155,6 +160,10 @@ def _unexpected_keywords(signature: inspect.Signature, kwargs: Mapping[str, Any]
 
 
 _tasks_by_name: dict[str, RegisteredTask] = {}
+#: The tasks registered with ``@job(atomic="alias")``, by name, with that alias: an
+#: enqueue refuses their jobs on any other database. Empty in most projects, so that the
+#: enqueue of every other job asks nothing.
+atomic_aliases: dict[str, str] = {}
 _tasks_by_func: dict[Callable[..., Any], RegisteredTask] = {}
 #: The tasks registered from a module a worker does not import, by name, with that
 #: module: each is warned about at its first enqueue in the process, then forgotten.
@@ -183,6 +192,33 @@ def _warn_if_unreached(task: RegisteredTask) -> None:
             task.name,
             module,
         )
+
+
+def atomic_problem(atomic: object) -> str | None:
+    """Why ``atomic`` is no ``@job(atomic=...)``: it takes True or False, or the alias of
+    a database of ``settings.DATABASES`` (the one the task writes to); None when it is one."""
+    if isinstance(atomic, bool):
+        return None
+    if not isinstance(atomic, str):
+        return f"atomic must be True, False or a database alias, not {atomic!r}"
+    if atomic not in settings.DATABASES:
+        return f"atomic={atomic!r} names no database of settings.DATABASES ({', '.join(settings.DATABASES)})"
+    return None
+
+
+def atomic_elsewhere(task: str, using: str) -> str | None:
+    """Why a job of ``task`` cannot be run atomically on the jobs table of database
+    ``using`` (the task said, with ``@job(atomic="alias")``, that it writes to another
+    database, which no transaction of the jobs' can hold), or None."""
+    alias = atomic_aliases.get(task)
+    if alias is None or alias == using:
+        return None
+    return (
+        f"{task} has @job(atomic={alias!r}): its writes and its success are committed in one transaction, "
+        f"which only a task writing to the jobs table's database can have, but its jobs are on {using!r}. "
+        f"Enqueue them on {alias!r} (a database router's db_for_write for the Job model, or "
+        f"Job.objects.using({alias!r})), or drop atomic"
+    )
 
 
 def default_name(func: Callable[..., Any]) -> str:
@@ -217,7 +253,8 @@ def register(
     expires_in = options.get("expires_in")
     if isinstance(expires_in, datetime.timedelta):
         options["expires_in"] = expires_in.total_seconds()
-    own = {"concurrency_limit", "rate_limit", "unique_queue", "unique_until", "tags"}  # not job_options_problem's
+    # Not job_options_problem's:
+    own = {"concurrency_limit", "rate_limit", "unique_queue", "unique_until", "tags", "atomic"}
     if problem := (
         job_options_problem(**{key: value for key, value in options.items() if key not in own})
         or concurrency_names_problem(func, concurrency, limit)
@@ -226,6 +263,8 @@ def register(
         or unique_until_problem(options.get("unique_until"))
         or tags_problem(options.get("tags", ()))
     ):
+        raise ImproperlyConfigured(f"@job on {name!r}: {problem}.")
+    if problem := atomic_problem(options.get("atomic", False)):
         raise ImproperlyConfigured(f"@job on {name!r}: {problem}.")
     if concurrency is not None:
         options["concurrency"] = tuple(concurrency)
@@ -237,6 +276,10 @@ def register(
     task = RegisteredTask(name=name, func=func, django_task=django_task, unique=unique, **options)
     _tasks_by_name[name] = task
     _tasks_by_func[func] = task
+    if isinstance(task.atomic, str):
+        atomic_aliases[name] = task.atomic
+    else:
+        atomic_aliases.pop(name, None)
     if _reached_by_workers(func.__module__):
         _unreached.pop(name, None)
     else:
@@ -263,6 +306,7 @@ def job(
     unique_until: str | None = None,
     expires_in: float | datetime.timedelta | None = None,
     tags: Sequence[str] = (),
+    atomic: bool | str = False,
 ) -> Callable[[F], F]: ...
 def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     """Register a function as a task: ``@job`` or ``@job(queue=..., priority=..., max_attempts=..., timeout=...)``.
@@ -278,6 +322,10 @@ def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     ``expires_in=60`` (seconds or a timedelta): a job not started within that time of its
     enqueue is never started (see the Expiry guide); an enqueue's own expiry overrides it.
     ``tags=("import",)`` tags each of its jobs (and an enqueue's ``tags`` add to them).
+    ``atomic=True`` runs the task inside a transaction on the jobs table's database and
+    writes its success in that transaction: its writes there commit with its success or
+    not at all (see the Transactional completion guide). ``atomic="alias"`` says which
+    database the task writes to: an enqueue on another database is refused.
 
     The function is returned unchanged, so it can still be called directly."""
     if func is not None:

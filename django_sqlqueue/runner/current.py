@@ -14,13 +14,16 @@ from collections.abc import Mapping
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connections, transaction
+from django.db.transaction import TransactionManagementError
 
-from django_sqlqueue.exceptions import JobCancelled, Snooze
+from django_sqlqueue.exceptions import InvalidJobError, JobCancelled, JobTakenAway, Snooze
 from django_sqlqueue.rules.failures import Failure, decide
+from django_sqlqueue.rules.lifecycle import SUCCEED, SUCCEED_AND_DELETE
 from django_sqlqueue.rules.validation import json_problem, meta_problem
 
 if TYPE_CHECKING:
+    from django_sqlqueue.db.finishing import Ended
     from django_sqlqueue.models import Job
 
 #: ``report_progress`` writes at most this often (and always the report that reaches the total).
@@ -47,6 +50,10 @@ class JobHandle:
         self.reported_at: float | None = None
         #: The exception this attempt raised and what it was decided to become (:meth:`decision`).
         self._decided: tuple[BaseException, Failure] | None = None
+        #: The success :meth:`complete_in_transaction` wrote, and whether the transaction
+        #: ``@job(atomic=True)`` wrote it in has ended without a rollback (no need to look).
+        self._completion: Ended | None = None
+        self._completion_kept = False
 
     def __enter__(self) -> JobHandle:
         self._token = _current.set(self)
@@ -188,6 +195,54 @@ class JobHandle:
             self.job.meta = meta
         return written
 
+    def complete_in_transaction(self, result: Any = None) -> None:
+        """Write this job's success, with ``result`` (JSON) as its result, inside the
+        transaction open on the jobs' database, fenced on this worker and attempt as
+        every finish is: the job is ``SUCCESSFUL`` (or deleted, with
+        ``SQLQUEUE_RETENTION["SUCCESSFUL"]`` 0) if and when that transaction commits,
+        together with what the task wrote in it, and the worker writes no other outcome
+        for it. Its dependents are released and its batch counted down in the same
+        transaction; ``job_succeeded`` is sent once it commits.
+
+        Raises ``TransactionManagementError`` outside a transaction on the jobs'
+        database, ``InvalidJobError`` for a result the database would not store,
+        :class:`~django_sqlqueue.exceptions.JobTakenAway` when the job is no longer this
+        attempt's (rescued: let it propagate, so that the transaction rolls back), and
+        ``RuntimeError`` when this attempt already completed its job."""
+        # Imported here: this module is imported with the package, before the models can be.
+        from django_sqlqueue.models import Job
+
+        if self.completed_in(Job.objects.on_queue_db().db) is not None:
+            raise RuntimeError(f"job {self.id} was already completed by this attempt.")
+        self._completion, self._completion_kept = _complete(self.job, self.worker_id, result), False
+
+    @property
+    def completion_written(self) -> bool:
+        """Whether this attempt wrote its job's success with :meth:`complete_in_transaction`
+        (rolled back since, perhaps: see :meth:`completed_in`)."""
+        return self._completion is not None
+
+    def completed_in(self, using: str) -> Ended | None:
+        """The success :meth:`complete_in_transaction` wrote, while it stands on ``using``
+        (the jobs' database): one query, only when the task completed its job itself,
+        finds the job no longer held, as a rolled-back transaction would have left it.
+        None when none was written or it was rolled back."""
+        if self._completion is None or self._completion_kept:
+            return self._completion
+        from django_sqlqueue.db.finishing import still_held
+        from django_sqlqueue.models import Job
+
+        try:
+            held = still_held(Job.objects.using(using), self.worker_id, [self.job]).exists()
+        except DatabaseError as error:  # the worker's own finish is fenced all the same
+            logger.warning("Could not read whether job %s's completion was committed: %s", self.id, error)
+            return None
+        return None if held else self._completion
+
+    def committed(self) -> None:
+        """Say that the transaction the success was written in ended without a rollback."""
+        self._completion_kept = self._completion is not None
+
     def decision(self, error: BaseException) -> Failure:
         """What this attempt, which raised ``error``, becomes (``rules.failures.decide``),
         decided once however many ask: the Django task's backend as it tells
@@ -200,6 +255,38 @@ class JobHandle:
 
     def __repr__(self) -> str:
         return f"<JobHandle #{self.id} {self.task} attempt {self.attempt}>"
+
+
+def _complete(job: Job, worker_id: str, result: Any) -> Ended:
+    """Write ``job``'s success with ``result`` in the transaction open on the jobs'
+    database (its dependents released and its batch counted down in it; its
+    ``job_succeeded`` sent once it commits). What was written.
+
+    Raises ``TransactionManagementError`` outside a transaction there (the success would
+    commit alone, before the task's writes), ``InvalidJobError`` for a result the
+    database would not store (the transaction must not commit a failed attempt), and
+    :class:`JobTakenAway` when the fence keeps the write out."""
+    # Imported here: this module is imported with the package, before the models can be.
+    from django_sqlqueue.models import Job
+
+    jobs = Job.objects.on_queue_db()
+    if not connections[jobs.db].in_atomic_block:
+        raise TransactionManagementError(
+            f"complete_in_transaction() writes job {job.pk}'s success in the transaction open on the jobs' "
+            f"database, and none is: call it inside transaction.atomic(using={jobs.db!r})."
+        )
+    if problem := json_problem(result, "the result"):
+        raise InvalidJobError(f"{job.task} cannot be completed: {problem}.")
+    ended = Job.objects.finish_as_decided(worker_id=worker_id, succeeded={job: result}, failed={})
+    if not ended:
+        raise JobTakenAway(
+            f"job {job.pk} ({job.task}) is no longer held by {worker_id} at attempt {job.attempts} (its lease ran "
+            "out and it was rescued): the transaction is rolled back, the task's writes with it"
+        )
+    (written,) = ended
+    if written.transition not in (SUCCEED, SUCCEED_AND_DELETE):  # a success kept, or deleted by the retention
+        raise InvalidJobError(f"{job.task} cannot be completed: {written.error}")
+    return written
 
 
 def current_job() -> JobHandle | None:

@@ -15,12 +15,14 @@ from asgiref.sync import async_to_sync
 from django.db import DatabaseError, connections
 
 from django_sqlqueue import signals
+from django_sqlqueue.db.finishing import Ended
 from django_sqlqueue.exceptions import TransactionLeftOpen
 from django_sqlqueue.models import Job
 from django_sqlqueue.rules.failures import Failure, attempt_number, error_message
 from django_sqlqueue.rules.lifecycle import FAIL, RETRY, SNOOZE, STOP, SUCCEED
 from django_sqlqueue.rules.registry import get_task
 from django_sqlqueue.runner import current
+from django_sqlqueue.runner.completion import completed, run_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +39,9 @@ class JobOutcome(NamedTuple):
     started: bool = True
     #: What its failed attempt becomes, decided once, as the finisher will write it.
     failure: Failure | None = None
+    #: The success the task committed with its writes (``runner/completion.py``): the
+    #: worker writes nothing more for it.
+    written: Ended | None = None
 
 
 def attempt(job: Job, worker_id: str, through: Through | None = None) -> JobOutcome:
@@ -56,6 +61,8 @@ def attempt(job: Job, worker_id: str, through: Through | None = None) -> JobOutc
             # Decided once an attempt: a Django task's backend or a middleware may have.
             failure = handle.decision(error)
             outcome = JobOutcome(job, error=error, failure=failure)
+        if handle.completion_written and (ended := completed(handle)) is not None:
+            outcome = _completed(outcome, ended)
         duration = time.perf_counter() - began
         result = SUCCEED.outcome if outcome.failure is None else outcome.failure.transition.outcome
         level, said = LOG_LEVELS[result], _SAID[result]
@@ -103,6 +110,20 @@ _SAID = {
 }
 
 
+def _completed(outcome: JobOutcome, ended: Ended) -> JobOutcome:
+    """The outcome of an attempt whose task committed its job's success itself: a task
+    that raised after that commit leaves its job ``SUCCESSFUL``, and its error logged."""
+    if outcome.error is not None:
+        logger.warning(
+            "Job %s (%s) raised %s after its completion was committed: it stays %s",
+            ended.job.pk,
+            ended.job.task,
+            type(outcome.error).__name__,
+            ended.status.label,
+        )
+    return JobOutcome(outcome.job, result=ended.result, written=ended)
+
+
 def _attempt_shown(job: Job) -> str:
     """``2/3``: the attempt's number, as the job's page numbers it, of those allowed; after
     an admin Retry, which gives the job a new count, ``4 (1/3 since its retry)``."""
@@ -139,6 +160,8 @@ def run(job: Job, worker_id: str) -> Any:
             # context (current_job()), its sync_to_async calls back on this thread and its
             # connections.
             func = async_to_sync(func)
+        if registered.atomic:
+            return run_atomically(job, lambda: call(func, *job.args, **job.kwargs))
         return call(func, *job.args, **job.kwargs)
     backend = cast(TaskBackend, registered.django_task.get_backend())
     return backend.run_job(registered.django_task, job, worker_id)

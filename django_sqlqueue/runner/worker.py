@@ -328,9 +328,11 @@ class WorkerProcess:
 
     def record(self, outcomes: list[JobOutcome]) -> None:
         """Write a batch of outcomes, keeping at it while the database is unavailable."""
-        succeeded = {out.job: out.result for out in outcomes if out.started and out.error is None}
+        succeeded = {out.job: out.result for out in outcomes if out.started and out.error is None and not out.written}
         failed = {out.job: out.failure for out in outcomes if out.started and out.failure is not None}
         unstarted = [out.job for out in outcomes if not out.started]
+        # Committed with their tasks' writes (runner/completion.py): only counted here.
+        completed = [out.written for out in outcomes if out.written is not None]
         ended = Counter(
             outcome.transition.outcome
             for outcome in self._persist(
@@ -338,8 +340,9 @@ class WorkerProcess:
             )
         )
         self._persist(lambda: Job.objects.release(worker_id=self.config.name, unstarted=unstarted))
+        ended.update(outcome.transition.outcome for outcome in completed)
         self.budget.give_back_unfinished(len(outcomes), ended)
-        if (written := sum(ended.values())) < len(succeeded) + len(failed):
+        if (written := sum(ended.values()) - len(completed)) < len(succeeded) + len(failed):
             self.lost = True
             logger.warning(
                 "%s: %d of %d jobs had been taken away (rescued?) before their outcome was written",
@@ -347,9 +350,9 @@ class WorkerProcess:
                 len(succeeded) + len(failed) - written,
                 len(succeeded) + len(failed),
             )
-        self.succeeded += len(succeeded)
+        self.succeeded += len(succeeded) + len(completed)
         self.failed += len(failed)
-        ran = [job.pk for job in (*succeeded, *failed)]
+        ran = [job.pk for job in (*succeeded, *failed)] + [outcome.job.pk for outcome in completed]
         self.started.recorded(ran)
         # What was written, not what was meant: the supervisor's counts follow the rows.
         self._tell("done", [*ran, *(job.pk for job in unstarted)], dict(ended))

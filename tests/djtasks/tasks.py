@@ -58,3 +58,15 @@ def snooze_for(seconds: float) -> None:
 def snooze_at_most_never(seconds: float) -> None:
     """Made a task by a test, with ``@task(max_snoozes=0)`` (Django 6.0's ``@task`` takes no options)."""
     raise Snooze(seconds)
+
+
+@task(atomic=True)  # type: ignore[call-overload, untyped-decorator]  # our option: not in the stubs
+def record_atomically(token: str) -> str:
+    """Inserts the token's receipt, committed with the job's success; then raises for a
+    token starting with ``fail``, which rolls the receipt back."""
+    from tests.testapp.models import Receipt
+
+    Receipt.objects.create(token=token)
+    if token.startswith("fail"):
+        raise ValueError(token)
+    return token

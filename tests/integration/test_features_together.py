@@ -12,6 +12,9 @@ must hold whatever came before:
   deleted unfinished; none waits for parents that have all finished;
 - each run of a job's task is one claim of it (its runs are at most its recorded
   attempts and snoozes, plus the one it is on);
+- an atomic step (``@job(atomic=True)``) leaves its notes once, with its success, and
+  none for a run that failed, snoozed or was killed, whatever the retention, the
+  workflow, the unique key, the raising hooks or the admin's retries around it;
 - after a drain, every job has ended or is not yet due; at the end, every job has
   ended or still waits for a job that has not, and every finished batch ran its
   callback;
@@ -56,7 +59,7 @@ from django_sqlqueue.operations import cancel_jobs
 from tests.support.admin_helpers import action, messages_of
 from tests.support.workers import FAST_CLOCKS, Workers, wait_until
 from tests.testapp.models import Receipt
-from tests.testapp.tasks import batch_done, step
+from tests.testapp.tasks import batch_done, step, step_atomically
 
 pytestmark = pytest.mark.slow
 
@@ -83,6 +86,8 @@ class Spec:
     mode: str
     parents: tuple[int, ...] = ()
     runs_anyway: bool = False
+    #: Run by ``step_atomically``: its notes commit with its success, once.
+    atomic: bool = False
 
 
 class FeaturesTogether(RuleBasedStateMachine):
@@ -127,11 +132,14 @@ class FeaturesTogether(RuleBasedStateMachine):
         runs_anyway=st.booleans(),
         unique_key=st.sampled_from([None, None, "key-a", "key-b"]),
         expires=st.booleans(),
+        atomic=st.booleans(),
     )
-    def enqueue(self, mode: str, parents: list[int], runs_anyway: bool, unique_key: str | None, expires: bool) -> int:
+    def enqueue(
+        self, mode: str, parents: list[int], runs_anyway: bool, unique_key: str | None, expires: bool, atomic: bool
+    ) -> int:
         parents = [parent for parent in parents if Job.objects.filter(pk=parent).exists()]
         job = Job.objects.enqueue(
-            step,
+            step_atomically if atomic else step,
             _step_args(mode),
             after=parents,
             after_failure="run" if runs_anyway else "cancel",
@@ -139,7 +147,7 @@ class FeaturesTogether(RuleBasedStateMachine):
             expires_in=1.5 if expires else None,
         )
         if job.created:
-            self.specs[job.pk] = Spec(mode, tuple(parents), runs_anyway)
+            self.specs[job.pk] = Spec(mode, tuple(parents), runs_anyway, atomic)
         return job.pk
 
     @rule(target=jobs, modes=st.lists(st.sampled_from(MODES), min_size=2, max_size=3))
@@ -287,6 +295,23 @@ class FeaturesTogether(RuleBasedStateMachine):
         snoozed = _counts("snoozed:")
         for pk, errors in Job.objects.filter(pk__in=list(runs)).values_list("pk", "errors"):
             assert runs[pk] <= len(errors) + snoozed.get(pk, 0) + 1, (pk, runs[pk], errors)
+
+    @invariant()
+    def atomic_steps_leave_their_notes_once_with_their_success(self) -> None:
+        """An atomic step's notes (``ran:``, ``done:``) commit with its success, in one
+        transaction: none for a run that failed, snoozed or was killed, and one run
+        noted at most, however often it ran, was rescued or retried in the admin."""
+        # The notes read in one query, before the statuses: a success committed between
+        # the two reads shows as notes missing, never as notes without their success.
+        notes = _counts("")
+        statuses = dict(Job.objects.filter(pk__in=list(self.specs)).values_list("pk", "status"))
+        for pk, spec in self.specs.items():
+            if not spec.atomic:
+                continue
+            runs, done = notes.get(f"ran:{pk}", 0), notes.get(f"done:{pk}", 0)
+            assert runs == done <= 1, (pk, spec, runs, done)
+            if statuses.get(pk) in (*ACTIVE, JobStatus.FAILED, JobStatus.CANCELLED) or spec.mode == "fail":
+                assert not runs, (pk, spec, statuses.get(pk))
 
     @invariant()
     def attempts_fail_only_as_asked(self) -> None:

@@ -102,6 +102,18 @@ def session(leader: int) -> list[int]:
     return members
 
 
+def children_of(parent: int) -> list[int]:
+    """The worker processes of a supervisor, from ``/proc``: never a stranger that reused a pid."""
+    from django_sqlqueue.models import Worker
+
+    pids = []
+    for pid in Worker.objects.values_list("pid", flat=True):
+        with contextlib.suppress(OSError):
+            if int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]) == parent:
+                pids.append(pid)
+    return pids
+
+
 def wait_until(condition: Callable[[], Any], *, timeout: float, why: Callable[[], str] = str) -> Any:
     """Poll ``condition`` (usually a query) until it is truthy; fail with ``why()`` after ``timeout``."""
     deadline = time.monotonic() + timeout

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -419,3 +420,89 @@ def step(mode: str, pause: float = 0.0) -> str:
         raise Snooze(0.2)
     _count_run(f"done:{handle.id}")
     return mode
+
+
+@job(atomic=True)
+def step_atomically(mode: str, pause: float = 0.0) -> str:
+    """:func:`step` with its notes committed with its success (``@job(atomic=True)``):
+    a run that fails, snoozes or is killed leaves none."""
+    return step(mode, pause)  # @job returns the function itself: this calls it
+
+
+def _insert_receipt(token: str, pause: float, die_once: str) -> None:
+    """Insert the token's receipt (a second run counts itself on it), then ``pause``;
+    with ``die_once`` (a marker file's path), kill the worker process the first time,
+    after the insert and before the job's outcome: the receipt of a job that runs again."""
+    _count_run(token)
+    time.sleep(pause)
+    if die_once and not os.path.exists(die_once):
+        Path(die_once).touch()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@job(max_attempts=50)
+def insert_receipt(token: str, pause: float = 0.0, die_once: str = "") -> None:
+    """:func:`_insert_receipt` outside any transaction of the job's: at least once."""
+    _insert_receipt(token, pause, die_once)
+
+
+@job(atomic=True, max_attempts=50)
+def insert_receipt_atomically(token: str, pause: float = 0.0, die_once: str = "") -> None:
+    """:func:`_insert_receipt` committed with the job's success: exactly once."""
+    _insert_receipt(token, pause, die_once)
+
+
+@job(atomic=True, max_attempts=1)
+def record_atomically_then_fail(token: str, message: str) -> None:
+    """Insert the token's receipt, then raise: the receipt is rolled back."""
+    _count_run(token)
+    raise ValueError(message)
+
+
+@job(atomic=True)
+def record_atomically(token: str, result: Any = None) -> Any:
+    """Insert the token's receipt, committed with the success; return ``result``."""
+    _count_run(token)
+    return result
+
+
+@job(max_attempts=1)
+def record_and_complete(token: str, then: str = "") -> str:
+    """Insert the token's receipt and complete the job inside one ``atomic()`` of the
+    task's own; ``then="raise"`` raises after that commit, ``"rollback"`` rolls both back
+    (and the worker writes the outcome), ``"twice"`` completes again."""
+    handle = current_job()
+    assert handle is not None
+    try:
+        with transaction.atomic():
+            _count_run(token)
+            handle.complete_in_transaction(result={"token": token})
+            if then == "twice":
+                handle.complete_in_transaction()
+            if then == "rollback":
+                raise LookupError("rolled back")
+    except LookupError:
+        return "rolled back"
+    if then == "raise":
+        raise RuntimeError("after the commit")
+    return "returned"
+
+
+@job(max_attempts=1)
+def complete_outside_transaction() -> None:
+    """Completes its job with autocommit on: refused, as the success would commit alone."""
+    handle = current_job()
+    assert handle is not None
+    handle.complete_in_transaction()
+
+
+@job(atomic="replica")
+def atomic_on_replica(token: str) -> None:
+    """Says it writes to another database than the jobs': refused at enqueue."""
+
+
+@job(atomic=True, max_attempts=1)
+def record_atomically_unstorable(token: str) -> float:
+    """Insert the token's receipt, then return what no JSON column stores: rolled back."""
+    _count_run(token)
+    return float("nan")

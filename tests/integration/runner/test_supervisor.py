@@ -21,7 +21,7 @@ from django.db import connection
 from django.db.models import Count
 
 from django_sqlqueue.models import Job, JobStatus, Worker
-from tests.support.workers import Workers, wait_until
+from tests.support.workers import Workers, children_of, wait_until
 from tests.testapp.models import Receipt
 from tests.testapp.tasks import (
     add,
@@ -70,16 +70,6 @@ def assert_side_effects_once_unless_rescued(count: int) -> dict[str, int]:
     repeated = {token: times for token, times in runs.items() if times > 1}
     assert {token: times for token, times in repeated.items() if times - 1 > failed_attempts[token]} == {}
     return repeated
-
-
-def children_of(parent: int) -> list[int]:
-    """The worker processes of a supervisor, from ``/proc``: never a stranger that reused a pid."""
-    pids = []
-    for pid in Worker.objects.values_list("pid", flat=True):
-        with contextlib.suppress(OSError):
-            if int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]) == parent:
-                pids.append(pid)
-    return pids
 
 
 def test_chaos_kill_9_a_worker_every_second_loses_nothing(start_workers: StartWorkers) -> None:
