@@ -21,6 +21,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import module_has_submodule
 
 from django_sqlqueue.exceptions import TaskModuleError, UnknownTaskError
+from django_sqlqueue.rules.backoff import Backoff, backoff_problem
 from django_sqlqueue.rules.limits import TASK_NAME_MAX_LENGTH
 from django_sqlqueue.rules.rates import rate_limit_name_problem
 from django_sqlqueue.rules.tags import merged, tags_problem
@@ -72,6 +73,9 @@ class RegisteredTask:
     expires_in: float | None = None
     #: Every job of it has these tags, and those its enqueue adds.
     tags: tuple[str, ...] = ()
+    #: ``backoff(exception, job)``: the delay before a failed job's next attempt, or None
+    #: for none (``rules.backoff``); ``None``: ``SQLQUEUE_RETRY_BACKOFF``'s doubling.
+    backoff: Backoff | None = None
 
     @functools.cached_property
     def signature(self) -> inspect.Signature | None:
@@ -217,7 +221,14 @@ def register(
     expires_in = options.get("expires_in")
     if isinstance(expires_in, datetime.timedelta):
         options["expires_in"] = expires_in.total_seconds()
-    own = {"concurrency_limit", "rate_limit", "unique_queue", "unique_until", "tags"}  # not job_options_problem's
+    own = {
+        "concurrency_limit",
+        "rate_limit",
+        "unique_queue",
+        "unique_until",
+        "tags",
+        "backoff",
+    }  # not job_options_problem's
     if problem := (
         job_options_problem(**{key: value for key, value in options.items() if key not in own})
         or concurrency_names_problem(func, concurrency, limit)
@@ -225,6 +236,7 @@ def register(
         or rate_limit_name_problem(options.get("rate_limit"))
         or unique_until_problem(options.get("unique_until"))
         or tags_problem(options.get("tags", ()))
+        or backoff_problem(options.get("backoff"))
     ):
         raise ImproperlyConfigured(f"@job on {name!r}: {problem}.")
     if concurrency is not None:
@@ -263,6 +275,7 @@ def job(
     unique_until: str | None = None,
     expires_in: float | datetime.timedelta | None = None,
     tags: Sequence[str] = (),
+    backoff: Backoff | None = None,
 ) -> Callable[[F], F]: ...
 def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     """Register a function as a task: ``@job`` or ``@job(queue=..., priority=..., max_attempts=..., timeout=...)``.
@@ -278,6 +291,8 @@ def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     ``expires_in=60`` (seconds or a timedelta): a job not started within that time of its
     enqueue is never started (see the Expiry guide); an enqueue's own expiry overrides it.
     ``tags=("import",)`` tags each of its jobs (and an enqueue's ``tags`` add to them).
+    ``backoff=fn``: ``fn(exception, job)`` returns the delay (seconds or a timedelta)
+    before a failed job's next attempt, or None for no more retries (``rules.backoff``).
 
     The function is returned unchanged, so it can still be called directly."""
     if func is not None:
