@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from django_sqlqueue.backends.compat import Task
 from django_sqlqueue.backends.results import job_result
-from django_sqlqueue.rules.failures import retry_delay
+from django_sqlqueue.rules import failures
 
 if TYPE_CHECKING:
     from django_sqlqueue.models import Job
@@ -30,5 +30,5 @@ class TaskBackoff:
     def __call__(self, error: BaseException, job: Job) -> float | datetime.timedelta | None:
         backoff = getattr(self.task, "backoff", None) or getattr(self.task.get_backend(), "backoff", None)
         if backoff is None:
-            return retry_delay(job.attempts)
+            return failures.retry_delay(job.attempts)
         return backoff(error, job_result(job, self.task, backend=self.task.backend))  # type: ignore[no-any-return]
