@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+from django_sqlqueue.exceptions import WorkerLost
+from django_sqlqueue.maintenance.rescue import rescue_worker
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.rules.registry import job
 from tests.support.attempts import db_now, raised
@@ -132,3 +134,14 @@ def test_a_bad_backoff_is_refused_at_registration(backoff: Any, message: str) ->
 
 def test_a_backoff_with_optional_arguments_is_accepted() -> None:
     assert job(backoff=two_arguments, name="tests.backoff.two")(never_run) is never_run
+
+
+@pytest.mark.django_db
+def test_a_dead_workers_job_is_retried_as_its_backoff_says() -> None:
+    Job.objects.enqueue(paced, (1,))
+    (held,) = Job.objects.claim(worker_id="crashed")
+    rescue_worker("crashed", WorkerLost("gone"), started={held.pk})
+    held.refresh_from_db()
+    assert (held.status, held.errors[-1]["message"]) == (JobStatus.READY, "gone")
+    now = db_now()
+    assert now + datetime.timedelta(seconds=85) <= held.run_at <= now + datetime.timedelta(seconds=90) + SLACK
