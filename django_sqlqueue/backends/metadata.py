@@ -1,7 +1,8 @@
 """Django's task metadata (in its development version: ``Task.using(metadata=...)``,
 ``TaskResult.metadata``, ``TaskContext.metadata`` and ``save_metadata()``) as a job's
 ``meta``: the whole dict, its keys starting with ``_`` (hidden from the task and its
-results, reserved for backends and libraries) too. Feature-detected: where Django has no
+results, reserved for backends and libraries; this backend reserves ``_sqlqueue`` and
+writes none today) too. Feature-detected: where Django has no
 metadata, results and contexts carry none, and ``with_meta()`` still writes ``meta``."""
 
 from __future__ import annotations
@@ -17,10 +18,6 @@ from django_sqlqueue.runner.current import current_job
 
 #: Whether the installed Django's ``TaskResult`` carries metadata (``raw_metadata``).
 SUPPORTED = "raw_metadata" in {field.name for field in dataclasses.fields(TaskResult)}
-
-#: The prefix of the metadata keys this backend reserves for itself (it writes none
-#: today); Django hides every key starting with ``_`` from tasks and results.
-RESERVED_PREFIX = "_sqlqueue"
 
 
 def enqueue_meta(task: Any) -> dict[str, Any] | None:
