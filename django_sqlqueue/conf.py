@@ -251,7 +251,8 @@ class Settings:
 
     @setting(default=10.0)
     def SQLQUEUE_RETRY_BACKOFF(self, value: Any) -> float:
-        """Seconds before the first retry; each later retry waits twice as long, with jitter."""
+        """Seconds before the first retry; each later retry waits twice as long, with jitter.
+        A task's own backoff (``@job(backoff=...)``, or a Django task's) decides instead."""
         return _positive_number("SQLQUEUE_RETRY_BACKOFF", value)
 
     @setting(default=3600.0)

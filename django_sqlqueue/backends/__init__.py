@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
+from django.utils.module_loading import import_string
 
 from django_sqlqueue.backends.compat import (
     BaseTaskBackend,
@@ -24,8 +25,11 @@ from django_sqlqueue.backends.compat import (
     TaskResultDoesNotExist,
     task_enqueued,
 )
+from django_sqlqueue.backends.metadata import enqueue_meta, save_meta
 from django_sqlqueue.backends.results import job_result
+from django_sqlqueue.backends.retries import TaskBackoff
 from django_sqlqueue.exceptions import UnknownTaskError
+from django_sqlqueue.rules.backoff import Backoff, backoff_problem
 from django_sqlqueue.rules.registry import get_task, register
 from django_sqlqueue.rules.tags import merged, tags_problem
 from django_sqlqueue.rules.validation import job_options_problem
@@ -42,6 +46,10 @@ _R = TypeVar("_R")
 #: Our job options a task or the backend's ``OPTIONS`` may set; Django's own
 #: ``queue_name`` and ``priority`` are the job's queue and priority.
 JOB_OPTIONS = ("max_attempts", "timeout", "expires_in")
+#: The retry settings of Django's retry proposal, in ``OPTIONS`` or beside it (where the
+#: proposal puts them): ``MAX_ATTEMPTS`` is ``max_attempts``; ``BACKOFF`` a callable
+#: or its dotted path, every task's backoff unless it has its own.
+RETRY_SETTINGS = ("MAX_ATTEMPTS", "BACKOFF")
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,6 +82,10 @@ class SQLQueueTask(Task):  # type: ignore[type-arg]  # generic in the stubs, not
     atomic: bool | str = False
     #: The job's ``meta``, set for one enqueue with :meth:`with_meta` (a dict: not hashed).
     meta: dict[str, Any] | None = dataclasses.field(default=None, hash=False)
+    #: The retry proposal's ``backoff(exception, task_result)``: seconds (or a timedelta)
+    #: before a failed attempt's retry, or None for no more (``None``: the backend's
+    #: ``BACKOFF``, else ``SQLQUEUE_RETRY_BACKOFF``'s doubling). Not changed by ``using()``.
+    backoff: Backoff | None = None
 
     def waiting_for(self, *results: Any, after_failure: str | None = None) -> SQLQueueTask:
         """A copy of this task whose enqueue waits until the jobs of ``results`` (task
@@ -104,37 +116,70 @@ class SQLQueueTask(Task):  # type: ignore[type-arg]  # generic in the stubs, not
             options = {name: value for name, value in own.items() if value is not None and value is not False}
             if self.tags:
                 options["tags"] = self.tags
-            register(self.func, name=self.module_path, django_task=self, **options)
+            register(self.func, name=self.module_path, django_task=self, backoff=TaskBackoff(self), **options)
+
+    def enqueue_on_commit(self, *args: Any, **kwargs: Any) -> None:
+        """Enqueue the task once the transaction open on the jobs' database commits (at
+        once outside one), as ``transaction.on_commit(partial(task.enqueue, ...))`` does,
+        and never when it rolls back: the spelling Django's open proposal gives it.
+        Returns nothing, as the job does not exist yet.
+
+        The arguments and options are checked now, and a mistake raises here (as
+        ``enqueue`` would); an error of the enqueue itself, after the commit, is raised
+        from the block that committed. ``enqueue`` inside the transaction is what makes
+        the job part of it; see the Tasks backend guide for when to use which."""
+        backend = self.get_backend()
+        check = getattr(backend, "check_enqueue", None)
+        if check is not None:
+            check(self, list(args), kwargs)
+        transaction.on_commit(
+            functools.partial(self.enqueue, *args, **kwargs), using=getattr(backend, "database", None)
+        )
 
 
 class SQLQueueBackend(BaseTaskBackend):
     """Runs Django tasks on the jobs table.
 
     ``OPTIONS`` may hold ``max_attempts``, ``timeout`` and ``expires_in``: the defaults of every task of
-    this backend that does not set its own. Creating the backend reads settings only:
-    Django creates it when a task module is imported, which may be before models load."""
+    this backend that does not set its own; and the retry proposal's ``MAX_ATTEMPTS`` and
+    ``BACKOFF`` (a callable or its dotted path), there or beside ``OPTIONS``. Creating the
+    backend reads settings only: Django creates it when a task module is imported, which
+    may be before models load."""
 
     task_class = SQLQueueTask
     supports_defer = True
     supports_priority = True
     supports_get_result = True
     supports_async_task = True
+    #: Django's metadata (its development version): a job's ``meta`` (``backends.metadata``).
+    supports_metadata = True
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
+        where = f"TASKS[{alias!r}]"
+        retries = _retry_settings(where, params, self.options)
+        self.options = {name: value for name, value in self.options.items() if name not in RETRY_SETTINGS}
         if unknown := sorted(set(self.options) - set(JOB_OPTIONS)):
             raise ImproperlyConfigured(
-                f"TASKS[{alias!r}]['OPTIONS'] has unknown keys {unknown}: it takes {', '.join(JOB_OPTIONS)}."
+                f"{where}['OPTIONS'] has unknown keys {unknown}: it takes {', '.join((*JOB_OPTIONS, *RETRY_SETTINGS))}."
             )
+        if "MAX_ATTEMPTS" in retries:
+            if "max_attempts" in self.options:
+                raise ImproperlyConfigured(f"{where}: set MAX_ATTEMPTS or OPTIONS['max_attempts'], not both.")
+            self.options["max_attempts"] = retries["MAX_ATTEMPTS"]
         if problem := job_options_problem(**self.options):
-            raise ImproperlyConfigured(f"TASKS[{alias!r}]['OPTIONS']: {problem}.")
+            raise ImproperlyConfigured(f"{where}['OPTIONS']: {problem}.")
+        #: Every task's backoff unless it has its own (``SQLQueueTask.backoff``).
+        self.backoff: Backoff | None = _imported_backoff(where, retries.get("BACKOFF"))
 
     def validate_task(self, task: Task[..., Any]) -> None:
         """Django's rules, then ours (queue names, ``SQLQUEUE_QUEUES``, option ranges).
         Only checks: a task of ours registers itself once valid (``SQLQueueTask``)."""
         super().validate_task(task)
-        if problem := job_options_problem(queue=task.queue_name, **_own_options(task)) or tags_problem(
-            getattr(task, "tags", ())
+        if problem := (
+            job_options_problem(queue=task.queue_name, **_own_options(task))
+            or tags_problem(getattr(task, "tags", ()))
+            or backoff_problem(getattr(task, "backoff", None))
         ):
             raise InvalidTask(f"{task.module_path}: {problem}.")
 
@@ -149,19 +194,7 @@ class SQLQueueBackend(BaseTaskBackend):
         from django_sqlqueue.models import Job
 
         self.validate_task(task)
-        options = {name: value for name, value in _own_options(task).items() if value is not None}
-        job = Job.objects.enqueue(
-            task.func,
-            args,
-            kwargs,
-            queue=task.queue_name,
-            priority=task.priority,
-            run_at=task.run_after,
-            **{**self.options, **options},
-            **_dependencies(task),
-            tags=getattr(task, "tags", ()),
-            meta=getattr(task, "meta", None),
-        )
+        job = Job.objects.enqueue(task.func, args, kwargs, **self._job_options(task))
         result = job_result(job, task, backend=self.alias)
         if job.created:
             sender = type(self)
@@ -169,6 +202,41 @@ class SQLQueueBackend(BaseTaskBackend):
                 lambda: send(task_enqueued, sender, task.module_path, task_result=result), using=job._state.db
             )
         return result
+
+    def check_enqueue(self, task: Task[..., Any], args: list[Any], kwargs: dict[str, Any]) -> None:
+        """Raise what :meth:`enqueue` would for these arguments and options, writing
+        nothing: what ``enqueue_on_commit`` checks before it waits for the commit."""
+        from django_sqlqueue.db.building import validate
+        from django_sqlqueue.models import Job
+
+        self.validate_task(task)
+        validate(Job.objects.build(task.func, args, kwargs, **self._job_options(task)))
+
+    @property
+    def database(self) -> str:
+        """The database alias the jobs are written to (``router.db_for_write(Job)``)."""
+        from django_sqlqueue.models import Job
+
+        return str(Job.objects.on_queue_db().db)
+
+    def save_metadata(self, task_result: TaskResult[..., Any], metadata: dict[str, Any]) -> None:
+        """Django's ``TaskContext.save_metadata()``: ``metadata`` (its reserved keys too)
+        becomes the job's ``meta`` (``backends.metadata.save_meta``)."""
+        save_meta(task_result.id, metadata)
+
+    def _job_options(self, task: Task[..., Any]) -> dict[str, Any]:
+        """What ``Job.objects.enqueue`` is given for an enqueue of ``task``."""
+        options = {name: value for name, value in _own_options(task).items() if value is not None}
+        return {
+            "queue": task.queue_name,
+            "priority": task.priority,
+            "run_at": task.run_after,
+            **self.options,
+            **options,
+            **_dependencies(task),
+            "tags": getattr(task, "tags", ()),
+            "meta": enqueue_meta(task),
+        }
 
     def get_result(self, result_id: str) -> TaskResult[..., Any]:
         """The job's current state, read from its row.
@@ -208,6 +276,25 @@ class SQLQueueBackend(BaseTaskBackend):
 def _own_options(task: Task[..., Any]) -> dict[str, Any]:
     # A Task made directly rather than by @task may be Django's own class, without them.
     return {name: getattr(task, name, None) for name in JOB_OPTIONS}
+
+
+def _retry_settings(where: str, params: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """``MAX_ATTEMPTS`` and ``BACKOFF``, from ``OPTIONS`` or beside it (not both)."""
+    if both := sorted(name for name in RETRY_SETTINGS if name in params and name in options):
+        raise ImproperlyConfigured(f"{where}: set {', '.join(both)} in OPTIONS or beside it, not both.")
+    return {name: source[name] for source in (params, options) for name in RETRY_SETTINGS if name in source}
+
+
+def _imported_backoff(where: str, backoff: Any) -> Backoff | None:
+    """``BACKOFF`` as a callable: imported when it is a dotted path, and checked."""
+    if isinstance(backoff, str):
+        try:
+            backoff = import_string(backoff)
+        except ImportError as error:
+            raise ImproperlyConfigured(f"{where}: BACKOFF {backoff!r} cannot be imported: {error}") from error
+    if problem := backoff_problem(backoff):
+        raise ImproperlyConfigured(f"{where}: BACKOFF: {problem}.")
+    return backoff  # type: ignore[no-any-return]
 
 
 def _dependencies(task: Task[..., Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from django_sqlqueue.backends.compat import Task, TaskError, TaskResult, TaskResultStatus
+from django_sqlqueue.backends.metadata import result_metadata
 from django_sqlqueue.rules.lifecycle import TASK_RESULT_STATUS, JobStatus
 
 if TYPE_CHECKING:
@@ -23,7 +24,8 @@ def job_result(job: Job, task: Task[_P, _R], *, backend: str) -> TaskResult[_P, 
     no such status, and it will not run again).
     ``worker_ids`` has the worker of each attempt of the job's life, so ``attempts``
     counts them across admin Retries: every attempt that ended without success left an
-    error naming its worker, and a running or successful job's last attempt is its own."""
+    error naming its worker, and a running or successful job's last attempt is its own.
+    Its metadata (where Django has it) is the job's ``meta`` (``backends.metadata``)."""
     if (task.queue_name, task.priority) != (job.queue, job.priority):
         task = task.using(queue_name=job.queue, priority=job.priority)
     worker_ids = [error.get("worker") or "" for error in job.errors]
@@ -45,6 +47,7 @@ def job_result(job: Job, task: Task[_P, _R], *, backend: str) -> TaskResult[_P, 
             for error in job.errors
         ],
         worker_ids=worker_ids,
+        **result_metadata(job.meta),
     )
     # Django's own backends set the return value this way: it is not an init field.
     object.__setattr__(result, "_return_value", job.result)

@@ -1,6 +1,7 @@
 """Running a Django task's job in a worker, for the runner (``runner.execution.TaskBackend``):
 the task gets its context, and Django's ``task_started`` and ``task_finished`` are sent
-around it with the ``TaskResult`` the job will have once its outcome is written."""
+around it with the ``TaskResult`` the job will have once its outcome is written, and the
+metadata its task changed saved (``backends.metadata``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from django.utils.timezone import now
 
 from django_sqlqueue.backends.compat import Task, TaskContext, TaskResult, normalize_json, task_finished, task_started
+from django_sqlqueue.backends.metadata import save_modified
 from django_sqlqueue.backends.results import job_result
 from django_sqlqueue.db.finishing import after_failure
 from django_sqlqueue.models import Job
@@ -37,7 +39,12 @@ def run_task(task: Task[..., Any], job: Job, worker_id: str, *, backend: str, se
 
     def called() -> Any:
         if task.takes_context:
-            value = call(task.call, TaskContext(task_result=running), *running.args, **running.kwargs)
+            context = TaskContext(task_result=running)
+            try:
+                value = call(task.call, context, *running.args, **running.kwargs)
+            finally:
+                # Kept whether the task returned or raised; metadata no database stores fails the attempt.
+                save_modified(context)
         else:
             value = call(task.call, *running.args, **running.kwargs)
         # What Django's own backends store: tuples become lists, for one.

@@ -45,6 +45,7 @@ CHECKED_ELSEWHERE: dict[Condition, str] = {
     Condition.REFUSED: "the finisher, which writes one job at a time once the database refused a batch",
     Condition.ATTEMPTS_LEFT: "failure_transition, from the claimed job's attempts",
     Condition.ATTEMPTS_SPENT: "failure_transition, from the claimed job's attempts",
+    Condition.BACKOFF_DECLINED: "rules/failures.py's decide(), which asks the task's backoff (rules/backoff.py)",
     Condition.UNIQUE_KEY_FREE: "the unique index on active jobs' keys",
     Condition.NO_SUCCESS_RETENTION: "the finisher, which reads SQLQUEUE_RETENTION",
     Condition.RETENTION_PASSED: "db/pruning.py's due()",

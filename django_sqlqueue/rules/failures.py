@@ -6,6 +6,7 @@ task signals the same."""
 
 from __future__ import annotations
 
+import copy
 import datetime
 import math
 import random
@@ -14,7 +15,16 @@ from typing import Any, NamedTuple, Protocol
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.exceptions import InvalidJobError, JobCancelled, Snooze, SnoozedTooOften, UnknownTaskError
-from django_sqlqueue.rules.lifecycle import RETRY, SNOOZE, Transition, failure_transition, snooze_transition
+from django_sqlqueue.rules.backoff import Backoff, asked_delay
+from django_sqlqueue.rules.lifecycle import (
+    GIVE_UP,
+    RETRY,
+    SNOOZE,
+    JobStatus,
+    Transition,
+    failure_transition,
+    snooze_transition,
+)
 from django_sqlqueue.rules.registry import get_task
 from django_sqlqueue.rules.validation import delay_problem
 
@@ -106,7 +116,8 @@ class Failure(NamedTuple):
     error: BaseException
     #: What is kept of it in the job's ``errors`` (:func:`error_record`); None for a snooze.
     record: dict[str, Any] | None
-    #: ``stop``, ``retry`` or ``fail`` (``rules.lifecycle.AFTER_FAILURE``), or
+    #: ``stop``, ``retry`` or ``fail`` (``rules.lifecycle.AFTER_FAILURE``), ``give_up`` (its
+    #: task's backoff declined a retry, or raised or returned no delay: the error says so), or
     #: ``snooze`` or ``snooze_spent`` (``AFTER_SNOOZE``).
     transition: Transition
     #: How long a retry (:func:`retry_delay`) or a snooze waits; None for the others.
@@ -117,14 +128,42 @@ def decide(job: Attempt, error: BaseException, worker_id: str) -> Failure:
     """What ``job``'s attempt in ``worker_id`` that raised ``error`` becomes, by the
     lifecycle table: ``CANCELLED`` when it was cancelled (it raised ``JobCancelled``, or
     someone asked to cancel it); a snooze (:func:`snoozed`) when it raised ``Snooze``;
-    else back to ``READY`` after :func:`retry_delay` while it has attempts left, else
-    ``FAILED``. Call it once per attempt: the delay is drawn at random."""
+    else back to ``READY`` while it has attempts left, after its task's backoff's delay
+    (``rules.backoff``: ``FAILED`` at once when that declines, raises or returns no delay)
+    or else :func:`retry_delay`; else ``FAILED``. Call it once per attempt: the delay is
+    drawn at random, and the backoff asked once."""
     cancelled = isinstance(error, JobCancelled) or job.cancel_requested_at is not None
     if isinstance(error, Snooze) and not cancelled:
         return snoozed(job, error, worker_id)
     transition = failure_transition(attempts=job.attempts, max_attempts=job.max_attempts, cancelled=cancelled)
-    delay = retry_delay(job.attempts) if transition is RETRY else None
-    return Failure(error, error_record(job, error, worker_id), transition, delay)
+    record = error_record(job, error, worker_id)
+    if transition is not RETRY:
+        return Failure(error, record, transition, None)
+    backoff = _backoff(job.task)
+    if backoff is None:
+        return Failure(error, record, transition, retry_delay(job.attempts))
+    try:
+        delay = asked_delay(backoff, error, _failed(job, record), job.task)
+    except InvalidJobError as invalid:
+        return Failure(invalid, error_record(job, invalid, worker_id), GIVE_UP, None)
+    return Failure(error, record, GIVE_UP, None) if delay is None else Failure(error, record, RETRY, delay)
+
+
+def _backoff(task: str) -> Backoff | None:
+    """``task``'s own backoff (``@job(backoff=...)``, or a Django task's), or None."""
+    try:
+        return get_task(task).backoff
+    except UnknownTaskError:
+        return None
+
+
+def _failed(job: Attempt, record: dict[str, Any]) -> Any:
+    """A copy of ``job`` as its failed attempt leaves it, for its task's backoff: ``FAILED``,
+    its error last in ``errors``. The job itself is written by the finisher only."""
+    failed = copy.copy(job)
+    failed.errors = [*job.errors, record]  # type: ignore[misc]  # a row's column, read-only in the protocol
+    failed.status = JobStatus.FAILED  # type: ignore[attr-defined]
+    return failed
 
 
 def snoozed(job: Attempt, snooze: Snooze, worker_id: str) -> Failure:

@@ -85,6 +85,9 @@ class Condition(enum.Enum):
     NOT_CANCEL_REQUESTED = "nobody asked to cancel it"
     ATTEMPTS_LEFT = "attempts < max_attempts"
     ATTEMPTS_SPENT = "attempts >= max_attempts"
+    BACKOFF_DECLINED = (
+        "its task's backoff returned None (no more retries), or raised or returned no delay (the error says so)"
+    )
     UNIQUE_KEY_FREE = "no other active job holds its unique_key (the unique index)"
     NO_SUCCESS_RETENTION = 'SQLQUEUE_RETENTION["SUCCESSFUL"] is 0'
     RETENTION_PASSED = "it finished longer ago than SQLQUEUE_RETENTION keeps its status"
@@ -247,6 +250,15 @@ SNOOZE_SPENT = _transition(
     "the worker's finisher (its error SnoozedTooOften), whatever attempts it has left",
     outcome="failed",
 )
+GIVE_UP = _transition(
+    "give_up",
+    (_RUNNING,),
+    JobStatus.FAILED,
+    (_C.HELD, _C.STARTED, _C.RAISED, _C.NOT_CANCEL_REQUESTED, _C.ATTEMPTS_LEFT, _C.BACKOFF_DECLINED),
+    ("status", *_ERROR, "finished_at"),
+    "the worker's finisher, whatever attempts it has left; the rescue, for a dead worker's started job",
+    outcome="failed",
+)
 FAIL_UNRECORDED = _transition(
     "fail_unrecorded",
     (_RUNNING,),
@@ -386,6 +398,7 @@ TRANSITIONS: dict[str, Transition] = {
         SUCCEED_AND_DELETE,
         RETRY,
         FAIL,
+        GIVE_UP,
         FAIL_UNRECORDED,
         STOP,
         SNOOZE,

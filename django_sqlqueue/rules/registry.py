@@ -22,6 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import module_has_submodule
 
 from django_sqlqueue.exceptions import TaskModuleError, UnknownTaskError
+from django_sqlqueue.rules.backoff import Backoff, backoff_problem
 from django_sqlqueue.rules.limits import TASK_NAME_MAX_LENGTH
 from django_sqlqueue.rules.rates import rate_limit_name_problem
 from django_sqlqueue.rules.tags import merged, tags_problem
@@ -77,6 +78,9 @@ class RegisteredTask:
     #: task run inside a transaction on the jobs table's database with its success written
     #: in it (``runner/completion.py``); False for a task run outside any transaction.
     atomic: bool | str = False
+    #: ``backoff(exception, job)``: the delay before a failed job's next attempt, or None
+    #: for none (``rules.backoff``); ``None``: ``SQLQUEUE_RETRY_BACKOFF``'s doubling.
+    backoff: Backoff | None = None
 
     @functools.cached_property
     def signature(self) -> inspect.Signature | None:
@@ -254,7 +258,7 @@ def register(
     if isinstance(expires_in, datetime.timedelta):
         options["expires_in"] = expires_in.total_seconds()
     # Not job_options_problem's:
-    own = {"concurrency_limit", "rate_limit", "unique_queue", "unique_until", "tags", "atomic"}
+    own = {"concurrency_limit", "rate_limit", "unique_queue", "unique_until", "tags", "atomic", "backoff"}
     if problem := (
         job_options_problem(**{key: value for key, value in options.items() if key not in own})
         or concurrency_names_problem(func, concurrency, limit)
@@ -262,6 +266,7 @@ def register(
         or rate_limit_name_problem(options.get("rate_limit"))
         or unique_until_problem(options.get("unique_until"))
         or tags_problem(options.get("tags", ()))
+        or backoff_problem(options.get("backoff"))
     ):
         raise ImproperlyConfigured(f"@job on {name!r}: {problem}.")
     if problem := atomic_problem(options.get("atomic", False)):
@@ -307,6 +312,7 @@ def job(
     expires_in: float | datetime.timedelta | None = None,
     tags: Sequence[str] = (),
     atomic: bool | str = False,
+    backoff: Backoff | None = None,
 ) -> Callable[[F], F]: ...
 def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     """Register a function as a task: ``@job`` or ``@job(queue=..., priority=..., max_attempts=..., timeout=...)``.
@@ -326,6 +332,8 @@ def job(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     writes its success in that transaction: its writes there commit with its success or
     not at all (see the Transactional completion guide). ``atomic="alias"`` says which
     database the task writes to: an enqueue on another database is refused.
+    ``backoff=fn``: ``fn(exception, job)`` returns the delay (seconds or a timedelta)
+    before a failed job's next attempt, or None for no more retries (``rules.backoff``).
 
     The function is returned unchanged, so it can still be called directly."""
     if func is not None:

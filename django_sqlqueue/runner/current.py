@@ -181,7 +181,12 @@ class JobHandle:
         savepoint inside a transaction of the task's."""
         if not isinstance(values, Mapping):
             raise ValueError(f"values must be a mapping, not {type(values).__name__}.")
-        meta = {**(self.job.meta or {}), **values}
+        return self.replace_meta({**(self.job.meta or {}), **values})
+
+    def replace_meta(self, meta: dict[str, Any]) -> bool:
+        """Make ``meta`` the job's whole ``meta``, written and checked as :meth:`add_meta`
+        writes and checks: what Django's ``TaskContext.save_metadata()`` does (keys
+        it leaves out are removed). Whether it was written."""
         if problem := meta_problem(meta):
             raise ValueError(f"{problem}.")
         # Imported here: this module is imported with the package, before the models can be.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import django
 import pytest
@@ -83,7 +83,8 @@ def test_the_backend_supports_every_feature() -> None:
     [
         (
             {"retries": 3},
-            "TASKS['default']['OPTIONS'] has unknown keys ['retries']: it takes max_attempts, timeout, expires_in.",
+            "TASKS['default']['OPTIONS'] has unknown keys ['retries']: "
+            "it takes max_attempts, timeout, expires_in, MAX_ATTEMPTS, BACKOFF.",
         ),
         (
             {"max_attempts": 0},
@@ -219,6 +220,54 @@ def test_task_enqueued_is_sent_once_the_enqueue_commits_and_never_for_a_rollback
     assert [sent.id for _, sent in enqueued] == [result.id]
     alone = add.enqueue(5, 6)
     assert [sent.id for _, sent in enqueued] == [result.id, alone.id]
+
+
+#: ``add`` as our backend makes it (its type is Django's Task).
+on_commit = cast(SQLQueueTask, add)
+
+
+def enqueue_on_commit_then_roll_back() -> None:
+    with transaction.atomic():
+        on_commit.enqueue_on_commit(1, 2)
+        raise Rollback
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue_on_commit_waits_for_the_commit_and_never_enqueues_for_a_rollback(
+    enqueued: list[tuple[type, Any]],
+) -> None:
+    with pytest.raises(Rollback):
+        enqueue_on_commit_then_roll_back()
+    assert Job.objects.count() == 0
+    with transaction.atomic():
+        cast(SQLQueueTask, on_commit.using(priority=5)).enqueue_on_commit(3, b=4)
+        assert Job.objects.count() == 0
+    job = Job.objects.get()
+    assert (job.args, job.kwargs, job.priority) == ([3], {"b": 4}, 5)
+    assert [sent.id for _, sent in enqueued] == [str(job.pk)]
+    # Outside a transaction, at once.
+    on_commit.enqueue_on_commit(5, 6)
+    assert Job.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: on_commit.enqueue_on_commit(1, {1, 2}), "Cannot enqueue tests.djtasks.tasks.add: args[1] is a set"),
+        (
+            lambda: on_commit.enqueue_on_commit(1),
+            "its arguments do not fit add(a, b): missing a required argument: 'b'",
+        ),
+        (lambda: on_commit.with_meta({"x": "\0"}).enqueue_on_commit(1, 2), "meta"),
+    ],
+)
+def test_enqueue_on_commit_refuses_bad_arguments_at_once(call: Any, message: str) -> None:
+    with transaction.atomic():
+        with pytest.raises(InvalidJobError) as excinfo:
+            call()
+        assert message in str(excinfo.value)
+    assert Job.objects.count() == 0
 
 
 def test_queue_priority_and_run_after_become_the_jobs() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from django_sqlqueue.backends.compat import TaskResultStatus
 from django_sqlqueue.exceptions import UnknownTaskError
 from django_sqlqueue.models import Job, JobStatus
-from tests.djtasks.tasks import add, async_double, fail, whoami
+from tests.djtasks.tasks import add, async_double, fail, retried_raising_backoff, retried_retried_backoff, whoami
 from tests.support.workers import FAST_CLOCKS, KEEP_FINISHED, ROOT, Workers
 from tests.testapp import tasks
 from tests.testapp.models import Receipt
@@ -64,6 +64,34 @@ def test_runworkers_runs_django_tasks(start_workers: Callable[..., Workers]) -> 
             "an installed app's tasks.py is imported for you.",
         )
     ]
+
+
+def test_runworkers_retries_django_tasks_as_their_backoff_says(start_workers: Callable[..., Workers]) -> None:
+    """A backoff that asks for a retry, one that declines, and one that raises: the worker
+    records each outcome and runs on."""
+    recovered = retried_retried_backoff.enqueue(3)
+    declined = retried_retried_backoff.enqueue(3, "PermissionError")
+    broken = retried_raising_backoff.enqueue(3)
+    after = add.enqueue(1, 1)
+
+    workers = start_workers("--burst", "--processes", "1")
+    assert workers.wait(120) == 0, workers.text()
+
+    for result in (recovered, declined, broken, after):
+        result.refresh()
+    assert [(result.status, result.attempts) for result in (recovered, declined, broken, after)] == [
+        (TaskResultStatus.SUCCESSFUL, 3),
+        (TaskResultStatus.FAILED, 1),
+        (TaskResultStatus.FAILED, 1),
+        (TaskResultStatus.SUCCESSFUL, 1),
+    ]
+    assert [error.exception_class for error in recovered.errors] == [ValueError, ValueError]
+    assert declined.errors[0].exception_class is PermissionError
+    assert broken.errors[0].traceback.endswith(
+        "tests.djtasks.tasks.retried_raising_backoff: its backoff raised KeyError deciding the retry after "
+        "ValueError; no retry\n"
+    )
+    assert Job.objects.filter(pk=declined.id).values_list("attempts", "max_attempts").get() == (1, 5)
 
 
 def test_runworkers_runs_async_jobs_and_fails_tasks_that_leave_autocommit_off(
