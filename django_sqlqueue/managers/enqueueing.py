@@ -12,6 +12,7 @@ import contextlib
 import itertools
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError, models, transaction
@@ -251,7 +252,8 @@ class EnqueueingManager(models.Manager[JobT]):
             if made is None:
                 made = templates[task] = self._row_template(task, options)
                 first_template = first_template or made[0]
-                _refuse_atomic_elsewhere([made[1].name], using)
+                if made[1].name in atomic_aliases:
+                    _refuse_atomic_elsewhere([made[1].name], using)
                 self._storable(using, made[1].name, {"queue": made[0].queue, "task": made[0].task})
             template, registered = made
             args = list(args) if isinstance(args, (list, tuple)) else args
@@ -300,7 +302,7 @@ class EnqueueingManager(models.Manager[JobT]):
         if on_conflict not in ON_CONFLICT:
             raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}.")
         using = queue_db(self.model, self._db)
-        if atomic_aliases:
+        if atomic_aliases and not atomic_aliases.keys().isdisjoint(map(attrgetter("task"), jobs)):
             _refuse_atomic_elsewhere([job.task for job in jobs], using)
         try:
             if any(job.batch_id is not None for job in jobs):
