@@ -13,6 +13,7 @@ from django.db import connection
 from django.db.models import F
 
 from django_sqlqueue import job, signals
+from django_sqlqueue.backends.compat import task
 from django_sqlqueue.exceptions import InvalidJobError, JobTakenAway
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.runner.execution import attempt
@@ -166,11 +167,12 @@ def test_signals_and_middleware_come_after_the_commit(seen_in_transaction: list[
 
 
 def test_a_django_task_runs_atomically() -> None:
-    result = djtasks.record_atomically.enqueue("a")
+    atomically = task(atomic=True)(djtasks.record_atomically)  # type: ignore[call-overload]
+    result = atomically.enqueue("a")
     run_jobs()
     result.refresh()
     assert (result.status.name, result.return_value) == ("SUCCESSFUL", "a")
-    failing = djtasks.record_atomically.enqueue("fail-b")
+    failing = atomically.enqueue("fail-b")
     run_jobs()
     assert receipts() == {"a": 1}
     assert last_error(Job.objects.get(pk=int(failing.id))) == "builtins.ValueError"  # to be retried
