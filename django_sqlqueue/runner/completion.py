@@ -36,7 +36,7 @@ def run_atomically(job: Job, work: Callable[[], Any]) -> Any:
     handle = current_job()
     if handle is None or handle.job is not job:
         raise TransactionManagementError(f"job {job.pk} runs atomically only in a worker (or django_sqlqueue.testing).")
-    using = Job.objects.on_queue_db().db
+    using = handle.database
     if problem := atomic_elsewhere(job.task, using):
         raise ImproperlyConfigured(f"{problem}.")
     with transaction.atomic(using=using):
@@ -52,4 +52,4 @@ def completed(handle: JobHandle) -> Ended | None:
     stands (committed, or in a transaction of the caller's around the attempt, as a
     test's), for the worker not to write another; None when there is none, or when the
     transaction it was written in was rolled back after all."""
-    return handle.completed_in(Job.objects.on_queue_db().db)
+    return handle.completed_in(handle.database)

@@ -12,6 +12,7 @@ import math
 import time
 from collections.abc import Mapping
 from contextvars import ContextVar, Token
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from django.db import DatabaseError, connections, transaction
@@ -66,6 +67,15 @@ class JobHandle:
     def id(self) -> int:
         return int(self.job.pk)
 
+    @cached_property
+    def database(self) -> str:
+        """The alias of the database the queue writes its jobs to (never a read replica),
+        asked of the routers once per attempt."""
+        # Imported here: this module is imported with the package, before the models can be.
+        from django_sqlqueue.models import Job
+
+        return Job.objects.on_queue_db().db
+
     @property
     def task(self) -> str:
         return self.job.task
@@ -117,7 +127,7 @@ class JobHandle:
         from django_sqlqueue.db import dependencies
         from django_sqlqueue.models import Job
 
-        return dependencies.results(Job, Job.objects.on_queue_db().db, self.id)
+        return dependencies.results(Job, self.database, self.id)
 
     def report_progress(self, done: float, total: float | None = None, message: str = "") -> bool:
         """Record how far the task is (``done`` of ``total``, with a ``message``), shown
@@ -155,7 +165,7 @@ class JobHandle:
         from django_sqlqueue.db.finishing import still_held
         from django_sqlqueue.models import Job
 
-        held = still_held(Job.objects.on_queue_db(), self.worker_id, [self.job])
+        held = still_held(Job.objects.using(self.database), self.worker_id, [self.job])
         try:
             with transaction.atomic(using=held.db):
                 return bool(held.update(progress=progress))
@@ -193,7 +203,7 @@ class JobHandle:
         from django_sqlqueue.db.finishing import still_held
         from django_sqlqueue.models import Job
 
-        held = still_held(Job.objects.on_queue_db(), self.worker_id, [self.job])
+        held = still_held(Job.objects.using(self.database), self.worker_id, [self.job])
         with transaction.atomic(using=held.db):
             written = bool(held.update(meta=meta))
         if written:
@@ -214,12 +224,9 @@ class JobHandle:
         :class:`~django_sqlqueue.exceptions.JobTakenAway` when the job is no longer this
         attempt's (rescued: let it propagate, so that the transaction rolls back), and
         ``RuntimeError`` when this attempt already completed its job."""
-        # Imported here: this module is imported with the package, before the models can be.
-        from django_sqlqueue.models import Job
-
-        if self.completed_in(Job.objects.on_queue_db().db) is not None:
+        if self.completed_in(self.database) is not None:
             raise RuntimeError(f"job {self.id} was already completed by this attempt.")
-        self._completion, self._completion_kept = _complete(self.job, self.worker_id, result), False
+        self._completion, self._completion_kept = _complete(self.job, self.worker_id, self.database, result), False
 
     @property
     def completion_written(self) -> bool:
@@ -262,9 +269,9 @@ class JobHandle:
         return f"<JobHandle #{self.id} {self.task} attempt {self.attempt}>"
 
 
-def _complete(job: Job, worker_id: str, result: Any) -> Ended:
+def _complete(job: Job, worker_id: str, using: str, result: Any) -> Ended:
     """Write ``job``'s success with ``result`` in the transaction open on the jobs'
-    database (its dependents released and its batch counted down in it; its
+    database ``using`` (its dependents released and its batch counted down in it; its
     ``job_succeeded`` sent once it commits). What was written.
 
     Raises ``TransactionManagementError`` outside a transaction there (the success would
@@ -274,11 +281,10 @@ def _complete(job: Job, worker_id: str, result: Any) -> Ended:
     # Imported here: this module is imported with the package, before the models can be.
     from django_sqlqueue.models import Job
 
-    jobs = Job.objects.on_queue_db()
-    if not connections[jobs.db].in_atomic_block:
+    if not connections[using].in_atomic_block:
         raise TransactionManagementError(
             f"complete_in_transaction() writes job {job.pk}'s success in the transaction open on the jobs' "
-            f"database, and none is: call it inside transaction.atomic(using={jobs.db!r})."
+            f"database, and none is: call it inside transaction.atomic(using={using!r})."
         )
     if problem := json_problem(result, "the result"):
         raise InvalidJobError(f"{job.task} cannot be completed: {problem}.")

@@ -7,7 +7,6 @@ import datetime
 from collections.abc import Iterator
 from typing import Any, cast
 
-import django
 import pytest
 from asgiref.sync import async_to_sync
 from django.core.exceptions import ImproperlyConfigured
@@ -31,6 +30,7 @@ from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
 from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.rules.registry import get_task
 from tests.djtasks.tasks import add, async_double, fail, whoami
+from tests.support.task_options import needs_task_options
 from tests.testapp.tasks import noop
 
 pytestmark = pytest.mark.django_db
@@ -304,7 +304,7 @@ def test_expiry_comes_from_the_backends_options() -> None:
         task_backends["default"]
 
 
-@pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task passes no options to the backend")
+@needs_task_options
 def test_a_tasks_own_expiry() -> None:
     expiring = task(expires_in=30)(report)  # type: ignore[call-overload]
     with override_settings(TASKS=tasks_setting(OPTIONS={"expires_in": 90})):
@@ -320,7 +320,7 @@ def test_options_default_to_settings() -> None:
     assert Job.objects.values_list("max_attempts", "timeout").get() == (4, 9)
 
 
-@pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task passes no options to the backend")
+@needs_task_options
 def test_task_options_come_from_the_decorator() -> None:
     reporting = task(queue_name="reports", max_attempts=5, timeout=30)(report)  # type: ignore[call-overload]
     assert (reporting.max_attempts, reporting.timeout) == (5, 30)
@@ -339,7 +339,7 @@ def unique_report(kind: str, note: str = "") -> str:
     return kind
 
 
-@pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task passes no options to the backend")
+@needs_task_options
 def test_a_unique_task_returns_the_result_of_the_job_holding_its_key() -> None:
     unique = task(unique=("kind",))(unique_report)  # type: ignore[call-overload]
     first = unique.enqueue("monthly", "a")
@@ -348,7 +348,7 @@ def test_a_unique_task_returns_the_result_of_the_job_holding_its_key() -> None:
     assert Job.objects.get(pk=first.id).unique_key == 'tests.unit.test_backends.unique_report:{"kind":"monthly"}'
 
 
-@pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task passes no options to the backend")
+@needs_task_options
 @pytest.mark.django_db(transaction=True)
 def test_a_unique_tasks_enqueue_that_returns_the_holder_sends_no_task_enqueued(
     enqueued: list[tuple[type, Any]],
@@ -363,7 +363,7 @@ def tagged_report(kind: str) -> str:
     return kind
 
 
-@pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task passes no options to the backend")
+@needs_task_options
 def test_a_tasks_tags_and_an_enqueues_tags_and_meta_are_the_jobs() -> None:
     reporting = task(tags=["reports", "reports"])(tagged_report)  # type: ignore[call-overload]
     assert reporting.tags == ("reports",)
@@ -381,7 +381,7 @@ def test_a_tasks_tags_and_an_enqueues_tags_and_meta_are_the_jobs() -> None:
     assert (reporting.tags, reporting.meta, Job.objects.get(pk=plain.id).meta) == (("reports",), None, {})
 
 
-@pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task passes no options to the backend")
+@needs_task_options
 def test_bad_tags_and_meta_are_refused_and_nothing_is_written() -> None:
     with pytest.raises(InvalidTask, match=r"tests\.unit\.test_backends\.tagged_report: tags must be a list of strings"):
         task(tags="reports")(tagged_report)  # type: ignore[call-overload]
@@ -397,7 +397,7 @@ def unique_once(kind: str) -> str:
     return kind
 
 
-@pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task passes no options to the backend")
+@needs_task_options
 def test_a_task_may_keep_its_key_until_pruned() -> None:
     once = task(unique=True, unique_until="pruned")(unique_once)  # type: ignore[call-overload]
     first = once.enqueue("welcome")

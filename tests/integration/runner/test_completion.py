@@ -19,6 +19,7 @@ from django_sqlqueue.models import Job, JobStatus
 from django_sqlqueue.runner.execution import attempt
 from django_sqlqueue.testing import WORKER_ID, perform, run_jobs
 from tests.djtasks import tasks as djtasks
+from tests.support.task_options import needs_task_options
 from tests.testapp.models import Receipt
 from tests.testapp.tasks import (
     atomic_on_replica,
@@ -166,6 +167,7 @@ def test_signals_and_middleware_come_after_the_commit(seen_in_transaction: list[
     assert sorted(receipts()) == ["a", "middleware saw a transaction: False"]
 
 
+@needs_task_options
 def test_a_django_task_runs_atomically() -> None:
     atomically = task(atomic=True)(djtasks.record_atomically)  # type: ignore[call-overload]
     result = atomically.enqueue("a")

@@ -9,7 +9,6 @@ import datetime
 from collections import Counter
 from typing import Any
 
-import django
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
@@ -26,6 +25,7 @@ from django_sqlqueue.runner import execution
 from django_sqlqueue.testing import Ran, run_jobs
 from tests.djtasks.tasks import snooze_at_most_never, snooze_for
 from tests.support.attempts import db_now
+from tests.support.task_options import needs_task_options
 from tests.testapp.tasks import noop, snooze, snooze_then_fail, sync_order
 
 pytestmark = pytest.mark.django_db
@@ -167,7 +167,7 @@ def test_a_django_task_snoozes_and_its_signal_says_ready() -> None:
     assert (job.status, job.attempts, job.snoozes, job.last_error_class) == (JobStatus.FAILED, 1, 1, TOO_OFTEN)
 
 
-@pytest.mark.skipif(django.VERSION[:2] == (6, 0), reason="Django 6.0's @task passes no options to the backend")
+@needs_task_options
 def test_a_django_task_takes_its_own_max_snoozes() -> None:
     never = task(max_snoozes=0)(snooze_at_most_never)  # type: ignore[call-overload]
     assert never.max_snoozes == 0
