@@ -1,5 +1,6 @@
 """The harness's host for our three databases: its own Django host, with a commit
-counter and a reply breaker that work on SQLite and MariaDB too.
+counter that works on SQLite and MariaDB too, a breaker for the receivers of the
+worker's signals, and a breaker that loses commits' replies (its Django host has none).
 
 The harness's Django commit counter reads PostgreSQL's transaction ids, so it serves
 PostgreSQL only: there it is used as shipped. On the other two, :func:`counting_killer`
