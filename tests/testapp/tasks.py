@@ -506,3 +506,31 @@ def record_atomically_unstorable(token: str) -> float:
     """Insert the token's receipt, then return what no JSON column stores: rolled back."""
     _count_run(token)
     return float("nan")
+
+
+@job(max_attempts=5)
+def deliver(token: str) -> None:
+    """Insert the token's receipt, in a transaction of its own (an effect that is at least
+    once), between due-work-harness's two death points (:func:`_killed_at`)."""
+    _killed_at("before the effect")
+    _count_run(token)
+    _killed_at("after the effect")
+
+
+@job(atomic=True, max_attempts=5)
+def deliver_atomically(token: str) -> None:
+    """:func:`deliver` with the receipt committed with the job's success: exactly once."""
+    _killed_at("before the effect")
+    _count_run(token)
+    _killed_at("after the effect")
+
+
+def _killed_at(point: str) -> None:
+    """FAULT INJECTION: when due-work-harness's process history asked to die at ``point``
+    (its environment says so, once: a marker file), SIGKILL the whole ``runworkers``:
+    its supervisor, which leads the session, then this worker process."""
+    from due_work_harness.process_histories import fault_fires  # only a process history sets a fault
+
+    if fault_fires(point):
+        os.kill(os.getsid(0), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
