@@ -313,6 +313,20 @@ class Settings:
         """Seconds a stopping worker lets its running jobs finish before it kills them."""
         return _positive_number("SQLQUEUE_SHUTDOWN_GRACE", value)
 
+    @setting(default="fork" if sys.platform.startswith("linux") else "spawn")
+    def SQLQUEUE_WORKER_START(self, value: Any) -> Literal["fork", "spawn"]:
+        """How ``runworkers`` starts its worker processes: ``"fork"`` (the default on Linux)
+        forks them from the supervisor, Django already set up, and falls back to
+        ``"spawn"`` while the supervisor runs another thread; ``"spawn"`` (the default
+        elsewhere) starts each in a fresh interpreter, which sets Django up again."""
+        if value == "spawn" or (value == "fork" and sys.platform.startswith("linux")):
+            return cast(Literal["fork", "spawn"], value)
+        if value == "fork":
+            raise ImproperlyConfigured(
+                f"SQLQUEUE_WORKER_START 'fork' is supported on Linux only, not on {sys.platform}: use 'spawn'."
+            )
+        raise ImproperlyConfigured(f"SQLQUEUE_WORKER_START must be 'fork' or 'spawn', not {value!r}.")
+
     @setting(default=30.0)
     def SQLQUEUE_CANCEL_GRACE(self, value: Any) -> float:
         """Seconds a running job may go on after its worker learnt it was cancelled before

@@ -72,6 +72,10 @@ if "SQLQUEUE_ENQUEUE_HOOKS" in os.environ:
     SQLQUEUE_ENQUEUE_HOOKS = json.loads(os.environ["SQLQUEUE_ENQUEUE_HOOKS"])
 
 # A wake-up folder of the test's own, for the workers of the tests that break it.
+# How runworkers starts its processes, for the tests of the one that is not the default.
+if "SQLQUEUE_WORKER_START" in os.environ:
+    SQLQUEUE_WORKER_START = os.environ["SQLQUEUE_WORKER_START"]
+
 if "SQLQUEUE_WAKEUP_DIR" in os.environ:
     SQLQUEUE_WAKEUP_DIR = os.environ["SQLQUEUE_WAKEUP_DIR"]
 

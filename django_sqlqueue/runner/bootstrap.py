@@ -1,14 +1,15 @@
 """Where a worker process starts: Django is set up before anything that needs models.
 
-The supervisor starts its processes with ``spawn`` (a fresh interpreter; ``fork``
-would copy the parent's database connections and threads). A spawned child imports
-the module of its target, and unpickles its arguments, before it calls the target:
-so the target lives here and its arguments in ``config`` and ``started``, modules that
-import only the standard library and Django (as ``logs`` does).
-Every other runtime module may then import models at the top."""
+The supervisor forks its processes from itself where that is safe, and spawns them (a
+fresh interpreter) otherwise (``spawning``). A spawned child imports the module of its
+target, and unpickles its arguments, before it calls the target: so the target lives
+here and its arguments in ``config`` and ``started``, modules that import only the
+standard library and Django (as ``logs`` does). Every other runtime module may then
+import models at the top."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
@@ -22,22 +23,36 @@ from django.db import connections
 from django_sqlqueue.logs import configure_logging
 from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.pooling import without_pool
+from django_sqlqueue.runner.spawning import STOP_SIGNALS
 from django_sqlqueue.runner.started import StartedJobs
 
 
-def main(config: WorkerOptions, channel: Connection, started: StartedJobs, budget: Any) -> None:
-    """The worker process's entry point: set Django up, then run the worker until it
-    is told to stop (SIGTERM, SIGINT), runs out of work (``--burst``) or of budget.
+def main(config: WorkerOptions, channel: Connection, started: StartedJobs, budget: Any, method: str = "spawn") -> None:
+    """The worker process's entry point: set Django up (a forked process has it set up
+    already), then run the worker until it is told to stop (SIGTERM, SIGINT), runs out
+    of work (``--burst``) or of budget.
 
     What kills it is told to the supervisor first, which logs it with the exit.
 
     It leads a process group of its own, which whatever its tasks start joins: the
     supervisor ends the group with the process (a timeout, a crash, a recycle, the end
     of the run), so a task's child is never left running on its own. The terminal's
-    Ctrl-C reaches the supervisor's group only; the supervisor passes it on."""
+    Ctrl-C reaches the supervisor's group only; the supervisor passes it on.
+
+    The supervisor starts it with SIGTERM and SIGINT held back (``spawning``): they are
+    let through once its own handlers replace those a forked process inherits."""
     os.setpgid(0, 0)
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: Any) -> None:
+        stop.set()
+
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, request_stop)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     try:
-        django.setup()
+        if method == "spawn":
+            django.setup()
         own_connections()
         # Only now: the worker imports models.
         from django_sqlqueue.runner.worker import Budget, WorkerProcess
@@ -47,18 +62,16 @@ def main(config: WorkerOptions, channel: Connection, started: StartedJobs, budge
             from django_sqlqueue.metrics.recorder import connect
 
             connect()
-        stop = threading.Event()
-
-        def request_stop(signum: int, frame: Any) -> None:
-            stop.set()
-
-        signal.signal(signal.SIGTERM, request_stop)
-        signal.signal(signal.SIGINT, request_stop)
         WorkerProcess(config, channel, started, Budget(budget), stop).run()
     except BaseException as error:
         with contextlib.suppress(OSError):
             channel.send(("died", f"{type(error).__name__}: {error}"))
         raise
+    finally:
+        if method == "fork":
+            # A forked process ends with os._exit(), skipping what the interpreter runs at
+            # exit: the exporters of traces and error reports flush there.
+            atexit._run_exitfuncs()
 
 
 def own_connections() -> None:

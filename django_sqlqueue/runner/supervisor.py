@@ -23,6 +23,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from django.conf import settings
+from django.db import connections
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db import leadership
@@ -40,7 +41,7 @@ from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.leases import keep_lease, stopped
 from django_sqlqueue.runner.naming import holder_name, worker_name
-from django_sqlqueue.runner.spawning import main_module_hidden
+from django_sqlqueue.runner.spawning import main_module_hidden, start_method, stop_signals_held
 from django_sqlqueue.runner.started import StartedJobs
 from django_sqlqueue.runner.worker import Budget, finished
 
@@ -102,8 +103,9 @@ class Supervisor:
         self.options = options
         self.write = write
         self.progress_bar = progress_bar
-        self.context = multiprocessing.get_context("spawn")
-        self.budget = None if options.max_jobs is None else self.context.Value("q", options.max_jobs)
+        # Made by the spawn context (a named lock), so that forked and spawned processes can share it.
+        shared = multiprocessing.get_context("spawn")
+        self.budget = None if options.max_jobs is None else shared.Value("q", options.max_jobs)
         self.children: list[Child] = []
         self.spawned = 0
         self.stop_deadline: float | None = None
@@ -192,16 +194,21 @@ class Supervisor:
     def _spawn(self) -> None:
         self.spawned += 1
         config = self.options.for_process(worker_name(self.holder, self.spawned))
-        receiver, sender = self.context.Pipe(duplex=False)
-        started = StartedJobs(self.context, config.batch_size)
-        process = self.context.Process(
-            target=bootstrap.main, args=(config, sender, started, self.budget), name=config.name
+        method = start_method(conf.SQLQUEUE_WORKER_START)
+        context = multiprocessing.get_context("fork") if method == "fork" else multiprocessing.get_context("spawn")
+        receiver, sender = context.Pipe(duplex=False)
+        started = StartedJobs(context, config.batch_size)
+        process = context.Process(
+            target=bootstrap.main, args=(config, sender, started, self.budget, method), name=config.name
         )
-        with main_module_hidden():
+        if method == "fork":
+            # The child must not share the supervisor's sessions: each reconnects when next used.
+            connections.close_all()
+        with stop_signals_held(), main_module_hidden():
             process.start()
         sender.close()
         self.children.append(Child(config=config, process=process, channel=receiver, started=started))
-        logger.info("Started worker %s (pid %s)", config.name, process.pid)
+        logger.info("Started worker %s (pid %s, %s)", config.name, process.pid, method)
 
     def _listen(self, timeout: float) -> None:
         """Read what the children said: which jobs are done, which to cancel, how they fare."""

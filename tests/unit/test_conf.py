@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ DEFAULTS = {
     "SQLQUEUE_POLL_INTERVAL": 1.0,
     "SQLQUEUE_WAKEUP_DIR": None,
     "SQLQUEUE_SHUTDOWN_GRACE": 30.0,
+    "SQLQUEUE_WORKER_START": "fork" if sys.platform.startswith("linux") else "spawn",
     "SQLQUEUE_CANCEL_GRACE": 30.0,
     "SQLQUEUE_RETENTION": {JobStatus.SUCCESSFUL: DAY, JobStatus.CANCELLED: 7 * DAY, JobStatus.FAILED: 30 * DAY},
     "SQLQUEUE_SCHEDULE": {},
@@ -82,6 +84,7 @@ def test_default(settings: Any, name: str, default: Any) -> None:
         ({"SQLQUEUE_WAKEUP_DIR": Path("/run/mysite")}, "SQLQUEUE_WAKEUP_DIR", "/run/mysite"),
         ({"SQLQUEUE_WAKEUP_DIR": False}, "SQLQUEUE_WAKEUP_DIR", False),
         ({"SQLQUEUE_SHUTDOWN_GRACE": 5}, "SQLQUEUE_SHUTDOWN_GRACE", 5.0),
+        ({"SQLQUEUE_WORKER_START": "spawn"}, "SQLQUEUE_WORKER_START", "spawn"),
         (
             {"SQLQUEUE_RETENTION": {"SUCCESSFUL": 0, "FAILED": None}},
             "SQLQUEUE_RETENTION",
@@ -320,6 +323,11 @@ def test_django_settings_are_asked_once_until_a_setting_changes(monkeypatch: pyt
             "SQLQUEUE_POLL_INTERVAL must be a positive number of seconds, not 0.",
         ),
         (
+            {"SQLQUEUE_WORKER_START": "forkserver"},
+            "SQLQUEUE_WORKER_START",
+            "SQLQUEUE_WORKER_START must be 'fork' or 'spawn', not 'forkserver'.",
+        ),
+        (
             {"SQLQUEUE_ADMIN_REFRESH": 0.5},
             "SQLQUEUE_ADMIN_REFRESH",
             "SQLQUEUE_ADMIN_REFRESH must be at least 1 second, or None, not 0.5.",
@@ -422,3 +430,12 @@ def test_the_memo_follows_override_settings_and_the_settings_fixture(settings: A
     assert conf.SQLQUEUE_BATCH_SIZE == 9
     del settings.SQLQUEUE_BATCH_SIZE
     assert conf.SQLQUEUE_BATCH_SIZE == 100
+
+
+def test_fork_is_refused_where_the_system_cannot_fork_safely(settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "darwin")
+    settings.SQLQUEUE_WORKER_START = "fork"
+    with pytest.raises(
+        ImproperlyConfigured, match="SQLQUEUE_WORKER_START 'fork' is supported on Linux only, not on darwin"
+    ):
+        assert conf.SQLQUEUE_WORKER_START is None  # never reached: reading it raises

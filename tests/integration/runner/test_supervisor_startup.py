@@ -48,6 +48,9 @@ def test_processes_that_die_during_start_up_are_retried_with_backoff_then_burst_
         "2",
         **EXTRA_APPS,
         SQLQUEUE_TEST_EXTRA_APPS="tests.support.brokenapps.in_workers",
+        # A spawned process imports the tasks again, in an environment of its own; a forked
+        # one has them already.
+        SQLQUEUE_WORKER_START="spawn",
     )
     assert workers.wait(timeout=90) == 1
     took = time.monotonic() - began

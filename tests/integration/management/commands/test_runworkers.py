@@ -99,11 +99,15 @@ def test_debug_on_is_warned_about(start_workers: StartWorkers) -> None:
     assert "DEBUG is on" not in quiet.text()
 
 
-def test_verbosity_2_logs_each_worker_process(start_workers: StartWorkers) -> None:
-    Job.objects.enqueue(add, (1, 1))
-    workers = start_workers("--burst", "--processes", "1", "-v", "2")
+@pytest.mark.parametrize(("setting", "method"), [({}, "fork"), ({"SQLQUEUE_WORKER_START": "spawn"}, "spawn")])
+def test_verbosity_2_logs_each_worker_process_and_how_it_started(
+    start_workers: StartWorkers, setting: dict[str, str], method: str
+) -> None:
+    Job.objects.enqueue_many(Job.objects.build(add, (n, 1)) for n in range(4))
+    workers = start_workers("--burst", "--processes", "2", "-v", "2", **setting)
     assert workers.wait(60) == 0, workers.text()
-    assert re.search(r"Started worker \S+ \(pid \d+\)", workers.text()), workers.text()
+    assert len(re.findall(rf"Started worker \S+ \(pid \d+, {method}\)", workers.text())) == 2, workers.text()
+    assert sorted(Job.objects.values_list("status", "result")) == [("SUCCESSFUL", n + 1) for n in range(4)]
 
 
 def test_burst_on_a_terminal_shows_a_progress_bar(child_env: dict[str, str], python: str) -> None:
