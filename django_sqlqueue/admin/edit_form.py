@@ -9,6 +9,7 @@ travel with the form, hidden."""
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Any
 
@@ -110,15 +111,16 @@ class EditForm(forms.Form):
             raise ValidationError('kwargs must be a JSON object, such as {"user_id": 1}.')
         return kwargs
 
-    def edit(self) -> Edit:
-        """The edit the valid form asks for."""
+    def edit(self, run_at: datetime.datetime) -> Edit:
+        """The edit the valid form asks for, of a job that runs at ``run_at``: the form
+        shows whole seconds, so a run time left as shown keeps its fraction."""
         data = self.cleaned_data
         return Edit(
             args=data["args"],
             kwargs=data["kwargs"],
             queue=data["queue"],
             priority=data["priority"],
-            run_at=data["run_at"],
+            run_at=run_at if data["run_at"] == run_at.replace(microsecond=0) else data["run_at"],
             max_attempts=data["max_attempts"],
         )
 

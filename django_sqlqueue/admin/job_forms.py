@@ -43,12 +43,14 @@ def edit_view(admin: JobAdmin, request: HttpRequest, object_id: str) -> HttpResp
     job = admin.get_object(request, object_id)
     if job is None:
         raise Http404(f"No job {object_id!r}.")
-    if job.status not in EDITABLE:
+    # A POST goes on: the edit is refused if the job changed since its page was shown.
+    if request.method != "POST" and job.status not in EDITABLE:
         admin.message_user(request, f"Job {job.pk} is {job.get_status_display().lower()}: it cannot be edited.")
         return _job_page(job.pk)
-    form = EditForm(request.POST) if request.method == "POST" else EditForm.of(job, job.shown_run_at)
+    run_at = job.shown_run_at
+    form = EditForm(request.POST) if request.method == "POST" else EditForm.of(job, run_at)
     if request.method == "POST" and form.is_valid():
-        edit = form.edit()
+        edit = form.edit(run_at)
         try:
             before = Job.objects.edit(form.seen(job), edit)
         except (InvalidJobError, UnknownTaskError) as error:
