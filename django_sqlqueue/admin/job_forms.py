@@ -1,13 +1,15 @@
 """The two pages of the job admin that write jobs from a form: *Edit* (a job no worker
 holds: ``Job.objects.edit``) and *Enqueue a job* (``Job.objects.enqueue``), each under
 its own permission (``edit_job``, ``enqueue_job``), refused with 403 on GET and POST
-alike to whom lacks it, and each recorded in the admin's history under the user's name."""
+alike to whom lacks it, and each recorded in the admin's history under the user's name.
+
+:class:`JobFormPages` is a base of ``jobs.JobAdmin``, which routes to its views."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -19,11 +21,8 @@ from django_sqlqueue.exceptions import InvalidJobError, UnknownTaskError
 from django_sqlqueue.models import Job
 from django_sqlqueue.rules.lifecycle import EDITABLE
 
-if TYPE_CHECKING:
-    from django_sqlqueue.admin.jobs import JobAdmin
 
-
-def _page(admin: JobAdmin, request: HttpRequest, template: str, title: str, **context: Any) -> TemplateResponse:
+def _page(admin: JobFormPages, request: HttpRequest, template: str, title: str, **context: Any) -> TemplateResponse:
     return TemplateResponse(
         request,
         f"admin/django_sqlqueue/job/{template}",
@@ -35,7 +34,25 @@ def _job_page(pk: int) -> HttpResponseRedirect:
     return HttpResponseRedirect(reverse("admin:django_sqlqueue_job_change", args=[pk]))
 
 
-def edit_view(admin: JobAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
+class JobFormPages(admin.ModelAdmin):  # type: ignore[type-arg]
+    """The Edit and Enqueue pages of the job admin, and their permissions."""
+
+    def has_edit_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("django_sqlqueue.edit_job")
+
+    def has_enqueue_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("django_sqlqueue.enqueue_job")
+
+    def edit_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """A job's Edit page (:func:`edit_view`)."""
+        return edit_view(self, request, object_id)
+
+    def enqueue_view(self, request: HttpRequest) -> HttpResponse:
+        """The Enqueue a job page (:func:`enqueue_view`)."""
+        return enqueue_view(self, request)
+
+
+def edit_view(admin: JobFormPages, request: HttpRequest, object_id: str) -> HttpResponse:
     """A job's arguments, queue, priority, run time and most attempts: on GET the form
     as the job is, on POST the edit, then back to the job's page."""
     if not admin.has_edit_permission(request):
@@ -72,7 +89,7 @@ def edit_view(admin: JobAdmin, request: HttpRequest, object_id: str) -> HttpResp
     return _page(admin, request, "edit.html", f"Edit job {job.pk}", form=form, job=job)
 
 
-def enqueue_view(admin: JobAdmin, request: HttpRequest) -> HttpResponse:
+def enqueue_view(admin: JobFormPages, request: HttpRequest) -> HttpResponse:
     """Choose a registered task (GET without ``task``), then its form (GET with it), then
     enqueue the job (POST) and open its page."""
     if not admin.has_enqueue_permission(request):

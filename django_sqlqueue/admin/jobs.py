@@ -30,7 +30,6 @@ from django_sqlqueue.admin import (
     display,
     failures,
     graph,
-    job_forms,
     overview,
     refresh,
     throughput,
@@ -39,6 +38,7 @@ from django_sqlqueue.admin import (
 )
 from django_sqlqueue.admin.changes import CHANGES, Change
 from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, StatusFilter, TagFilter, TaskFilter
+from django_sqlqueue.admin.job_forms import JobFormPages
 from django_sqlqueue.db import dependents, pausing
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import Job, JobStatus, Worker
@@ -106,8 +106,9 @@ class JobChangeList(ChangeList):
         return rows
 
 
-class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    """Browse, filter and search jobs; retry, cancel, run now or delete them."""
+class JobAdmin(JobFormPages):
+    """Browse, filter and search jobs; retry, cancel, run now or delete them; edit and
+    enqueue them (``JobFormPages``)."""
 
     # What a person triages by, narrow enough for a laptop beside the filters; the rest
     # (priority, worker, progress, every time) is on a job's page.
@@ -182,7 +183,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return super().get_search_results(request, queryset, search_term)
 
     # Permissions: jobs are never added or edited through Django's own forms; the Edit
-    # and Enqueue pages have permissions of their own.
+    # and Enqueue pages have permissions of their own (``JobFormPages``).
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -198,12 +199,6 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def has_run_now_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("django_sqlqueue.run_job_now")
-
-    def has_edit_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("django_sqlqueue.edit_job")
-
-    def has_enqueue_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("django_sqlqueue.enqueue_job")
 
     def has_pause_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("django_sqlqueue.pause_queue")
@@ -319,14 +314,6 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         if not Job.objects.filter(pk=job.pk).exists():
             return HttpResponseRedirect(reverse("admin:django_sqlqueue_job_changelist"))
         return HttpResponseRedirect(reverse("admin:django_sqlqueue_job_change", args=[job.pk]))
-
-    def edit_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """A job's Edit page (``job_forms.edit_view``)."""
-        return job_forms.edit_view(self, request, object_id)
-
-    def enqueue_view(self, request: HttpRequest) -> HttpResponse:
-        """The Enqueue a job page (``job_forms.enqueue_view``)."""
-        return job_forms.enqueue_view(self, request)
 
     def retry_failed_view(self, request: HttpRequest) -> HttpResponse:
         """Every failed job the changelist's filters and search match, not one page: on GET
