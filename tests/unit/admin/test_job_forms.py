@@ -14,8 +14,9 @@ from django.test import Client
 from django.utils import timezone
 
 from django_sqlqueue.admin.edit_form import LOGGED_CHARS
+from django_sqlqueue.admin.enqueue_form import EnqueueForm
 from django_sqlqueue.models import Job, JobStatus
-from django_sqlqueue.rules.registry import get_task
+from django_sqlqueue.rules.registry import RegisteredTask, get_task
 from tests.support.admin_helpers import CHANGELIST, make_job, messages_of, staff_client
 from tests.testapp.tasks import add, noop, send_welcome, sync_order
 
@@ -115,6 +116,19 @@ def test_a_job_retried_since_the_page_is_left_alone(admin_client: Client) -> Non
     _, said = posted(admin_client, edit_url(job), data)
     assert said[0].startswith(f"Job {job.pk} changed since the page was shown (it is now ready)")
     assert Job.objects.get(pk=job.pk).args == []
+
+
+def test_a_failed_job_is_edited_and_stays_failed_for_a_retry(admin_client: Client) -> None:
+    job = make_job(JobStatus.FAILED, errors=3, args=[1, 2])
+    posted(admin_client, edit_url(job), edit_data(admin_client, job, args="[1, 3]"))
+    assert Job.objects.values_list("status", "attempts", "args").get(pk=job.pk) == (JobStatus.FAILED, 3, [1, 3])
+
+
+def test_a_crafted_status_the_edit_does_not_apply_to_edits_nothing(admin_client: Client) -> None:
+    job = Job.objects.enqueue(add, (1, 2))
+    _, said = posted(admin_client, edit_url(job), edit_data(admin_client, job, args="[7, 7]", status="RUNNING"))
+    assert said[0].startswith(f"Job {job.pk} changed since the page was shown (it is now ready)")
+    assert Job.objects.get(pk=job.pk).args == [1, 2]
 
 
 def test_a_running_job_s_edit_page_sends_back_to_its_page(admin_client: Client) -> None:
@@ -217,6 +231,33 @@ def test_star_arguments_go_by_position(admin_client: Client) -> None:
     data = {"task": name_of(noop), "arg_args": '[1, "two"]', "arg_kwargs": '{"three": 3}'}
     posted(admin_client, ENQUEUE, data)
     assert Job.objects.values_list("args", "kwargs").get() == ([1, "two"], {"three": 3})
+
+
+def spread(a: int, /, b: int = 1, *rest: int, flag: bool = False, **extra: int) -> None:
+    """Every kind of parameter, for the form's call."""
+
+
+@pytest.mark.parametrize(
+    ("data", "call"),
+    [
+        ({"arg_a": "1"}, ([1], {})),
+        ({"arg_a": "1", "arg_b": "2", "arg_flag": "true"}, ([1], {"b": 2, "flag": True})),
+        ({"arg_a": "1", "arg_b": "2", "arg_rest": "[3, 4]"}, ([1, 2, 3, 4], {})),
+        ({"arg_a": "1", "arg_extra": '{"z": 9}', "arg_flag": "null"}, ([1], {"flag": None, "z": 9})),
+    ],
+)
+def test_the_form_calls_each_kind_of_parameter_as_python_would(
+    data: dict[str, str], call: tuple[list[Any], dict[str, Any]]
+) -> None:
+    form = EnqueueForm(RegisteredTask(name="spread", func=spread), data)
+    assert form.is_valid(), form.errors
+    assert (form.cleaned_data["args"], form.cleaned_data["kwargs"]) == call
+
+
+def test_an_argument_by_position_after_one_left_empty_is_refused() -> None:
+    form = EnqueueForm(RegisteredTask(name="spread", func=spread), {"arg_a": "1", "arg_rest": "[3]"})
+    assert not form.is_valid()
+    assert form.non_field_errors() == ["rest comes by position after b, which was left empty: give b too."]
 
 
 @pytest.mark.parametrize(
