@@ -28,6 +28,7 @@ from django.db import transaction
 from django.dispatch import Signal
 
 from django_sqlqueue.rules.lifecycle import (
+    ADMIN_EDITS,
     ADMIN_RETRY,
     ADMIN_RETRY_WAITING,
     CLAIM,
@@ -176,6 +177,11 @@ SILENT: dict[Transition, str] = {
     "waits again, and sends job_unblocked when the finish of what it waits for releases it",
     RUN_NOW: "an admin's action, kept in the admin's history: the job only becomes due sooner",
     REPLACE: "the job is READY as before, with another job's arguments and run time: it sends its signals as it runs",
+    **dict.fromkeys(
+        ADMIN_EDITS,
+        "an admin's action, kept in the admin's history (LogEntry): the job keeps its status, and sends "
+        "its signals as it runs",
+    ),
     DELETE: "an admin's action, kept in the admin's history (a queryset's delete: Django's "
     "post_delete reaches receivers of the model's)",
     PRUNE: "housekeeping of jobs that sent their signal as they ended; counted by sqlqueue_prune and the leader's log",

@@ -1,9 +1,10 @@
 """The job admin: triage at millions of rows.
 
-Jobs are written by code, never by a form: the admin shows them read-only and
-changes them only through the changes of ``changes.py`` — from the changelist,
-from buttons on a job's page, or for every failed job a filter matches — each
-guarded by its own permission and only on POST."""
+Jobs are written by code: the admin shows them read-only and changes them only
+through the changes of ``changes.py`` — from the changelist, from buttons on a job's
+page, or for every failed job a filter matches — and through the manager's verbs
+behind the Edit and Enqueue pages (``job_forms.py``), each guarded by its own
+permission and only on POST."""
 
 from __future__ import annotations
 
@@ -24,12 +25,24 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 from rangefilter.filters import DateRangeFilterBuilder
 
-from django_sqlqueue.admin import changes, display, failures, graph, overview, refresh, throughput, times, workflow
+from django_sqlqueue.admin import (
+    changes,
+    display,
+    failures,
+    graph,
+    overview,
+    refresh,
+    throughput,
+    times,
+    workflow,
+)
 from django_sqlqueue.admin.changes import CHANGES, Change
 from django_sqlqueue.admin.filters import CheapCountPaginator, QueueFilter, StatusFilter, TagFilter, TaskFilter
+from django_sqlqueue.admin.job_forms import JobFormPages
 from django_sqlqueue.db import dependents, pausing
 from django_sqlqueue.db.routing import queue_db
 from django_sqlqueue.models import Job, JobStatus, Worker
+from django_sqlqueue.rules.lifecycle import EDITABLE
 
 #: The largest id a job can have (the id is a signed 64-bit integer on every database).
 MAX_JOB_ID = 2**63 - 1
@@ -93,8 +106,9 @@ class JobChangeList(ChangeList):
         return rows
 
 
-class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    """Browse, filter and search jobs; retry, cancel, run now or delete them."""
+class JobAdmin(JobFormPages):
+    """Browse, filter and search jobs; retry, cancel, run now or delete them; edit and
+    enqueue them (``JobFormPages``)."""
 
     # What a person triages by, narrow enough for a laptop beside the filters; the rest
     # (priority, worker, progress, every time) is on a job's page.
@@ -168,7 +182,8 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             return (queryset.filter(pk=pk) if pk <= MAX_JOB_ID else queryset.none()), False
         return super().get_search_results(request, queryset, search_term)
 
-    # Permissions: jobs are never added or edited by hand.
+    # Permissions: jobs are never added or edited through Django's own forms; the Edit
+    # and Enqueue pages have permissions of their own (``JobFormPages``).
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -226,7 +241,12 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             for name in request.POST.getlist("action"):
                 if name in ACTION_CHANGES:
                     self.check_permission(request, CHANGES[ACTION_CHANGES[name]])
-        context = {"can_retry": self.has_retry_permission(request), **refresh.context(), **(extra_context or {})}
+        context = {
+            "can_retry": self.has_retry_permission(request),
+            "can_enqueue": self.has_enqueue_permission(request),
+            **refresh.context(),
+            **(extra_context or {}),
+        }
         return refresh.fragment(
             request, super().changelist_view(request, context), "admin/django_sqlqueue/job/change_list_refresh.html"
         )
@@ -273,6 +293,8 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 view(require_POST(self.failure_group_view)),
                 name="django_sqlqueue_job_failure_group",
             ),
+            path("enqueue/", view(self.enqueue_view), name="django_sqlqueue_job_enqueue"),
+            path("<path:object_id>/edit/", view(self.edit_view), name="django_sqlqueue_job_edit"),
             path(
                 "<path:object_id>/change/<str:change>/",
                 view(require_POST(self.change_job_view)),
@@ -408,6 +430,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 and Job.objects.filter(Q(pk=job.pk) & change.applies()).exists()
                 and (not change.retries_dependents or self.has_cancelled_dependents(job))
             ]
+            context["can_edit"] = job.status in EDITABLE and self.has_edit_permission(request)
         return super().render_change_form(request, context, *args, **kwargs)
 
     def has_cancelled_dependents(self, job: Job) -> bool:

@@ -21,9 +21,20 @@ from django.db import models, transaction
 
 from django_sqlqueue import signals
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import batches, claiming, dependencies, dependents, expiry, finishing, rates, tagging
+from django_sqlqueue.db import (
+    batches,
+    claiming,
+    dependencies,
+    dependents,
+    editing,
+    expiry,
+    finishing,
+    rates,
+    tagging,
+)
 from django_sqlqueue.db.building import JobOptions, PlainOptions
 from django_sqlqueue.db.clock import DatabaseNow
+from django_sqlqueue.db.editing import Edit
 from django_sqlqueue.db.keys import unique
 from django_sqlqueue.db.keys.concurrency import with_free_slot
 from django_sqlqueue.db.lifecycle import allowed, written
@@ -46,7 +57,7 @@ from django_sqlqueue.rules.lifecycle import (
 )
 from django_sqlqueue.rules.validation import claim_limit_problem
 
-__all__ = ["CancelCount", "JobManager", "JobOptions", "JobQuerySet", "PlainOptions", "Retried"]
+__all__ = ["CancelCount", "Edit", "JobManager", "JobOptions", "JobQuerySet", "PlainOptions", "Retried"]
 
 
 class JobQuerySet(models.QuerySet[JobT]):
@@ -359,6 +370,19 @@ class JobManager(EnqueueingManager[JobT]):
         """Make those of ``jobs`` that are ``READY`` for a later time due now, on the
         database's clock (a person's Run now). Returns how many it brought forward."""
         return jobs.filter(allowed(RUN_NOW)).update(**written(RUN_NOW, run_at=DatabaseNow()))
+
+    def edit(self, job: JobT, edit: Edit) -> JobT | None:
+        """Give ``job`` (as read: its ``pk``, ``status``, ``attempts`` and ``task``) the
+        arguments, queue, priority, run time and most attempts of ``edit`` (a person's
+        Edit), checked as :meth:`enqueue` checks them, if it is still as read and no
+        worker holds it (``WAITING``, ``READY``, ``FAILED`` or ``CANCELLED``); a key
+        derived from its arguments is derived again. Returns the job as it was before
+        the edit, or None when it changed since it was read (a worker claimed it, say)
+        and was left alone. Raises :class:`~django_sqlqueue.exceptions.InvalidJobError`
+        (nothing written) for an edit an enqueue would refuse, or when another job holds
+        the unique key the new arguments make; ``UnknownTaskError`` when its task is not
+        registered."""
+        return editing.edit_job(self.model, queue_db(self.model, self._db), job, edit)
 
     def delete_jobs(self, ids: Collection[int]) -> int:
         """Delete the jobs of ``ids`` that no worker holds (a job a worker runs keeps its

@@ -368,6 +368,24 @@ REPLACE = _transition(
     ("args", "kwargs", "run_at"),
     'Job.objects.enqueue and enqueue_many with on_conflict="replace" (a running holder is left alone)',
 )
+#: The statuses of the jobs a person may edit (``admin_edit_*``): every one no worker holds
+#: that may still run, or run again after a Retry; never a running or a successful job.
+EDITABLE = (_WAITING, _READY, JobStatus.FAILED, JobStatus.CANCELLED)
+#: What an edit writes: what the job runs and how; a key derived from the arguments
+#: (``@job(unique=...)``, ``@job(concurrency=...)``) is derived again from the new ones.
+_EDITED = ("args", "kwargs", "queue", "priority", "run_at", "max_attempts", "unique_key", "concurrency_key")
+#: The admin's Edit, one per status it keeps: the job stays as it was but for what it runs.
+ADMIN_EDITS = tuple(
+    _transition(
+        f"admin_edit_{status.value.lower()}",
+        (status,),
+        status,
+        (_C.UNIQUE_KEY_FREE,),
+        _EDITED,
+        "the admin's Edit of a job no worker holds, compare-and-set on the status and attempts the person saw",
+    )
+    for status in EDITABLE
+)
 DELETE = _transition(
     "delete",
     (_WAITING, _READY, *FINISHED),
@@ -413,6 +431,7 @@ TRANSITIONS: dict[str, Transition] = {
         RETRY_DEPENDENT,
         RUN_NOW,
         REPLACE,
+        *ADMIN_EDITS,
         DELETE,
         PRUNE,
     )

@@ -84,7 +84,11 @@ def test_models_and_migrations_agree() -> None:
 #: everywhere, which say the same.
 REWORDED = "sqlqueue_job_status_valid"
 #: The migrations, the squashed one first.
-MIGRATIONS = [("django_sqlqueue", "0001_initial"), ("django_sqlqueue", "0002_job_insert_token")]
+MIGRATIONS = [
+    ("django_sqlqueue", "0001_initial"),
+    ("django_sqlqueue", "0002_job_insert_token"),
+    ("django_sqlqueue", "0003_job_edit_permissions"),
+]
 #: The columns the migrations after the squashed one added, by table: each nullable,
 #: with no default to write into the rows a table already holds.
 ADDED_SINCE = {JOB_TABLE: ["insert_token"]}

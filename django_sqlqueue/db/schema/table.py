@@ -202,6 +202,8 @@ class AbstractJob(models.Model):
             ("retry_job", "Can retry failed or cancelled jobs"),
             ("cancel_job", "Can cancel jobs (ready ones at once, running ones by request)"),
             ("run_job_now", "Can run scheduled jobs now"),
+            ("edit_job", "Can edit the arguments, queue, priority, run time and attempts of jobs no worker holds"),
+            ("enqueue_job", "Can enqueue jobs of registered tasks from the admin"),
         ]
         constraints = [
             models.CheckConstraint(

@@ -129,6 +129,8 @@ LONG_ERROR = (
     "Failed to establish a new connection: [Errno 111] Connection refused'))"
 )
 WORKER = "web-prod-eu-west-1a-ip-10-0-12-34.eu-west-1.compute.internal:48213:0"
+#: A task of several parameters, some with defaults, for the Enqueue page.
+ENQUEUED_TASK = "tests.testapp.tasks.per_tenant"
 
 
 def realistic_data() -> dict[str, Job]:
@@ -215,9 +217,24 @@ def realistic_data() -> dict[str, Job]:
 #: screen without scrolling sideways.
 PAGES: dict[str, tuple[Any, list[str]]] = {
     "app-index": ("", []),
-    "changelist": ("job/", ["select[name=action]", "button[name=index]", ".object-tools a", "#searchbar"]),
+    "changelist": (
+        "job/",
+        ["select[name=action]", "button[name=index]", ".object-tools a", "#searchbar", "#enqueue-job"],
+    ),
     "changelist-failed": ("job/?status__exact=FAILED", ["button[name=index]", "#retry-failed"]),
-    "job-failed": (lambda jobs: f"job/{jobs['FAILED-1'].pk}/change/", [".object-tools button", ".deletelink"]),
+    "job-failed": (
+        lambda jobs: f"job/{jobs['FAILED-1'].pk}/change/",
+        [".object-tools button", ".deletelink", "#edit-job"],
+    ),
+    "job-edit": (
+        lambda jobs: f"job/{jobs['FAILED-1'].pk}/edit/",
+        [*(f"textarea[name={name}]" for name in ("args", "kwargs")), "input[name=run_at]", "input[name=_save]"],
+    ),
+    "enqueue-task": ("job/enqueue/", ["select[name=task]", "input[type=submit]"]),
+    "enqueue": (
+        f"job/enqueue/?task={ENQUEUED_TASK}",
+        ["textarea[name=arg_tenant]", "textarea[name=arg_seconds]", "input[name=run_at]", "input[name=_save]"],
+    ),
     "job-running": (lambda jobs: f"job/{jobs['RUNNING-1'].pk}/change/", [".object-tools button"]),
     "failures": ("job/failures/", ["input.retry-group", "input.cancel-group"]),
     "overview": ("job/overview/", ["input.pause-queue", "input.resume-queue", "input[name=reason]"]),
@@ -279,6 +296,44 @@ def test_every_page_fits_a_laptop_screen(live_server: Any, monkeypatch: pytest.M
     assert {name: count for name, count in wrapped_times.items() if count} == {}, "times on more than one line"
     assert exact, "no time on the job list"
     assert all(title.endswith(" UTC (UTC)") for title in exact), "the exact time and its zone on hover"
+
+
+# Enqueue a job and edit it, on a laptop's screen.
+
+
+def test_enqueue_a_job_then_edit_it_in_the_browser(live_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    get_user_model().objects.create_superuser("admin", "admin@example.com", "password")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with browser_page(LAPTOP) as page:
+        log_in(page, live_server.url)
+        page.click("#enqueue-job")
+        page.select_option("select[name=task]", "tests.testapp.tasks.add")
+        page.click("#enqueue-task input[type=submit]")
+        page.fill("textarea[name=arg_a]", "2")
+        page.fill("textarea[name=arg_b]", "oops")
+        page.click("input[name=_save]")
+        assert "This is not JSON" in page.locator(".field-arg_b .errorlist").inner_text()
+        assert fits(page)
+        page.screenshot(path=ARTIFACTS / "enqueue-error-1280.png", full_page=True)
+        page.fill("textarea[name=arg_b]", "3")
+        page.click("input[name=_save]")
+        page.wait_for_url("**/change/")
+        assert page.locator("ul.messagelist li").inner_text().startswith("Enqueued job ")
+
+        page.click("#edit-job")
+        # The form enqueued the arguments by name: give them by position instead.
+        page.fill("textarea[name=args]", "[20, 22]")
+        page.fill("textarea[name=kwargs]", "{}")
+        page.fill("input[name=priority]", "5")
+        assert fits(page)
+        page.screenshot(path=ARTIFACTS / "job-edit-1280.png", full_page=True)
+        page.click("input[name=_save]")
+        page.wait_for_url("**/change/")
+        said = page.locator("ul.messagelist li").inner_text()
+        assert said.endswith(': Edited: args [] → [20, 22]; kwargs {"a": 2, "b": 3} → {}; priority 0 → 5.')
+    job = Job.objects.get()
+    assert (job.args, job.priority, job.status) == ([20, 22], 5, JobStatus.READY)
 
 
 # A workflow's graph, and pages that update themselves, on a laptop's screen.

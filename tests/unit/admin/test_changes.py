@@ -369,6 +369,8 @@ def test_run_now_brings_a_scheduled_job_forward(admin_client: Client) -> None:
     response = action(admin_client, "run_now", [scheduled, due])
     assert messages(admin_client, response) == ["Brought forward 1 job. Skipped 1 job: not ready or already due."]
     assert {job.pk for job in Job.objects.claim(worker_id="w")} == {scheduled.pk, due.pk}
+    entries = LogEntry.objects.values_list("object_id", "action_flag", "change_message", "user__username")
+    assert list(entries) == [(str(scheduled.pk), CHANGE, "Brought forward", "admin")]
 
 
 def test_nothing_to_do_is_a_warning(admin_client: Client) -> None:

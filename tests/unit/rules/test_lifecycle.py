@@ -48,8 +48,11 @@ def test_the_status_sets_split_every_status() -> None:
 
 
 def test_finished_jobs_move_only_by_an_admin_retry_or_their_deletion() -> None:
-    leaving = [t.name for t in TRANSITIONS.values() if set(t.sources) & set(FINISHED)]
+    leaving = [t.name for t in TRANSITIONS.values() if set(t.sources) & set(FINISHED) and t.target not in t.sources]
     assert sorted(leaving) == ["admin_retry", "admin_retry_waiting", "delete", "prune", "retry_dependent"]
+    # An admin's Edit of a failed or cancelled job keeps it where it is.
+    staying = [t.name for t in TRANSITIONS.values() if set(t.sources) & set(FINISHED) and t.target in t.sources]
+    assert sorted(staying) == ["admin_edit_cancelled", "admin_edit_failed"]
     assert ADMIN_RETRY.target in ACTIVE
     assert all(TRANSITIONS[name].target is None for name in ("delete", "prune"))
 
