@@ -21,6 +21,7 @@ without the traceback, of each final failure)."""
 
 from __future__ import annotations
 
+import atexit
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -44,6 +45,9 @@ def reporting(*, every_attempt: bool) -> Callable[[Handler], Handler]:
 
     def factory(get_result: Handler) -> Handler:
         ignore_logger(attempts_logger.name)
+        # Once per worker process: a forked one does not run the exit functions
+        # sentry_sdk.init() registered in the supervisor, so the last reports are sent here.
+        atexit.register(sentry_sdk.flush)
 
         def wrapper(job: Job) -> Any:
             with sentry_sdk.isolation_scope() as scope:

@@ -40,7 +40,12 @@ def main(config: WorkerOptions, channel: Connection, started: StartedJobs, budge
     Ctrl-C reaches the supervisor's group only; the supervisor passes it on.
 
     The supervisor starts it with SIGTERM and SIGINT held back (``spawning``): they are
-    let through once its own handlers replace those a forked process inherits."""
+    let through once its own handlers replace those a forked process inherits. A forked
+    process runs at its end the ``atexit`` functions registered in it, not those the
+    supervisor registered before the fork, as a spawned one does."""
+    if method == "fork":
+        # Those of the supervisor are not this process's to run (Python 3.13 clears them too).
+        atexit._clear()
     os.setpgid(0, 0)
     stop = threading.Event()
 
@@ -70,7 +75,7 @@ def main(config: WorkerOptions, channel: Connection, started: StartedJobs, budge
     finally:
         if method == "fork":
             # A forked process ends with os._exit(), skipping what the interpreter runs at
-            # exit: the exporters of traces and error reports flush there.
+            # exit (before Python 3.13): what this process registered, as exporters do.
             atexit._run_exitfuncs()
 
 

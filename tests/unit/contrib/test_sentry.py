@@ -4,6 +4,7 @@ a transport of the SDK's that keeps what the client sends it."""
 
 from __future__ import annotations
 
+import atexit
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +14,7 @@ from django.test import override_settings
 from sentry_sdk.envelope import Envelope
 from sentry_sdk.transport import Transport
 
-from django_sqlqueue.contrib.sentry import arguments_shape
+from django_sqlqueue.contrib.sentry import arguments_shape, middleware
 from django_sqlqueue.models import Job
 from django_sqlqueue.testing import run_jobs
 from tests.support.spies import tracebacks_formatted
@@ -121,3 +122,10 @@ def test_each_failed_attempt_is_decided_once_for_the_report_the_span_and_the_row
     assert len(transport.events()) == 2
     # One traceback an attempt: the one its row keeps, which the middlewares reuse.
     assert formatted == ["down", "down"]
+
+
+def test_each_worker_process_sends_its_last_reports_as_it_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    registered: list[Any] = []
+    monkeypatch.setattr(atexit, "register", registered.append)
+    middleware(lambda job: None)
+    assert registered == [sentry_sdk.flush]

@@ -11,6 +11,7 @@ import re
 import subprocess
 from collections.abc import Callable
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -108,6 +109,32 @@ def test_verbosity_2_logs_each_worker_process_and_how_it_started(
     assert workers.wait(60) == 0, workers.text()
     assert len(re.findall(rf"Started worker \S+ \(pid \d+, {method}\)", workers.text())) == 2, workers.text()
     assert sorted(Job.objects.values_list("status", "result")) == [("SUCCESSFUL", n + 1) for n in range(4)]
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_every_process_runs_its_exit_functions(start_workers: StartWorkers, tmp_path: Path, method: str) -> None:
+    """The supervisor run from the command line and a forked process end with
+    ``os._exit()``, after the ``atexit`` functions that flush logs and exporters: in a
+    worker process, those registered there (``tests.support.exit_hooks``)."""
+    Job.objects.enqueue_many(Job.objects.build(add, (n, 1)) for n in range(4))
+    said = tmp_path / "atexit.txt"
+    workers = start_workers(
+        "--burst",
+        "--processes",
+        "2",
+        "-v",
+        "2",
+        DJANGO_SETTINGS_MODULE="tests.support.settings_extra_apps",
+        SQLQUEUE_TEST_EXTRA_APPS="tests.support.exit_hooks",
+        SQLQUEUE_TEST_ATEXIT_FILE=str(said),
+        SQLQUEUE_MIDDLEWARE='["tests.support.exit_hooks.middleware"]',
+        SQLQUEUE_WORKER_START=method,
+    )
+    assert workers.wait(60) == 0, workers.text()
+    children = {int(pid) for pid in re.findall(rf"Started worker \S+ \(pid (\d+), {method}\)", workers.text())}
+    assert len(children) == 2, workers.text()
+    assert set(map(int, said.read_text().split())) == {workers.process.pid, *children}
+    assert "jobs succeeded 4" in workers.text()  # the last line, written before the exit
 
 
 def test_burst_on_a_terminal_shows_a_progress_bar(child_env: dict[str, str], python: str) -> None:
