@@ -23,6 +23,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
+from django_sqlqueue.rules.embedded import Embedded, parse_embedded
 from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.rules.limits import MAX_ATTEMPTS, MAX_SNOOZES
 from django_sqlqueue.rules.queues import queue_name_problem, unlisted_queues_problem
@@ -372,6 +373,20 @@ class Settings:
         if seconds < 1:
             raise ImproperlyConfigured(f"SQLQUEUE_ADMIN_REFRESH must be at least 1 second, or None, not {value!r}.")
         return seconds
+
+    @setting(default=None)
+    def SQLQUEUE_EMBEDDED(self, value: Any) -> Embedded | None:
+        """Worker threads in each web process, for a site on one machine that runs no
+        ``runworkers``: ``{"queues": [...], "threads": N}`` (both optional: every queue,
+        one thread); ``None`` (the default) runs none. Each process that serves a request
+        starts them on its first one, never under a management command or the tests. See
+        the embedded workers guide."""
+        if value is None:
+            return None
+        try:
+            return parse_embedded(value, self.SQLQUEUE_QUEUES)
+        except ValueError as error:
+            raise ImproperlyConfigured(f"SQLQUEUE_EMBEDDED: {error}.") from None
 
 
 def setting_names() -> list[str]:

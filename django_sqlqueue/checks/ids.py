@@ -66,6 +66,7 @@ SETTING_CHECKS = {
         "SQLQUEUE_WAKEUP_DIR": "E041",
         "SQLQUEUE_MAX_SNOOZES": "E042",
         "SQLQUEUE_ADMIN_REFRESH": "E043",
+        "SQLQUEUE_EMBEDDED": "E044",
     }.items()
 }
 CLAIMS = CheckId(

@@ -88,10 +88,17 @@ def finished(written: Mapping[str, int]) -> int:
 
 
 class WorkerProcess:
-    """The claim → run → finish loop of one process."""
+    """The claim → run → finish loop of one process: a ``runworkers`` worker process, which
+    tells its supervisor through ``channel``; or the embedded worker of a web process
+    (``embedded.py``), with no ``channel``: nobody to tell, no supervisor to outlive."""
 
     def __init__(
-        self, config: WorkerOptions, channel: Connection, started: StartedJobs, budget: Budget, stop: threading.Event
+        self,
+        config: WorkerOptions,
+        channel: Connection | None,
+        started: StartedJobs,
+        budget: Budget,
+        stop: threading.Event,
     ) -> None:
         self.config = config
         self.channel = channel
@@ -99,7 +106,8 @@ class WorkerProcess:
         self.channel_lock = threading.Lock()
         self.budget = budget
         self.stop = stop
-        self.parent = os.getppid()
+        #: The supervisor's pid: the worker stops once it is gone. None when embedded.
+        self.parent = None if channel is None else os.getppid()
         self.succeeded = 0
         self.failed = 0
         #: Candidates other workers locked first, summed over this process's claims.
@@ -397,6 +405,8 @@ class WorkerProcess:
         (time.sleep if keep_going else self.stop.wait)(delay)
 
     def _tell(self, *message: Any) -> None:
+        if self.channel is None:
+            return
         with self.channel_lock:
             try:
                 self.channel.send(message)
@@ -441,7 +451,7 @@ class WorkerProcess:
     def _beat(self) -> None:
         """Heartbeats on their own thread and connection, so a long job keeps its lease."""
         while not self.stop.wait(conf.SQLQUEUE_HEARTBEAT_INTERVAL):
-            if os.getppid() != self.parent:
+            if self.parent is not None and os.getppid() != self.parent:
                 logger.warning("%s: the supervisor is gone; stopping", self.config.name)
                 self.stop.set()
                 break
