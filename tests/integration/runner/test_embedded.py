@@ -17,7 +17,7 @@ from django.db import DEFAULT_DB_ALIAS
 from django_sqlqueue.db import leadership
 from django_sqlqueue.models import Job, JobStatus, Worker
 from tests.support.servers import Gunicorn
-from tests.support.workers import FAST_CLOCKS, KEEP_FINISHED, children_of, wait_until
+from tests.support.workers import FAST_CLOCKS, KEEP_FINISHED, children_of, end_all, wait_until
 from tests.testapp.tasks import sleep, sleep_first_time, worker_pid
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -40,10 +40,7 @@ def start_server(child_env: dict[str, str], python: str, tmp_path: Path) -> Iter
         return server
 
     yield start
-    for server in started:
-        if server.process.poll() is None:
-            server.kill()
-        server.output.close()
+    end_all(started)
 
 
 def embedded_rows() -> dict[int, str]:
