@@ -1,6 +1,6 @@
-"""A real gunicorn serving the tests' project (``tests.support.wsgi``), its workers
-forked, for the embedded workers' tests: start it, send it requests, stop it, and
-never leave a process behind (``Session``)."""
+"""Real web servers serving the tests' project, for the embedded workers' tests: gunicorn
+(``tests.support.wsgi``, its workers forked) and ``runserver``. Start one, send it
+requests, stop it, and never leave a process behind (``Session``)."""
 
 from __future__ import annotations
 
@@ -18,17 +18,12 @@ from tests.support.workers import Session
 APPLICATION = "tests.support.wsgi:application"
 
 
-class Gunicorn(Session):
-    """``gunicorn --workers N [args]`` serving :data:`APPLICATION` on a free port."""
+class WebServer(Session):
+    """A web server serving the tests' project on ``port``, started by ``command``."""
 
-    name = "gunicorn"
-
-    def __init__(self, workers: int, args: list[str], env: dict[str, str], python: str, log: Path) -> None:
-        self.port = free_port()
-        bind = f"127.0.0.1:{self.port}"
-        super().__init__(
-            [python, "-m", "gunicorn", "--bind", bind, "--workers", str(workers), *args, APPLICATION], env, log
-        )
+    def __init__(self, command: list[str], port: int, env: dict[str, str], log: Path) -> None:
+        self.port = port
+        super().__init__(command, env, log)
 
     def get(self, path: str = "/no-such-page/") -> int:
         """The status of a GET of ``path``; 0 when no worker answers (yet)."""
@@ -46,3 +41,26 @@ class Gunicorn(Session):
         the requests sent meanwhile go to another worker."""
         with socket.create_connection(("127.0.0.1", self.port), timeout=10):
             yield
+
+
+class Gunicorn(WebServer):
+    """``gunicorn --workers N [args]`` serving :data:`APPLICATION` on a free port; no
+    control socket (its default path is one for the whole user)."""
+
+    name = "gunicorn"
+
+    def __init__(self, workers: int, args: list[str], env: dict[str, str], python: str, log: Path) -> None:
+        port = free_port()
+        command = [python, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
+        super().__init__([*command, "--no-control-socket", *args, APPLICATION], port, env, log)
+
+
+class Runserver(WebServer):
+    """``manage.py runserver`` on a free port, with its autoreloader: a parent that
+    watches the files and a child that serves."""
+
+    name = "runserver"
+
+    def __init__(self, env: dict[str, str], python: str, log: Path) -> None:
+        port = free_port()
+        super().__init__([python, "manage.py", "runserver", f"127.0.0.1:{port}"], port, env, log)

@@ -8,7 +8,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +91,7 @@ class Session:
         return self.log.read_text()
 
 
-def end_all(started: list[Session]) -> None:
+def end_all(started: Sequence[Session]) -> None:
     """At a test's end: kill whichever of ``started`` still runs, and close their logs."""
     for each in started:
         if each.process.poll() is None:

@@ -16,7 +16,7 @@ from django.db import DEFAULT_DB_ALIAS
 
 from django_sqlqueue.db import leadership
 from django_sqlqueue.models import Job, JobStatus, Worker
-from tests.support.servers import Gunicorn
+from tests.support.servers import Gunicorn, Runserver
 from tests.support.workers import FAST_CLOCKS, KEEP_FINISHED, children_of, end_all, wait_until
 from tests.testapp.tasks import sleep, sleep_first_time, worker_pid
 
@@ -27,14 +27,18 @@ WORKER_LOST = "django_sqlqueue.exceptions.WorkerLost"
 
 
 @pytest.fixture
-def start_server(child_env: dict[str, str], python: str, tmp_path: Path) -> Iterator[StartServer]:
-    """``start_server(workers, *args)``: gunicorn serving the tests' project on this test's
-    database, each of its workers with embedded workers of 2 threads, and short clocks."""
+def server_env(child_env: dict[str, str]) -> dict[str, str]:
+    """A web server's: this test's database, embedded workers of 2 threads, short clocks."""
+    return {**child_env, **FAST_CLOCKS, **KEEP_FINISHED, "SQLQUEUE_EMBEDDED": json.dumps({"threads": 2})}
+
+
+@pytest.fixture
+def start_server(server_env: dict[str, str], python: str, tmp_path: Path) -> Iterator[StartServer]:
+    """``start_server(workers, *args)``: gunicorn serving the tests' project, answering."""
     started: list[Gunicorn] = []
 
     def start(workers: int, *args: str) -> Gunicorn:
-        env = {**child_env, **FAST_CLOCKS, **KEEP_FINISHED, "SQLQUEUE_EMBEDDED": json.dumps({"threads": 2})}
-        server = Gunicorn(workers, list(args), env, python, tmp_path / f"gunicorn-{len(started)}.log")
+        server = Gunicorn(workers, list(args), server_env, python, tmp_path / f"gunicorn-{len(started)}.log")
         started.append(server)
         wait_until(server.get, timeout=60, why=server.text)
         return server
@@ -65,8 +69,9 @@ def test_each_forked_worker_runs_its_own_and_they_stop_cleanly_with_the_server(s
 
     jobs = Job.objects.enqueue_many(Job.objects.build(worker_pid) for _ in range(20))
     wait_until(lambda: Job.objects.filter(status=JobStatus.SUCCESSFUL).count() == 20, timeout=60, why=server.text)
-    for job in Job.objects.filter(pk__in=[job.pk for job in jobs]):
-        assert rows[job.result] == job.worker
+    # Each job by the worker of the process it names (the pid its task returned).
+    ran = {(job.worker, job.result) for job in Job.objects.filter(pk__in=[job.pk for job in jobs])}
+    assert ran <= {(name, pid) for pid, name in rows.items()}, (ran, rows)
 
     slow = Job.objects.enqueue(sleep, (2,))
     wait_until(lambda: Job.objects.filter(pk=slow.pk, status=JobStatus.RUNNING).exists(), timeout=60)
@@ -104,3 +109,20 @@ def test_the_jobs_of_a_web_process_killed_outright_are_rescued_and_run_by_anothe
     # The dead one's row was forgotten by the rescue.
     wait_until(lambda: killed not in embedded_rows(), timeout=30)
     assert server.stop() == 0, server.text()
+
+
+def test_runserver_runs_them_in_the_child_that_serves_not_in_its_autoreloader(
+    server_env: dict[str, str], python: str, tmp_path: Path
+) -> None:
+    server = Runserver(server_env, python, tmp_path / "runserver.log")
+    try:
+        wait_until(lambda: server.get() and embedded_rows(), timeout=60, why=server.text)
+        assert list(embedded_rows()) == children_of(server.process.pid), server.text()
+        job = Job.objects.enqueue(worker_pid)
+        wait_until(lambda: Job.objects.filter(pk=job.pk, status=JobStatus.SUCCESSFUL).exists(), timeout=60)
+        # Ctrl-C, which reaches both: the child stops its workers as it exits.
+        os.killpg(server.process.pid, signal.SIGINT)
+        server.wait(30)
+        assert not Worker.objects.exists(), server.text()
+    finally:
+        end_all([server])
