@@ -65,7 +65,7 @@ def test_a_bad_setting_starts_nothing_and_says_why(caplog: pytest.LogCaptureFixt
 
 @pytest.mark.usefixtures("serving")
 @override_settings(SQLQUEUE_EMBEDDED={"queues": ["default"], "threads": 2})
-def test_the_first_request_starts_them_once_and_they_run_jobs_then_stop_cleanly() -> None:
+def test_the_first_request_starts_them_once_and_they_run_jobs_then_stop_cleanly(admin_client: Client) -> None:
     Client().get("/no-such-page/")
     workers = embedded._process.workers
     assert workers is not None
@@ -82,6 +82,9 @@ def test_the_first_request_starts_them_once_and_they_run_jobs_then_stop_cleanly(
     assert (job.result, job.worker) == (3, workers.name)
     # The only holder around takes the maintenance lease.
     wait_until(lambda: Leader.objects.filter(holder=workers.maintenance.holder).exists(), timeout=30)
+    # The admin's workers page lists it, under the maintenance's holder.
+    listed = admin_client.get("/admin/django_sqlqueue/worker/").context["cl"].result_list
+    assert [(worker.name, worker.leads) for worker in listed] == [(workers.name, True)]
 
     embedded.stop()
     assert not any(thread.is_alive() for thread in workers.threads)
