@@ -277,7 +277,8 @@ class Settings:
     @setting(default=60.0)
     def SQLQUEUE_LEASE(self, value: Any) -> float:
         """Seconds without a heartbeat after which a worker counts as dead and its jobs are
-        rescued by any live supervisor; at least three heartbeats."""
+        rescued by whoever holds the maintenance lease (a supervisor, or a web process
+        with embedded workers); at least three heartbeats."""
         lease = _positive_number("SQLQUEUE_LEASE", value)
         if lease < 3 * self.SQLQUEUE_HEARTBEAT_INTERVAL:
             raise ImproperlyConfigured("SQLQUEUE_LEASE must be at least three SQLQUEUE_HEARTBEAT_INTERVALs.")
@@ -378,9 +379,9 @@ class Settings:
     def SQLQUEUE_EMBEDDED(self, value: Any) -> Embedded | None:
         """Worker threads in each web process, for a site on one machine that runs no
         ``runworkers``: ``{"queues": [...], "threads": N}`` (both optional: every queue,
-        one thread); ``None`` (the default) runs none. Each process that serves a request
+        one thread; at most 32); ``None`` (the default) runs none. Each process that serves a request
         starts them on its first one, never under a management command or the tests. See
-        the embedded workers guide."""
+        the guide "Run jobs inside the web processes"."""
         if value is None:
             return None
         try:

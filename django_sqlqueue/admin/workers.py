@@ -1,8 +1,9 @@
 """The worker admin: which worker processes are alive, their heartbeats, the jobs they hold,
-and which supervisor leads maintenance (its worker processes are marked).
+and which supervisor leads maintenance (its worker processes are marked). A web process's
+embedded workers are listed alike, named ``embedded:HOST:PID:…`` (``runner/embedded.py``).
 
 Read-only: worker rows belong to the supervisors that write them, and a dead
-worker's row goes when a live supervisor rescues its jobs."""
+worker's row goes when the maintenance's holder rescues its jobs."""
 
 from __future__ import annotations
 
