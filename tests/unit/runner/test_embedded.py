@@ -19,8 +19,9 @@ from django.test import Client, override_settings
 from django_sqlqueue.db import leadership
 from django_sqlqueue.models import Job, JobStatus, Leader, Worker
 from django_sqlqueue.runner import embedded
+from django_sqlqueue.runner.worker import WorkerProcess
 from tests.support.workers import wait_until
-from tests.testapp.tasks import add
+from tests.testapp.tasks import add, sleep
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the workers' threads read what the test commits
 
@@ -113,3 +114,48 @@ def test_a_forked_child_forgets_the_parents_workers() -> None:
     assert told == b"1"
     assert embedded._process.decided  # the parent keeps its own
     embedded._process.workers = None
+
+
+@pytest.mark.usefixtures("serving")
+@override_settings(SQLQUEUE_EMBEDDED={})
+def test_a_worker_stopped_by_an_error_says_so_and_the_process_goes_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(self: WorkerProcess) -> None:
+        raise RuntimeError("broken on purpose")
+
+    monkeypatch.setattr(WorkerProcess, "run", broken)
+    with caplog.at_level(logging.ERROR, logger="django_sqlqueue.runner.embedded"):
+        workers = embedded.start()
+        assert workers is not None
+        workers.threads[0].join(30)
+    [record] = [record for record in caplog.records if record.levelno >= logging.ERROR]
+    assert (
+        record.getMessage()
+        == f"{workers.name}: the embedded worker stopped on an error; this process runs no more jobs"
+    )
+    assert record.exc_info is not None
+    assert str(record.exc_info[1]) == "broken on purpose"
+    assert Client().get("/no-such-page/").status_code == 404
+
+
+@pytest.mark.usefixtures("serving")
+@override_settings(SQLQUEUE_EMBEDDED={}, SQLQUEUE_SHUTDOWN_GRACE=0.5)
+def test_a_job_running_past_the_grace_is_left_running_and_finishes_its_own_way(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    workers = embedded.start()
+    assert workers is not None
+    job = Job.objects.enqueue(sleep, (3,))
+    wait_until(lambda: Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).exists(), timeout=30)
+    with caplog.at_level(logging.WARNING, logger="django_sqlqueue.runner.embedded"):
+        embedded.stop()
+    assert [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING] == [
+        f"{workers.name}: jobs still ran after SQLQUEUE_SHUTDOWN_GRACE; the process exits, and they are rescued "
+        "after SQLQUEUE_LEASE"
+    ]
+    # Here the process lives on: the job ends, its outcome is written, the worker unregisters.
+    workers.threads[0].join(30)
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCESSFUL
+    assert not Worker.objects.exists()
