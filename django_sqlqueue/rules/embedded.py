@@ -9,6 +9,10 @@ from typing import Any
 
 from django_sqlqueue.rules.queues import queue_name_problem, unlisted_queues_problem
 
+#: The start of the names of embedded workers (``embedded:HOST:PID:1:xxxx``) and of their
+#: process on the maintenance lease (``embedded:HOST:PID``), which tells them from
+#: ``runworkers``' on the admin's workers page.
+EMBEDDED_PREFIX = "embedded:"
 #: The most threads an embedded worker may run: a web process that needs more runs ``runworkers``.
 MAX_EMBEDDED_THREADS = 32
 _KEYS = ("queues", "threads")

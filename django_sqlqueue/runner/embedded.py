@@ -36,7 +36,7 @@ from django.db import close_old_connections, connections
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.maintenance.schedules import sync_settings
-from django_sqlqueue.rules.embedded import Embedded
+from django_sqlqueue.rules.embedded import EMBEDDED_PREFIX, Embedded
 from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.maintaining import Maintenance
 from django_sqlqueue.runner.naming import holder_name, worker_name
@@ -45,9 +45,6 @@ from django_sqlqueue.runner.worker import Budget, WorkerProcess
 
 logger = logging.getLogger(__name__)
 
-#: The start of the names of embedded workers (``embedded:host:pid:1:xxxx``), which tells
-#: them from ``runworkers``' on the admin's workers page.
-EMBEDDED_PREFIX = "embedded:"
 #: How often the maintenance thread renews or tries the lease and ticks its services.
 MAINTENANCE_TICK_SECONDS = 0.5
 #: Who met the database unavailable, as ``unless_unavailable`` logs it.
