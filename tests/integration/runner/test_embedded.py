@@ -18,7 +18,8 @@ from django_sqlqueue.db import leadership
 from django_sqlqueue.models import Job, JobStatus, Worker
 from tests.support.servers import Gunicorn, Runserver
 from tests.support.workers import FAST_CLOCKS, KEEP_FINISHED, children_of, end_all, wait_until
-from tests.testapp.tasks import sleep, sleep_first_time, worker_pid
+from tests.testapp.models import Receipt
+from tests.testapp.tasks import sleep_first_time, sleep_once_started, worker_pid
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -73,8 +74,9 @@ def test_each_forked_worker_runs_its_own_and_they_stop_cleanly_with_the_server(s
     ran = {(job.worker, job.result) for job in Job.objects.filter(pk__in=[job.pk for job in jobs])}
     assert ran <= {(name, pid) for pid, name in rows.items()}, (ran, rows)
 
-    slow = Job.objects.enqueue(sleep, (2,))
-    wait_until(lambda: Job.objects.filter(pk=slow.pk, status=JobStatus.RUNNING).exists(), timeout=60)
+    slow = Job.objects.enqueue(sleep_once_started, ("slow", 2))
+    # Started, not merely claimed: a stopping worker gives back the jobs it has not started.
+    wait_until(lambda: Receipt.objects.filter(token="slow").exists(), timeout=60, why=server.text)
     assert server.stop() == 0, server.text()
     slow.refresh_from_db()
     # Let finish, written, unregistered; the maintenance lease given up.

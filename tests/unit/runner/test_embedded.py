@@ -21,7 +21,8 @@ from django_sqlqueue.models import Job, JobStatus, Leader, Worker
 from django_sqlqueue.runner import embedded
 from django_sqlqueue.runner.worker import WorkerProcess
 from tests.support.workers import wait_until
-from tests.testapp.tasks import add, sleep
+from tests.testapp.models import Receipt
+from tests.testapp.tasks import add, sleep_once_started
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the workers' threads read what the test commits
 
@@ -146,8 +147,9 @@ def test_a_job_running_past_the_grace_is_left_running_and_finishes_its_own_way(
 ) -> None:
     workers = embedded.start()
     assert workers is not None
-    job = Job.objects.enqueue(sleep, (3,))
-    wait_until(lambda: Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).exists(), timeout=30)
+    job = Job.objects.enqueue(sleep_once_started, ("slow", 3))
+    # Started, not merely claimed: a stopping worker gives back the jobs it has not started.
+    wait_until(lambda: Receipt.objects.filter(token="slow").exists(), timeout=30)
     with caplog.at_level(logging.WARNING, logger="django_sqlqueue.runner.embedded"):
         embedded.stop()
     assert [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING] == [
