@@ -16,7 +16,8 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
-from django.db import Error, close_old_connections
+from django.db import Error, close_old_connections, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
@@ -132,6 +133,8 @@ class WorkerProcess:
         #: within half a lease of it, nobody can have rescued its jobs.
         self.beat_at = time.monotonic()
         self.lease_half = conf.SQLQUEUE_LEASE / 2
+        #: The connections of its job threads, closed when it stops (:meth:`_lend_connections`).
+        self.job_connections: list[BaseDatabaseWrapper] = []
         #: ``SQLQUEUE_MIDDLEWARE`` around every attempt, built once, before the process is ready.
         self.through = chain(config.name)
 
@@ -147,12 +150,14 @@ class WorkerProcess:
                 fresh,
                 self.config.max_memory,
             )
-        heartbeat = threading.Thread(target=self._beat, name="sqlqueue-heartbeat", daemon=True)
+        heartbeat = threading.Thread(target=self._heartbeat, name="sqlqueue-heartbeat", daemon=True)
         heartbeat.start()
         waiter = Waiter(self.stop, self.config.queues)
         try:
             waiter.listen()
-            with ThreadPoolExecutor(self.config.threads, thread_name_prefix="sqlqueue-job") as pool:
+            with ThreadPoolExecutor(
+                self.config.threads, thread_name_prefix="sqlqueue-job", initializer=self._lend_connections
+            ) as pool:
                 while not self.stop.is_set():
                     if worn := self.worn_out():
                         self._tell("recycle", worn)  # the supervisor logs it, and replaces this process
@@ -193,6 +198,18 @@ class WorkerProcess:
             if self.claim_unanswered is not None:  # stopped before the next claim could give them back
                 self._give_back_unanswered(self.claim_unanswered, at_exit=True)
             self._unregister()
+            for wrapper in self.job_connections:  # their threads have ended with the pool
+                wrapper.close()
+
+    def _lend_connections(self) -> None:
+        """In each job thread as it starts: its connections (Django's, one per thread)
+        may be closed by the worker's thread once the pool has ended, which the job
+        threads themselves cannot do. A process that lives on after its worker stops
+        (embedded workers) would leak them otherwise."""
+        for alias in connections:
+            wrapper = connections[alias]
+            wrapper.inc_thread_sharing()
+            self.job_connections.append(wrapper)
 
     def _give_back_unanswered(self, error: Error, *, at_exit: bool = False) -> None:
         """Put back the jobs a claim took whose answer never came (it raised ``error``):
@@ -447,6 +464,14 @@ class WorkerProcess:
             if job.cancel_requested_at is None:
                 job.cancel_requested_at = at
                 self._tell("cancel", pk)
+
+    def _heartbeat(self) -> None:
+        """The heartbeat thread: :meth:`_beat`, then its connection closed, which a process
+        that lives on after its worker stops (embedded workers) would leak."""
+        try:
+            self._beat()
+        finally:
+            connections.close_all()
 
     def _beat(self) -> None:
         """Heartbeats on their own thread and connection, so a long job keeps its lease."""
