@@ -23,6 +23,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
+from django_sqlqueue.rules.embedded import Embedded, parse_embedded
 from django_sqlqueue.rules.lifecycle import JobStatus
 from django_sqlqueue.rules.limits import MAX_ATTEMPTS, MAX_SNOOZES
 from django_sqlqueue.rules.queues import queue_name_problem, unlisted_queues_problem
@@ -276,7 +277,8 @@ class Settings:
     @setting(default=60.0)
     def SQLQUEUE_LEASE(self, value: Any) -> float:
         """Seconds without a heartbeat after which a worker counts as dead and its jobs are
-        rescued by any live supervisor; at least three heartbeats."""
+        rescued by whoever holds the maintenance lease (a supervisor, or a web process
+        with embedded workers); at least three heartbeats."""
         lease = _positive_number("SQLQUEUE_LEASE", value)
         if lease < 3 * self.SQLQUEUE_HEARTBEAT_INTERVAL:
             raise ImproperlyConfigured("SQLQUEUE_LEASE must be at least three SQLQUEUE_HEARTBEAT_INTERVALs.")
@@ -386,6 +388,20 @@ class Settings:
         if seconds < 1:
             raise ImproperlyConfigured(f"SQLQUEUE_ADMIN_REFRESH must be at least 1 second, or None, not {value!r}.")
         return seconds
+
+    @setting(default=None)
+    def SQLQUEUE_EMBEDDED(self, value: Any) -> Embedded | None:
+        """Worker threads in each web process, for a site on one machine that runs no
+        ``runworkers``: ``{"queues": [...], "threads": N}`` (both optional: every queue,
+        one thread; at most 32); ``None`` (the default) runs none. Each process that serves a request
+        starts them on its first one, never under a management command or the tests. See
+        the guide "Run jobs inside the web processes"."""
+        if value is None:
+            return None
+        try:
+            return parse_embedded(value, self.SQLQUEUE_QUEUES)
+        except ValueError as error:
+            raise ImproperlyConfigured(f"SQLQUEUE_EMBEDDED: {error}.") from None
 
 
 def setting_names() -> list[str]:

@@ -79,6 +79,10 @@ if "SQLQUEUE_WORKER_START" in os.environ:
 if "SQLQUEUE_WAKEUP_DIR" in os.environ:
     SQLQUEUE_WAKEUP_DIR = os.environ["SQLQUEUE_WAKEUP_DIR"]
 
+# A JSON object, for the embedded workers of the web servers the embedded tests start.
+if "SQLQUEUE_EMBEDDED" in os.environ:
+    SQLQUEUE_EMBEDDED = json.loads(os.environ["SQLQUEUE_EMBEDDED"])
+
 # A JSON object of recurring jobs, for the schedule tests' workers.
 if "SQLQUEUE_SCHEDULE" in os.environ:
     SQLQUEUE_SCHEDULE = json.loads(os.environ["SQLQUEUE_SCHEDULE"])

@@ -1,8 +1,9 @@
 """The worker admin: which worker processes are alive, their heartbeats, the jobs they hold,
-and which supervisor leads maintenance (its worker processes are marked).
+and which supervisor leads maintenance (its worker processes are marked). A web process's
+embedded workers are listed alike, named ``embedded:HOST:PID:…`` (``runner/embedded.py``).
 
 Read-only: worker rows belong to the supervisors that write them, and a dead
-worker's row goes when a live supervisor rescues its jobs."""
+worker's row goes when the maintenance's holder rescues its jobs."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from django_sqlqueue.db import leadership
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.routing import read_db
 from django_sqlqueue.models import Job, JobStatus, Leader, Worker
+from django_sqlqueue.rules.embedded import EMBEDDED_PREFIX
 
 #: The characters of a worker's queues the list shows; all of them are on hover.
 QUEUES_CHARS = 80
@@ -112,9 +114,13 @@ class WorkerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         """Says which supervisor leads maintenance, above the list."""
         current = leadership.current(read_db(Leader))
         if current is None:
-            lead = "No supervisor holds the maintenance lease: no runworkers is running, or it is being taken over."
+            lead = (
+                "No supervisor holds the maintenance lease: no runworkers (nor web process with embedded "
+                "workers) is running, or it is being taken over."
+            )
         else:
-            lead = f"Supervisor {current.holder} leads maintenance (rescue, recurring jobs, pruning)."
+            holder = "Web process" if current.holder.startswith(EMBEDDED_PREFIX) else "Supervisor"
+            lead = f"{holder} {current.holder} leads maintenance (rescue, recurring jobs, pruning)."
         # The page's name for its heading and the browser's tab: the lead's sentence (a
         # warning when no supervisor holds the lease) goes under the heading instead.
         named = {"title": capfirst(Worker._meta.verbose_name_plural), "maintenance_lead": lead}

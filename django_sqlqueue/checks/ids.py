@@ -66,7 +66,8 @@ SETTING_CHECKS = {
         "SQLQUEUE_WAKEUP_DIR": "E041",
         "SQLQUEUE_MAX_SNOOZES": "E042",
         "SQLQUEUE_ADMIN_REFRESH": "E043",
-        "SQLQUEUE_WORKER_START": "E044",
+        "SQLQUEUE_EMBEDDED": "E044",
+        "SQLQUEUE_WORKER_START": "E045",
     }.items()
 }
 CLAIMS = CheckId(

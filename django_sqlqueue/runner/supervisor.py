@@ -26,7 +26,6 @@ from django.conf import settings
 from django.db import connections
 
 from django_sqlqueue.conf import conf
-from django_sqlqueue.db import leadership
 from django_sqlqueue.db.engines import engine_for
 from django_sqlqueue.db.pausing import paused_queues
 from django_sqlqueue.db.routing import queue_db
@@ -34,12 +33,12 @@ from django_sqlqueue.db.transient import unless_unavailable
 from django_sqlqueue.exceptions import JobCancelled, JobTimeout, WorkerLost
 from django_sqlqueue.maintenance.rescue import Rescued, rescue_worker
 from django_sqlqueue.maintenance.schedules import sync_settings
-from django_sqlqueue.maintenance.services import maintenance_services
-from django_sqlqueue.models import Job, Leader, Worker
+from django_sqlqueue.models import Job, Worker
 from django_sqlqueue.rules.lifecycle import FAIL, RETRY, SNOOZE, STOP, SUCCEED
 from django_sqlqueue.runner import bootstrap
 from django_sqlqueue.runner.config import WorkerOptions
 from django_sqlqueue.runner.leases import keep_lease, stopped
+from django_sqlqueue.runner.maintaining import Maintenance
 from django_sqlqueue.runner.naming import holder_name, worker_name
 from django_sqlqueue.runner.spawning import main_module_hidden, start_method, stop_signals_held
 from django_sqlqueue.runner.started import StartedJobs
@@ -64,11 +63,6 @@ STARTUP_BACKOFF_MAX = 30.0
 YOUNG_SECONDS = 10.0
 #: With ``--burst``, this many young deaths in a row end the run with an error.
 STARTUP_ATTEMPTS = 5
-#: The maintenance lease (``SQLQUEUE_LEASE`` long) is renewed this often, at most.
-LEAD_SECONDS = 10.0
-#: A follower tries to take the lease this long after it runs out (past the holder's
-#: renewal in flight, if it is alive).
-TAKEOVER_MARGIN_SECONDS = 0.1
 
 
 @dataclass
@@ -125,9 +119,8 @@ class Supervisor:
         self.failure: str | None = None
         #: Its name on the maintenance lease; its worker processes' names start with it.
         self.holder = holder_name(options.name_prefix, os.getpid())
-        #: Whether it holds the maintenance lease, and what it then runs.
-        self.leading = False
-        self.services = maintenance_services(self._count)
+        #: The maintenance lease, and what it runs while it holds it.
+        self.maintenance = Maintenance(self.holder, self._count, SUPERVISOR)
 
     def run(self) -> int:
         """Supervise; returns the exit code: 0, or 1 after a second signal or when the
@@ -152,7 +145,7 @@ class Supervisor:
         began = time.monotonic()
         next_status = began + STATUS_SECONDS
         next_progress = began
-        self.next_lead = self.next_keep = began
+        self.next_keep = began
         while (self.children or self.respawns) and not self.exit_now:
             self._listen(TICK_SECONDS)
             for child in [child for child in self.children if not child.process.is_alive()]:
@@ -172,17 +165,16 @@ class Supervisor:
             if self.stop_deadline is not None and now > self.stop_deadline:
                 self._kill_all("the shutdown grace period (SQLQUEUE_SHUTDOWN_GRACE) ran out")
             if self.stop_deadline is None:
-                self._maintain(now)
-            elif self.leading:
-                self._step_down()
+                self.maintenance.tick(now)
+            else:
+                self.maintenance.step_down()
             if self.progress_bar and now >= next_progress:
                 self._draw_progress(now - began)
                 next_progress = now + PROGRESS_SECONDS
             elif not self.progress_bar and now >= next_status:
                 self._status(now - began)
                 next_status = now + STATUS_SECONDS
-        if self.leading:
-            self._step_down()
+        self.maintenance.step_down()
         if self.exit_now or self.failure:
             return 1
         if self.progress_bar:
@@ -427,43 +419,6 @@ class Supervisor:
         for child in self.children:
             if child.process.is_alive() and child.process.pid is not None:
                 os.kill(child.process.pid, signal.SIGTERM)
-
-    def _maintain(self, now: float) -> None:
-        """Renew (or try to take) the maintenance lease; while it holds it, tick the
-        maintenance services, each of which runs when its own pace says."""
-        if now >= self.next_lead:
-            self.next_lead = now + self._lead()
-        if not self.leading:
-            return
-        for service in self.services:
-            service.run_due(now)
-
-    def _lead(self) -> float:
-        """Take or renew the maintenance lease; the seconds until the next try: a third of
-        the lease, or, for a follower, the moment the holder's lease runs out, so that a
-        dead leader is replaced within the lease rather than up to a third of it later."""
-        lease = datetime.timedelta(seconds=conf.SQLQUEUE_LEASE)
-        every = min(conf.SQLQUEUE_LEASE / 3, LEAD_SECONDS)
-        leading = unless_unavailable(
-            lambda: leadership.acquire(self.holder, lease, queue_db(Leader)), False, by=SUPERVISOR
-        )
-        if leading and not self.leading:
-            logger.info("%s leads maintenance (rescue, recurring jobs, pruning)", self.holder)
-            # What the previous leader was doing is due now.
-            for service in self.services:
-                service.due_now(time.monotonic())
-        elif self.leading and not leading:
-            logger.warning("%s lost the maintenance lease", self.holder)
-        self.leading = leading
-        if leading:
-            return every
-        left = unless_unavailable(lambda: leadership.expires_in(queue_db(Leader)), None, by=SUPERVISOR)
-        return every if left is None else min(every, max(left, 0.0) + TAKEOVER_MARGIN_SECONDS)
-
-    def _step_down(self) -> None:
-        """Stopping: give the lease up, so that another supervisor takes it at once."""
-        self.leading = False
-        unless_unavailable(lambda: leadership.release(self.holder, queue_db(Leader)), None, by=SUPERVISOR)
 
     def _banner(self) -> None:
         using = queue_db(Job)

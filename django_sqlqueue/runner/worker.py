@@ -16,7 +16,8 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
-from django.db import Error, close_old_connections
+from django.db import Error, close_old_connections, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
@@ -88,10 +89,17 @@ def finished(written: Mapping[str, int]) -> int:
 
 
 class WorkerProcess:
-    """The claim → run → finish loop of one process."""
+    """The claim → run → finish loop of one process: a ``runworkers`` worker process, which
+    tells its supervisor through ``channel``; or the embedded worker of a web process
+    (``embedded.py``), with no ``channel``: nobody to tell, no supervisor to outlive."""
 
     def __init__(
-        self, config: WorkerOptions, channel: Connection, started: StartedJobs, budget: Budget, stop: threading.Event
+        self,
+        config: WorkerOptions,
+        channel: Connection | None,
+        started: StartedJobs,
+        budget: Budget,
+        stop: threading.Event,
     ) -> None:
         self.config = config
         self.channel = channel
@@ -99,7 +107,8 @@ class WorkerProcess:
         self.channel_lock = threading.Lock()
         self.budget = budget
         self.stop = stop
-        self.parent = os.getppid()
+        #: The supervisor's pid: the worker stops once it is gone. None when embedded.
+        self.parent = None if channel is None else os.getppid()
         self.succeeded = 0
         self.failed = 0
         #: Candidates other workers locked first, summed over this process's claims.
@@ -124,6 +133,8 @@ class WorkerProcess:
         #: within half a lease of it, nobody can have rescued its jobs.
         self.beat_at = time.monotonic()
         self.lease_half = conf.SQLQUEUE_LEASE / 2
+        #: The connections of its job threads, closed when it stops (:meth:`_lend_connections`).
+        self.job_connections: list[BaseDatabaseWrapper] = []
         #: ``SQLQUEUE_MIDDLEWARE`` around every attempt, built once, before the process is ready.
         self.through = chain(config.name)
 
@@ -139,12 +150,14 @@ class WorkerProcess:
                 fresh,
                 self.config.max_memory,
             )
-        heartbeat = threading.Thread(target=self._beat, name="sqlqueue-heartbeat", daemon=True)
+        heartbeat = threading.Thread(target=self._heartbeat, name="sqlqueue-heartbeat", daemon=True)
         heartbeat.start()
         waiter = Waiter(self.stop, self.config.queues)
         try:
             waiter.listen()
-            with ThreadPoolExecutor(self.config.threads, thread_name_prefix="sqlqueue-job") as pool:
+            with ThreadPoolExecutor(
+                self.config.threads, thread_name_prefix="sqlqueue-job", initializer=self._lend_connections
+            ) as pool:
                 while not self.stop.is_set():
                     if worn := self.worn_out():
                         self._tell("recycle", worn)  # the supervisor logs it, and replaces this process
@@ -185,6 +198,18 @@ class WorkerProcess:
             if self.claim_unanswered is not None:  # stopped before the next claim could give them back
                 self._give_back_unanswered(self.claim_unanswered, at_exit=True)
             self._unregister()
+            for wrapper in self.job_connections:  # their threads have ended with the pool
+                wrapper.close()
+
+    def _lend_connections(self) -> None:
+        """In each job thread as it starts: its connections (Django's, one per thread)
+        may be closed by the worker's thread once the pool has ended, which the job
+        threads themselves cannot do. A process that lives on after its worker stops
+        (embedded workers) would leak them otherwise."""
+        for alias in connections:
+            wrapper = connections[alias]
+            wrapper.inc_thread_sharing()
+            self.job_connections.append(wrapper)
 
     def _give_back_unanswered(self, error: Error, *, at_exit: bool = False) -> None:
         """Put back the jobs a claim took whose answer never came (it raised ``error``):
@@ -397,6 +422,8 @@ class WorkerProcess:
         (time.sleep if keep_going else self.stop.wait)(delay)
 
     def _tell(self, *message: Any) -> None:
+        if self.channel is None:
+            return
         with self.channel_lock:
             try:
                 self.channel.send(message)
@@ -438,10 +465,18 @@ class WorkerProcess:
                 job.cancel_requested_at = at
                 self._tell("cancel", pk)
 
+    def _heartbeat(self) -> None:
+        """The heartbeat thread: :meth:`_beat`, then its connection closed, which a process
+        that lives on after its worker stops (embedded workers) would leak."""
+        try:
+            self._beat()
+        finally:
+            connections.close_all()
+
     def _beat(self) -> None:
         """Heartbeats on their own thread and connection, so a long job keeps its lease."""
         while not self.stop.wait(conf.SQLQUEUE_HEARTBEAT_INTERVAL):
-            if os.getppid() != self.parent:
+            if self.parent is not None and os.getppid() != self.parent:
                 logger.warning("%s: the supervisor is gone; stopping", self.config.name)
                 self.stop.set()
                 break

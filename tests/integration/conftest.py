@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from tests.support.workers import FAST_CLOCKS, KEEP_FINISHED, ROOT, Workers
+from tests.support.workers import FAST_CLOCKS, KEEP_FINISHED, ROOT, Workers, end_all
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -54,7 +54,4 @@ def start_workers(child_env: dict[str, str], python: str, tmp_path: Path) -> Ite
         return workers
 
     yield start
-    for workers in started:
-        if workers.process.poll() is None:
-            workers.kill()
-        workers.output.close()
+    end_all(started)

@@ -8,7 +8,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,17 +41,17 @@ needs_django_pool = pytest.mark.skipif(
 )
 
 
-class Workers:
-    """One ``runworkers`` supervisor in its own session, its output in a file; ``prefix``
-    runs it through another program first (``ip netns exec HOST``, which execs it)."""
+class Session:
+    """A process the tests start in a session of its own, its output in a file ``log``;
+    ``name`` says which in a failure."""
 
-    def __init__(
-        self, args: list[str], env: dict[str, str], python: str, log: Path, prefix: tuple[str, ...] = ()
-    ) -> None:
+    name = "the process"
+
+    def __init__(self, command: list[str], env: dict[str, str], log: Path) -> None:
         self.log = log
         self.output = log.open("w")
         self.process = subprocess.Popen(
-            [*prefix, python, "manage.py", "runworkers", *args],
+            command,
             cwd=ROOT,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -69,15 +69,15 @@ class Workers:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            pytest.fail(f"runworkers did not exit within {timeout} s:\n{self.text()}")
+            pytest.fail(f"{self.name} did not exit within {timeout} s:\n{self.text()}")
 
     def stop(self, timeout: float = 30) -> int:
         self.signal(signal.SIGTERM)
         return self.wait(timeout)
 
     def kill(self) -> None:
-        """SIGKILL the supervisor and every process it started. Its worker processes lead
-        process groups of their own, so not the supervisor's group: its session, which
+        """SIGKILL the process and every process it started. A supervisor's worker
+        processes lead process groups of their own, so not its group: its session, which
         they stay in, whoever their parent is now."""
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)  # first: it starts no more of them
@@ -89,6 +89,26 @@ class Workers:
     def text(self) -> str:
         self.output.flush()
         return self.log.read_text()
+
+
+def end_all(started: Sequence[Session]) -> None:
+    """At a test's end: kill whichever of ``started`` still runs, and close their logs."""
+    for each in started:
+        if each.process.poll() is None:
+            each.kill()
+        each.output.close()
+
+
+class Workers(Session):
+    """One ``runworkers`` supervisor; ``prefix`` runs it through another program first
+    (``ip netns exec HOST``, which execs it)."""
+
+    name = "runworkers"
+
+    def __init__(
+        self, args: list[str], env: dict[str, str], python: str, log: Path, prefix: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__([*prefix, python, "manage.py", "runworkers", *args], env, log)
 
 
 def session(leader: int) -> list[int]:

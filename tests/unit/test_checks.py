@@ -212,6 +212,11 @@ def test_checks_are_registered_when_django_starts() -> None:
             "SQLQUEUE_RATE_LIMITS: rate limit 'test-rate' must read like '25/s', '100/m' or '1000/h burst 5', "
             "not '20 per second'.",
         ),
+        (
+            {"SQLQUEUE_EMBEDDED": {"queue": ["mail"]}},
+            "sqlqueue.E044",
+            "SQLQUEUE_EMBEDDED: unknown keys ['queue']: only ['queues', 'threads'] are read.",
+        ),
     ],
     ids=[
         "E002-empty",
@@ -232,6 +237,7 @@ def test_checks_are_registered_when_django_starts() -> None:
         "E018-key",
         "E026",
         "E035",
+        "E044",
     ],
 )
 def test_bad_setting_is_one_error(overrides: dict[str, Any], check_id: str, message: str) -> None:

@@ -15,6 +15,7 @@ from django.test import override_settings
 
 from django_sqlqueue import conf as conf_module
 from django_sqlqueue.conf import Setting, Settings, conf, setting_names
+from django_sqlqueue.rules.embedded import Embedded
 from django_sqlqueue.rules.lifecycle import JobStatus
 
 DAY = datetime.timedelta(days=1)
@@ -41,6 +42,7 @@ DEFAULTS = {
     "SQLQUEUE_MIDDLEWARE": (),
     "SQLQUEUE_ENQUEUE_HOOKS": (),
     "SQLQUEUE_ADMIN_REFRESH": 5.0,
+    "SQLQUEUE_EMBEDDED": None,
 }
 
 
@@ -80,6 +82,12 @@ def test_default(settings: Any, name: str, default: Any) -> None:
         ({"SQLQUEUE_POLL_INTERVAL": 0.1}, "SQLQUEUE_POLL_INTERVAL", 0.1),
         ({"SQLQUEUE_ADMIN_REFRESH": 2}, "SQLQUEUE_ADMIN_REFRESH", 2.0),
         ({"SQLQUEUE_ADMIN_REFRESH": None}, "SQLQUEUE_ADMIN_REFRESH", None),
+        ({"SQLQUEUE_EMBEDDED": {}}, "SQLQUEUE_EMBEDDED", Embedded(queues=None, threads=1)),
+        (
+            {"SQLQUEUE_EMBEDDED": {"queues": ["mail", "default"], "threads": 4}},
+            "SQLQUEUE_EMBEDDED",
+            Embedded(queues=("mail", "default"), threads=4),
+        ),
         ({"SQLQUEUE_WAKEUP_DIR": "/run/mysite"}, "SQLQUEUE_WAKEUP_DIR", "/run/mysite"),
         ({"SQLQUEUE_WAKEUP_DIR": Path("/run/mysite")}, "SQLQUEUE_WAKEUP_DIR", "/run/mysite"),
         ({"SQLQUEUE_WAKEUP_DIR": False}, "SQLQUEUE_WAKEUP_DIR", False),
@@ -336,6 +344,21 @@ def test_django_settings_are_asked_once_until_a_setting_changes(monkeypatch: pyt
             {"SQLQUEUE_ADMIN_REFRESH": "5"},
             "SQLQUEUE_ADMIN_REFRESH",
             "SQLQUEUE_ADMIN_REFRESH must be a positive number of seconds, not '5'.",
+        ),
+        (
+            {"SQLQUEUE_EMBEDDED": {"threads": 0}},
+            "SQLQUEUE_EMBEDDED",
+            "SQLQUEUE_EMBEDDED: 'threads' must be an integer from 1 to 32, not 0.",
+        ),
+        (
+            {"SQLQUEUE_EMBEDDED": {"queues": ["mail"]}, "SQLQUEUE_QUEUES": ["default"]},
+            "SQLQUEUE_EMBEDDED",
+            "SQLQUEUE_EMBEDDED: queue 'mail' is not one of SQLQUEUE_QUEUES ['default'].",
+        ),
+        (
+            {"SQLQUEUE_EMBEDDED": True},
+            "SQLQUEUE_EMBEDDED",
+            "SQLQUEUE_EMBEDDED: must be None (off) or a dict with 'queues' and 'threads', not True.",
         ),
         (
             {"SQLQUEUE_WAKEUP_DIR": "run/mysite"},

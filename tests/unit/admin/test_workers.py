@@ -75,6 +75,18 @@ def test_the_list_says_which_supervisor_leads(admin_client: Client, workers: tup
     assert leads == {"host:1:0": True, "host:2:0": False}
 
 
+def test_the_list_says_when_a_web_process_with_embedded_workers_leads(admin_client: Client) -> None:
+    Worker.objects.create(name="embedded:host:3:1:ab12", host="host", pid=3)
+    leadership.acquire("embedded:host:3", datetime.timedelta(seconds=60), DEFAULT_DB_ALIAS)
+    response = admin_client.get(WORKERS)
+    assert (
+        "Web process embedded:host:3 leads maintenance (rescue, recurring jobs, pruning)." in response.content.decode()
+    )
+    assert [(worker.name, worker.leads) for worker in response.context["cl"].result_list] == [
+        ("embedded:host:3:1:ab12", True)
+    ]
+
+
 def test_the_browser_title_is_the_pages_name(admin_client: Client, workers: tuple[Worker, Worker]) -> None:
     """The lead's sentence (a warning when no supervisor holds the lease) is under the
     page's heading, not in the browser's tab."""
@@ -82,4 +94,4 @@ def test_the_browser_title_is_the_pages_name(admin_client: Client, workers: tupl
     [title] = re.findall(r"<title>(.*?)</title>", page, re.S)
     assert title == "Workers | Django site admin"
     assert "<h1>Workers</h1>" in page
-    assert "<h2>No supervisor holds the maintenance lease: no runworkers is running" in page
+    assert "<h2>No supervisor holds the maintenance lease: no runworkers (nor web process" in page

@@ -4,24 +4,15 @@ to replace processes that die young."""
 
 from __future__ import annotations
 
-import datetime
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from django.db import DEFAULT_DB_ALIAS
 
-from django_sqlqueue.conf import conf
-from django_sqlqueue.db import leadership, pruning
+from django_sqlqueue.db import pruning
 from django_sqlqueue.maintenance.pruning import PRUNE_BACKLOG_SECONDS, PRUNE_SECONDS, prune_again_in
 from django_sqlqueue.runner.config import WorkerOptions as Options
-from django_sqlqueue.runner.supervisor import (
-    LEAD_SECONDS,
-    STARTUP_BACKOFF_MAX,
-    TAKEOVER_MARGIN_SECONDS,
-    YOUNG_SECONDS,
-    Supervisor,
-)
+from django_sqlqueue.runner.supervisor import STARTUP_BACKOFF_MAX, YOUNG_SECONDS, Supervisor
 
 
 def test_nothing_left_to_prune_waits_the_interval() -> None:
@@ -43,22 +34,6 @@ def supervisor() -> Supervisor:
         queues=None, processes=1, threads=1, batch_size=10, burst=False, max_jobs=None, name_prefix="", log_level=0
     )
     return Supervisor(options, write=print, progress_bar=False)
-
-
-@pytest.mark.django_db(transaction=True)  # the supervisor closes its connections
-def test_the_leader_renews_every_third_of_the_lease() -> None:
-    leader = supervisor()
-    assert leader._lead() == min(conf.SQLQUEUE_LEASE / 3, LEAD_SECONDS)
-    assert leader.leading
-
-
-@pytest.mark.django_db(transaction=True)  # the supervisor closes its connections
-def test_a_follower_tries_again_as_the_holders_lease_runs_out() -> None:
-    assert leadership.acquire("elsewhere:1", datetime.timedelta(seconds=2), DEFAULT_DB_ALIAS)
-    follower = supervisor()
-    # Not a third of the lease later (10 s by default): 2 s, as the holder's lease ends.
-    assert follower._lead() == pytest.approx(2 + TAKEOVER_MARGIN_SECONDS, abs=0.5)
-    assert not follower.leading
 
 
 def _child(born: float, proven: bool = False) -> Any:
