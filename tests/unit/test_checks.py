@@ -217,6 +217,11 @@ def test_checks_are_registered_when_django_starts() -> None:
             "sqlqueue.E044",
             "SQLQUEUE_EMBEDDED: unknown keys ['queue']: only ['queues', 'threads'] are read.",
         ),
+        (
+            {"SQLQUEUE_WORKER_START": "forkserver"},
+            "sqlqueue.E045",
+            "SQLQUEUE_WORKER_START must be 'fork' or 'spawn', not 'forkserver'.",
+        ),
     ],
     ids=[
         "E002-empty",
@@ -238,6 +243,7 @@ def test_checks_are_registered_when_django_starts() -> None:
         "E026",
         "E035",
         "E044",
+        "E045",
     ],
 )
 def test_bad_setting_is_one_error(overrides: dict[str, Any], check_id: str, message: str) -> None:
