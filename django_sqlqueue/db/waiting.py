@@ -11,6 +11,7 @@ the row is read in autocommit, so that nothing is held while it waits."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import select
 import socket
 import time
@@ -23,6 +24,7 @@ from django.db.transaction import TransactionManagementError
 
 from django_sqlqueue.db.engines import engine_for
 from django_sqlqueue.db.finished import decode
+from django_sqlqueue.db.wakeup import say_once
 from django_sqlqueue.db.wakeup_socket import bind, unbind
 from django_sqlqueue.exceptions import WaitTimeout
 from django_sqlqueue.rules.lifecycle import FINISHED
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
     from django.db.models import QuerySet
 
     from django_sqlqueue.db.schema.table import JobT
+
+logger = logging.getLogger(__name__)
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -87,7 +91,8 @@ class FinishNews:
             return cls(alias, listener=database.listening_connection(finishes=True))
         try:
             return cls(alias, sock=bind(alias, waiting=True))
-        except OSError:  # no folder of ours to bind in: poll
+        except OSError as error:
+            say_once(logger, "No waiters' socket for database %r (%s): waits for jobs poll.", alias, error)
             return cls(alias)
 
     def wait(self, pk: int, timeout: float) -> bool:

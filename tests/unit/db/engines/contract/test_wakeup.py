@@ -54,3 +54,25 @@ def test_the_wakeup_identity_names_the_database_by_its_server_and_name() -> None
     name = os.path.realpath(settings["NAME"]) if connection.vendor == "sqlite" else settings["NAME"]
     assert identity == "\0".join((connection.vendor, str(settings["HOST"]), str(settings["PORT"]), str(name)))
     assert identity != database.identity(f"{name}-other")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_finished_jobs_are_told_on_a_channel_of_their_own() -> None:
+    """What ``notify_finished`` sends reaches the waiters that listen for finishes, in one
+    statement; never the idle workers."""
+    database = engine(connections["default"])
+    if not database.notifies:
+        database.notify_finished(["1 2"])  # sends nothing, raises nothing
+        with pytest.raises(NotImplementedError):
+            database.listening_connection(finishes=True)
+        return
+    waiter, worker = database.listening_connection(finishes=True), database.listening_connection()
+    try:
+        database.notify_finished(["1 2", "3"])
+        database.notify("work")
+        heard = [notify.payload for notify in waiter.connection.notifies(timeout=1.0, stop_after=2)]
+        assert heard == ["1 2", "3"]
+        assert [notify.payload for notify in worker.connection.notifies(timeout=1.0, stop_after=1)] == ["work"]
+    finally:
+        waiter.close()
+        worker.close()
