@@ -107,19 +107,56 @@ def seconds(jobs: QuerySet[Job]) -> float:
     return float((span["last"] - span["first"]).total_seconds())
 
 
+def started_workers(queue: str, processes: int) -> subprocess.Popen[bytes]:
+    """``runworkers`` on ``queue`` alone, once its ``processes`` have started and gone idle;
+    the caller stops it (:func:`stop`)."""
+    supervisor = runworkers("--queues", queue, "--processes", str(processes))
+    deadline = time.monotonic() + 60
+    while Worker.objects.filter(queues=[queue]).count() < processes:
+        if time.monotonic() > deadline or supervisor.poll() is not None:
+            stop(supervisor)
+            raise RuntimeError("the workers did not start")
+        time.sleep(0.1)
+    time.sleep(1.0)  # let them go idle
+    return supervisor
+
+
+def stop(supervisor: subprocess.Popen[bytes]) -> None:
+    """Stop a ``runworkers`` started by :func:`started_workers`, and wait for its exit."""
+    supervisor.send_signal(signal.SIGTERM)
+    supervisor.wait(timeout=60)
+
+
+def wait_latency(queue: str, samples: int) -> dict[str, float]:
+    """Milliseconds from a job's finish to the return of ``Job.wait()`` on it, with one idle
+    worker process running the jobs one after another: p50 and p95, from the time the
+    database gave the finish (its ``UPDATE``'s, before the commit: a little more than from
+    the commit) to this process's clock as the wait returned; the same host's clock when
+    the database runs here."""
+    supervisor = started_workers(queue, 1)
+    waits = []
+    try:
+        for _ in range(samples):
+            job = Job.objects.enqueue(noop, queue=queue)
+            job.wait(timeout=60)
+            returned = time.time()
+            if job.finished_at is not None:  # None: deleted by its success (SQLQUEUE_RETENTION)
+                waits.append((returned - job.finished_at.timestamp()) * 1000)
+    finally:
+        stop(supervisor)
+    if len(waits) < 2:
+        raise RuntimeError("the jobs' finishes are not kept (SQLQUEUE_RETENTION): nothing to time")
+    percentiles = statistics.quantiles(waits, n=100, method="inclusive")
+    return {"p50": percentiles[49], "p95": percentiles[94]}
+
+
 def latency(queue: str, samples: int, processes: int, spacing: float) -> dict[str, float]:
     """Milliseconds from an enqueue to its job's start, with idle workers waiting: its
     percentiles, from the time the database gave the job (its ``INSERT``'s, before the
     commit), and ``enqueue_p50``, the median time the enqueue itself took, commit
     included: the commit ended somewhere within it."""
-    supervisor = runworkers("--queues", queue, "--processes", str(processes))
+    supervisor = started_workers(queue, processes)
     try:
-        deadline = time.monotonic() + 60
-        while Worker.objects.filter(queues=[queue]).count() < processes:
-            if time.monotonic() > deadline or supervisor.poll() is not None:
-                raise RuntimeError("the workers did not start")
-            time.sleep(0.1)
-        time.sleep(1.0)  # let them go idle
         enqueues = []
         for _ in range(samples):
             began = time.perf_counter()
@@ -129,8 +166,7 @@ def latency(queue: str, samples: int, processes: int, spacing: float) -> dict[st
         while Job.objects.filter(queue=queue).exclude(status=JobStatus.SUCCESSFUL).exists():
             time.sleep(0.1)
     finally:
-        supervisor.send_signal(signal.SIGTERM)
-        supervisor.wait(timeout=60)
+        stop(supervisor)
     times = Job.objects.filter(queue=queue, started_at__isnull=False).values_list("enqueued_at", "started_at")
     waits = sorted((started - enqueued).total_seconds() * 1000 for enqueued, started in times if started)
     percentiles = statistics.quantiles(waits, n=100, method="inclusive")
