@@ -27,11 +27,17 @@ if TYPE_CHECKING:
 MOST_PAYLOAD = 4000
 
 
-def announce(alias: str, ended: Iterable[Ended]) -> None:
-    """Tell the waiters of ``alias`` which of the jobs a finish wrote (``ended``) reached
-    a final status, when the current transaction commits (at once in autocommit);
-    nothing when none did (a retry, a snooze)."""
-    payloads = encode(outcome.job.pk for outcome in ended if outcome.status in FINISHED)
+def final_ids(ended: Iterable[Ended]) -> list[int]:
+    """The ids of the jobs among the outcomes a finish wrote (``ended``) that reached a
+    final status (not a retry, nor a snooze)."""
+    return [outcome.job.pk for outcome in ended if outcome.status in FINISHED]
+
+
+def announce(alias: str, ids: Iterable[int]) -> None:
+    """Tell the waiters of ``alias`` that the jobs ``ids`` finished, when the current
+    transaction commits (at once in autocommit); nothing when there are none. A job
+    named that did not finish after all costs a waiter one read of its row."""
+    payloads = encode(ids)
     if not payloads:
         return
     database = engine_for(alias)

@@ -251,7 +251,7 @@ class JobManager(EnqueueingManager[JobT]):
             # ever (db/finishing.py recovers from a refused outcome on its own connection).
             # While no workflow is under way, that is taken for granted, unread.
             ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
-            finished.announce(jobs.db, ended)
+            finished.announce(jobs.db, finished.final_ids(ended))
             signals.send_ended(ended, jobs.db)
             # Unless a job was enqueued after one of these while this finish waited for its
             # row lock (its enqueue held it): that one is released right after.
@@ -262,7 +262,7 @@ class JobManager(EnqueueingManager[JobT]):
         # the UPDATE, so that a job linked while it waited for a row lock is seen.
         with transaction.atomic(using=jobs.db):
             ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
-            finished.announce(jobs.db, ended)
+            finished.announce(jobs.db, finished.final_ids(ended))
             # Sent first as it commits: what the settling and the count release follows from these.
             signals.send_ended(ended, jobs.db)
             if batched:
@@ -302,7 +302,8 @@ class JobManager(EnqueueingManager[JobT]):
         or when the worker stops it after ``SQLQUEUE_CANCEL_GRACE``; never retried.
         Finished jobs are left alone. Two UPDATEs in one transaction; each ``READY`` job
         cancelled sends ``job_cancelled`` once it commits (with a receiver connected,
-        the jobs are read and locked first). A batch left without an unfinished job
+        the jobs are read and locked first), and is named to those who wait for it
+        (``Job.wait``). A batch left without an unfinished job
         enqueues its callbacks in that transaction, as a finish would."""
         targets = self.on_queue_db()
         if isinstance(jobs, models.QuerySet):
@@ -314,9 +315,15 @@ class JobManager(EnqueueingManager[JobT]):
             if signals.job_ended[CANCEL.outcome].receivers:
                 # Its receivers get the jobs: read (and locked) first, then cancelled by id.
                 found = list(ready.select_for_update())
-                ready = ready.filter(pk__in=[job.pk for job in found])
+                ids = [job.pk for job in found]
+                ready = ready.filter(pk__in=ids)
                 _sender(CANCEL, targets.db)(found)
+            else:
+                # For those who wait for them (db/finished.py): one claimed meanwhile is
+                # not cancelled after all, which costs a waiter one read.
+                ids = list(ready.values_list("pk", flat=True))
             cancelled = ready.update(**written(CANCEL, finished_at=DatabaseNow()))
+            finished.announce(targets.db, ids)
             requested = targets.filter(allowed(REQUEST_CANCEL)).update(
                 **written(REQUEST_CANCEL, cancel_requested_at=DatabaseNow())
             )
