@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING
 
 from django.db import DatabaseError
 from django.db.models import Model
-
-if TYPE_CHECKING:
-    from django_sqlqueue.db.schema.table import AbstractJob
 
 
 class SQLQueueError(Exception):
@@ -107,7 +103,7 @@ class WaitTimeout(SQLQueueError, TimeoutError):
     """Raised by ``Job.wait()`` (and ``wait_for()``) when the job has not finished within
     its timeout; the job, as last read, is :attr:`job`."""
 
-    def __init__(self, job: AbstractJob, timeout: float | None) -> None:
-        super().__init__(f"Job {job.pk} did not finish within {timeout} s (it is {job.status}).")
+    def __init__(self, job: Model, timeout: float | None) -> None:
+        super().__init__(f"Job {job.pk} did not finish within {timeout} s (it is {getattr(job, 'status', '?')}).")
         #: The job as last read, unfinished.
         self.job = job

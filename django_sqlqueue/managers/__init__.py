@@ -302,8 +302,7 @@ class JobManager(EnqueueingManager[JobT]):
         or when the worker stops it after ``SQLQUEUE_CANCEL_GRACE``; never retried.
         Finished jobs are left alone. Two UPDATEs in one transaction; each ``READY`` job
         cancelled sends ``job_cancelled`` once it commits (with a receiver connected,
-        the jobs are read and locked first), and is named to those who wait for it
-        (``Job.wait``). A batch left without an unfinished job
+        the jobs are read and locked first). A batch left without an unfinished job
         enqueues its callbacks in that transaction, as a finish would."""
         targets = self.on_queue_db()
         if isinstance(jobs, models.QuerySet):
@@ -315,15 +314,9 @@ class JobManager(EnqueueingManager[JobT]):
             if signals.job_ended[CANCEL.outcome].receivers:
                 # Its receivers get the jobs: read (and locked) first, then cancelled by id.
                 found = list(ready.select_for_update())
-                ids = [job.pk for job in found]
-                ready = ready.filter(pk__in=ids)
+                ready = ready.filter(pk__in=[job.pk for job in found])
                 _sender(CANCEL, targets.db)(found)
-            else:
-                # For those who wait for them (db/finished.py): one claimed meanwhile is
-                # not cancelled after all, which costs a waiter one read.
-                ids = list(ready.values_list("pk", flat=True))
             cancelled = ready.update(**written(CANCEL, finished_at=DatabaseNow()))
-            finished.announce(targets.db, ids)
             requested = targets.filter(allowed(REQUEST_CANCEL)).update(
                 **written(REQUEST_CANCEL, cancel_requested_at=DatabaseNow())
             )

@@ -42,8 +42,9 @@ def test_waits_for_what_a_worker_does(start_workers: Callable[..., Workers]) -> 
     unserved = Job.objects.enqueue(add, (1, 1), queue="nobody-serves-this")
     with pytest.raises(WaitTimeout) as raised:
         unserved.wait(timeout=0.3)
-    assert raised.value.job.pk == unserved.pk
-    assert raised.value.job.status == JobStatus.READY
+    last_read = raised.value.job
+    assert isinstance(last_read, Job)
+    assert (last_read.pk, last_read.status) == (unserved.pk, JobStatus.READY)
     assert str(raised.value) == f"Job {unserved.pk} did not finish within 0.3 s (it is READY)."
 
     awaited = Job.objects.enqueue(add, (4, 5))

@@ -67,14 +67,3 @@ def test_none_told(short_folder: object) -> None:
     Job.objects.enqueue(add, (1, 2))
     (claimed,) = Job.objects.claim(worker_id="w", limit=1)
     assert Job.objects.finish(worker_id="w", succeeded={claimed: 3}) == 1
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_cancel_tells_a_waiter_of_the_ready_jobs_it_cancelled(short_folder: object) -> None:
-    job = Job.objects.enqueue(add, (1, 2))
-    news = FinishNews.open("default")
-    try:
-        assert Job.objects.cancel([job.pk]).cancelled == 1
-        assert news.wait(job.pk, 5)
-    finally:
-        news.close()

@@ -73,7 +73,9 @@ def test_a_job_unfinished_at_its_timeout_raises() -> None:
     with pytest.raises(WaitTimeout) as raised:
         job.wait(timeout=0.05)
     assert isinstance(raised.value, TimeoutError)
-    assert (raised.value.job.pk, raised.value.job.status) == (job.pk, JobStatus.READY)
+    last_read = raised.value.job
+    assert isinstance(last_read, Job)
+    assert (last_read.pk, last_read.status) == (job.pk, JobStatus.READY)
     assert job.status == JobStatus.READY
 
 
