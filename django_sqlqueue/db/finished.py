@@ -3,10 +3,12 @@ the jobs a finish brought to a final status, as ``NOTIFY`` payloads on PostgreSQ
 channel of finished jobs (sent in the finish's transaction, delivered as it commits),
 and as datagrams to the waiters' sockets on this host elsewhere (sent once it commits).
 
-One statement (or a few datagrams) per finish, however many jobs it wrote: a batch's
-outcomes are one announcement. Where nobody waits on this host (no waiters' folder, or
-no socket in it) a finish on SQLite or MySQL/MariaDB sends nothing; PostgreSQL cannot
-tell, and always notifies."""
+On PostgreSQL the finish's own ``UPDATE`` sends the notification
+(``Engine.announcing_update``): no statement more, and no commit more, which a
+``NOTIFY`` of its own would cost (a transaction that notifies is flushed to disk as it
+commits); only a success that deleted its job (``SQLQUEUE_RETENTION``) is told by a
+statement of its own. Elsewhere a few datagrams per finish, however many jobs it wrote;
+where nobody waits on this host (no waiters' folder, or no socket in it), nothing."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from django.db import transaction
 
 from django_sqlqueue.db.engines import engine_for
 from django_sqlqueue.db.wakeup import send_datagrams
-from django_sqlqueue.rules.lifecycle import FINISHED
+from django_sqlqueue.rules.lifecycle import FINISHED, SUCCEED_AND_DELETE
 
 if TYPE_CHECKING:
     from django_sqlqueue.db.finishing import Ended
@@ -27,10 +29,15 @@ if TYPE_CHECKING:
 MOST_PAYLOAD = 4000
 
 
-def final_ids(ended: Iterable[Ended]) -> list[int]:
-    """The ids of the jobs among the outcomes a finish wrote (``ended``) that reached a
-    final status (not a retry, nor a snooze)."""
-    return [outcome.job.pk for outcome in ended if outcome.status in FINISHED]
+def announce_ended(alias: str, ended: Iterable[Ended]) -> None:
+    """Tell the waiters of ``alias`` which of the outcomes a finish wrote (``ended``)
+    brought their job to a final status (not a retry, nor a snooze), as :func:`announce`.
+    Where the database notifies, the finish's ``UPDATE`` told of the jobs it wrote
+    itself (``Engine.announcing_update``): only those its success deleted are left."""
+    if engine_for(alias).notifies:
+        announce(alias, [outcome.job.pk for outcome in ended if outcome.transition is SUCCEED_AND_DELETE])
+    else:
+        announce(alias, [outcome.job.pk for outcome in ended if outcome.status in FINISHED])
 
 
 def announce(alias: str, ids: Iterable[int]) -> None:

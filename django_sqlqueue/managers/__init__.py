@@ -251,7 +251,7 @@ class JobManager(EnqueueingManager[JobT]):
             # ever (db/finishing.py recovers from a refused outcome on its own connection).
             # While no workflow is under way, that is taken for granted, unread.
             ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
-            finished.announce(jobs.db, finished.final_ids(ended))
+            finished.announce_ended(jobs.db, ended)
             signals.send_ended(ended, jobs.db)
             # Unless a job was enqueued after one of these while this finish waited for its
             # row lock (its enqueue held it): that one is released right after.
@@ -262,7 +262,7 @@ class JobManager(EnqueueingManager[JobT]):
         # the UPDATE, so that a job linked while it waited for a row lock is seen.
         with transaction.atomic(using=jobs.db):
             ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
-            finished.announce(jobs.db, finished.final_ids(ended))
+            finished.announce_ended(jobs.db, ended)
             # Sent first as it commits: what the settling and the count release follows from these.
             signals.send_ended(ended, jobs.db)
             if batched:

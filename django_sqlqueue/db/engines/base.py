@@ -268,6 +268,13 @@ class Engine:
         :attr:`notifies`. The caller closes it."""
         raise NotImplementedError(f"{self.display} delivers no notifications: its workers poll")
 
+    def announcing_update(self, update: str, pk: str, status: str, finished: Sequence[str]) -> str | None:
+        """The statement ``update`` (an ``UPDATE`` of jobs; ``pk`` and ``status`` their
+        quoted columns) made to also tell the waiters which of the jobs it wrote reached
+        a status of ``finished`` (as :meth:`notify_finished` does), in the same statement
+        and transaction, its row count unchanged; None where the database has no ``NOTIFY``."""
+        return None
+
     def notify_finished(self, payloads: list[str]) -> None:
         """Send ``payloads`` (finished jobs' ids, ``db/finished.py``) to the waiters that
         listen, when the current transaction commits (at once in autocommit), in one

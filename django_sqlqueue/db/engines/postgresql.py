@@ -197,6 +197,9 @@ class PostgreSQL(Engine):
         channel = postgresql_notify.FINISHED_CHANNEL if finishes else postgresql_notify.CHANNEL
         return postgresql_notify.listening_connection(self.connection.alias, channel)
 
+    def announcing_update(self, update: str, pk: str, status: str, finished: Sequence[str]) -> str | None:
+        return postgresql_notify.announcing_update(update, pk, status, finished)
+
     def notify_finished(self, payloads: list[str]) -> None:
         postgresql_notify.notify(self.connection, *payloads, channel=postgresql_notify.FINISHED_CHANNEL)
 

@@ -5,6 +5,7 @@ for a change it cannot see yet, nor a waiter for an end not yet written."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import connections
@@ -25,6 +26,15 @@ def notify(connection: BaseDatabaseWrapper, *payloads: str, channel: str = CHANN
             "SELECT " + ", ".join(["pg_notify(%s, %s)"] * len(payloads)),
             [value for payload in payloads for value in (channel, payload)],
         )
+
+
+def announcing_update(update: str, pk: str, status: str, finished: Sequence[str]) -> str:
+    """``update`` (an ``UPDATE`` of jobs) made to also send, on :data:`FINISHED_CHANNEL`,
+    the id of each row it wrote whose ``status`` is one of ``finished``: a ``RETURNING``
+    clause, so that the statement is the same ``UPDATE``, counted as before, and the
+    notifications go with its own transaction: no statement more, no commit more."""
+    statuses = ", ".join("'" + value.replace("'", "''") + "'" for value in finished)
+    return f"{update} RETURNING CASE WHEN {status} IN ({statuses}) THEN pg_notify('{FINISHED_CHANNEL}', {pk}::text) END"
 
 
 def listening_connection(alias: str, channel: str = CHANNEL) -> BaseDatabaseWrapper:
