@@ -7,7 +7,7 @@ On PostgreSQL the finish's own ``UPDATE`` sends the notification
 (``Engine.announcing_update``): no statement more, and no commit more, which a
 ``NOTIFY`` of its own would cost (a transaction that notifies is flushed to disk as it
 commits); only a success that deleted its job (``SQLQUEUE_RETENTION``) is told by a
-statement of its own. Elsewhere a few datagrams per finish, however many jobs it wrote;
+statement of its own, in the DELETE's transaction. Elsewhere a few datagrams per finish, however many jobs it wrote;
 where nobody waits on this host (no waiters' folder, or no socket in it), nothing."""
 
 from __future__ import annotations
