@@ -3,6 +3,8 @@ finish sends them once it commits, naming the jobs that reached a final status o
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.db import transaction
 
@@ -67,3 +69,17 @@ def test_none_told(short_folder: object) -> None:
     Job.objects.enqueue(add, (1, 2))
     (claimed,) = Job.objects.claim(worker_id="w", limit=1)
     assert Job.objects.finish(worker_id="w", succeeded={claimed: 3}) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_success_that_deletes_its_job_tells_a_waiter(short_folder: object, settings: Any) -> None:
+    settings.SQLQUEUE_RETENTION = {"SUCCESSFUL": 0}
+    job = Job.objects.enqueue(add, (1, 2))
+    (claimed,) = Job.objects.claim(worker_id="w", limit=1)
+    news = FinishNews.open("default")
+    try:
+        assert Job.objects.finish(worker_id="w", succeeded={claimed: 3}) == 1
+        assert not Job.objects.filter(pk=job.pk).exists()
+        assert news.wait(job.pk, 5)
+    finally:
+        news.close()
