@@ -13,13 +13,14 @@ from django_sqlqueue.rules.registry import job
 from django_sqlqueue.runner.current import JobHandle, current_job
 
 if TYPE_CHECKING:
-    from django_sqlqueue.operations import cancel_jobs, pause_queue, queue_stats, resume_queue
+    from django_sqlqueue.operations import await_for, cancel_jobs, pause_queue, queue_stats, resume_queue, wait_for
     from django_sqlqueue.workflows import chain, chord
 
 __all__ = [
     "JobCancelled",
     "JobHandle",
     "Snooze",
+    "await_for",
     "cancel_jobs",
     "chain",
     "chord",
@@ -28,12 +29,13 @@ __all__ = [
     "pause_queue",
     "queue_stats",
     "resume_queue",
+    "wait_for",
 ]
 
 #: The operators' controls (``operations``) and the workflows (``workflows``) import
 #: the models, which cannot be imported with the package (before Django's apps are
 #: ready): they are imported when first asked for.
-_OPERATIONS = frozenset({"cancel_jobs", "pause_queue", "queue_stats", "resume_queue"})
+_OPERATIONS = frozenset({"await_for", "cancel_jobs", "pause_queue", "queue_stats", "resume_queue", "wait_for"})
 _WORKFLOWS = frozenset({"chain", "chord"})
 
 

@@ -97,3 +97,13 @@ class JobTakenAway(SQLQueueError):
     its lease ran out and it was rescued, to run again. The transaction it was raised in
     is rolled back, the task's writes with it, so that only the attempt that holds the
     job commits them."""
+
+
+class WaitTimeout(SQLQueueError, TimeoutError):
+    """Raised by ``Job.wait()`` (and ``wait_for()``) when the job has not finished within
+    its timeout; the job, as last read, is :attr:`job`."""
+
+    def __init__(self, job: Model, timeout: float | None) -> None:
+        super().__init__(f"Job {job.pk} did not finish within {timeout} s (it is {getattr(job, 'status', '?')}).")
+        #: The job as last read, unfinished.
+        self.job = job

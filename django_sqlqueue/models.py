@@ -9,6 +9,7 @@ from django_sqlqueue.conf import conf
 from django_sqlqueue.db.clock import DatabaseNow
 from django_sqlqueue.db.schema.names import NameField
 from django_sqlqueue.db.schema.table import AbstractJob
+from django_sqlqueue.db.waiting import in_thread
 from django_sqlqueue.managers import JobManager
 from django_sqlqueue.rules.batches import DESCRIPTION_MAX_LENGTH
 from django_sqlqueue.rules.lifecycle import JobStatus
@@ -53,6 +54,20 @@ class Job(AbstractJob):
     def tag_names(self) -> list[str]:
         """Its tags, in name order (one query)."""
         return sorted(self.tag_rows.values_list("tag", flat=True))
+
+    def wait(self, timeout: float | None = None) -> Job:
+        """Wait until it is ``SUCCESSFUL``, ``FAILED`` or ``CANCELLED``, and read it
+        again: itself, refreshed (``Job.objects.wait``, which says what a timeout, a
+        transaction and a deleted row do)."""
+        waited = Job.objects.wait(self, timeout)
+        for field in self._meta.concrete_fields:
+            setattr(self, field.attname, getattr(waited, field.attname))
+        return self
+
+    async def await_finished(self, timeout: float | None = None) -> Job:
+        """:meth:`wait` for async code, run in a thread of its own (its connections
+        closed after), so that the event loop and the request's other queries go on."""
+        return await in_thread(self.wait)(timeout)
 
 
 class JobTag(models.Model):

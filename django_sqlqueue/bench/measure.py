@@ -7,10 +7,12 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from typing import Any, NamedTuple
 
 from django.conf import settings
+from django.db import connections, transaction
 from django.db.models import Max, Min, QuerySet
 
 from django_sqlqueue.models import Job, JobStatus, Worker
@@ -107,19 +109,92 @@ def seconds(jobs: QuerySet[Job]) -> float:
     return float((span["last"] - span["first"]).total_seconds())
 
 
+def started_workers(queue: str, processes: int) -> subprocess.Popen[bytes]:
+    """``runworkers`` on ``queue`` alone, once its ``processes`` have started and gone idle;
+    the caller stops it (:func:`stop`)."""
+    supervisor = runworkers("--queues", queue, "--processes", str(processes))
+    deadline = time.monotonic() + 60
+    while Worker.objects.filter(queues=[queue]).count() < processes:
+        if time.monotonic() > deadline or supervisor.poll() is not None:
+            stop(supervisor)
+            raise RuntimeError("the workers did not start")
+        time.sleep(0.1)
+    time.sleep(1.0)  # let them go idle
+    return supervisor
+
+
+def stop(supervisor: subprocess.Popen[bytes]) -> None:
+    """Stop a ``runworkers`` started by :func:`started_workers`, and wait for its exit."""
+    supervisor.send_signal(signal.SIGTERM)
+    supervisor.wait(timeout=60)
+
+
+def wait_latency(queue: str, samples: int) -> dict[str, float]:
+    """Milliseconds from a job's finish to the return of ``Job.wait()`` on it, p50 and p95,
+    two ways. ``p50``/``p95``: from the finish's commit, the job finished by a thread of
+    this process (claimed, then finished in a transaction, while the wait runs), timed
+    from the moment its commit returned by one clock (on PostgreSQL the news leaves with
+    the commit, before it returns: a wait may end a little earlier, below 0). ``worker_p50``/
+    ``worker_p95``: a job run by an idle ``runworkers`` process, timed from the time the
+    database gave its finish (its ``UPDATE``'s, before the commit: the commit's flush to
+    disk is in it) to this process's clock, which is the same clock when the database
+    runs on this host."""
+    supervisor = started_workers(queue, 1)
+    by_worker = []
+    try:
+        for _ in range(samples):
+            job = Job.objects.enqueue(noop, queue=queue)
+            job.wait(timeout=60)
+            returned = time.time()
+            if job.finished_at is not None:  # None: deleted by its success (SQLQUEUE_RETENTION)
+                by_worker.append((returned - job.finished_at.timestamp()) * 1000)
+    finally:
+        stop(supervisor)
+    by_thread = [_finished_in_a_thread(f"{queue}-thread") for _ in range(samples)]
+    if len(by_worker) < 2:
+        raise RuntimeError("the jobs' finishes are not kept (SQLQUEUE_RETENTION): nothing to time")
+    worker, thread = (statistics.quantiles(waits, n=100, method="inclusive") for waits in (by_worker, by_thread))
+    return {"p50": thread[49], "p95": thread[94], "worker_p50": worker[49], "worker_p95": worker[94]}
+
+
+def _finished_in_a_thread(queue: str) -> float:
+    """Milliseconds from the commit of a finish in another thread (as the client saw it
+    return) to the return of the wait for that job, begun before it."""
+    job = Job.objects.enqueue(noop, queue=queue)
+    committed = 0.0
+
+    def commit_seen() -> None:
+        nonlocal committed
+        committed = time.perf_counter()
+
+    def finish() -> None:
+        try:
+            time.sleep(0.005)  # the wait has begun
+            claimed = Job.objects.claim(worker_id=f"{queue}-bench", queues=[queue], limit=1)
+            with transaction.atomic():
+                # First of the callbacks: before the news sent once it commits (db/finished.py).
+                transaction.on_commit(commit_seen)
+                Job.objects.finish(worker_id=f"{queue}-bench", succeeded=dict.fromkeys(claimed))
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=finish, name="sqlqueue-bench-finish")
+    thread.start()
+    try:
+        job.wait(timeout=60)
+        waited = time.perf_counter()
+    finally:
+        thread.join()
+    return (waited - committed) * 1000
+
+
 def latency(queue: str, samples: int, processes: int, spacing: float) -> dict[str, float]:
     """Milliseconds from an enqueue to its job's start, with idle workers waiting: its
     percentiles, from the time the database gave the job (its ``INSERT``'s, before the
     commit), and ``enqueue_p50``, the median time the enqueue itself took, commit
     included: the commit ended somewhere within it."""
-    supervisor = runworkers("--queues", queue, "--processes", str(processes))
+    supervisor = started_workers(queue, processes)
     try:
-        deadline = time.monotonic() + 60
-        while Worker.objects.filter(queues=[queue]).count() < processes:
-            if time.monotonic() > deadline or supervisor.poll() is not None:
-                raise RuntimeError("the workers did not start")
-            time.sleep(0.1)
-        time.sleep(1.0)  # let them go idle
         enqueues = []
         for _ in range(samples):
             began = time.perf_counter()
@@ -129,8 +204,7 @@ def latency(queue: str, samples: int, processes: int, spacing: float) -> dict[st
         while Job.objects.filter(queue=queue).exclude(status=JobStatus.SUCCESSFUL).exists():
             time.sleep(0.1)
     finally:
-        supervisor.send_signal(signal.SIGTERM)
-        supervisor.wait(timeout=60)
+        stop(supervisor)
     times = Job.objects.filter(queue=queue, started_at__isnull=False).values_list("enqueued_at", "started_at")
     waits = sorted((started - enqueued).total_seconds() * 1000 for enqueued, started in times if started)
     percentiles = statistics.quantiles(waits, n=100, method="inclusive")

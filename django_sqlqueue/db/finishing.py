@@ -28,6 +28,7 @@ from django_sqlqueue.rules.failures import Failure, decide
 from django_sqlqueue.rules.lifecycle import (
     AFTER_RELEASE,
     FAIL_UNRECORDED,
+    FINISHED,
     SUCCEED,
     SUCCEED_AND_DELETE,
     JobStatus,
@@ -270,6 +271,10 @@ class _OutcomeUpdate:
             field.name: (field, connection.ops.quote_name(cast(str, field.column)))
             for field in model._meta.concrete_fields
         }
+        #: Where the database notifies, the statement tells the waiters itself (``db/finished.py``).
+        self._announcing = engine(connection).announcing_update(
+            "{update}", self._fields[model._meta.pk.name][1], self._fields["status"][1], FINISHED
+        )
 
     def sql(self, worker_id: str, outcomes: Mapping[AbstractJob, Mapping[str, Any]]) -> tuple[str, tuple[Any, ...]]:
         """The statement writing ``outcomes`` (not empty) to the jobs ``worker_id`` holds,
@@ -284,7 +289,10 @@ class _OutcomeUpdate:
             setting.append(f"{column} = {sql}")
             params.extend(bound)
         held, bound = compile_(HeldBy(worker_id, outcomes).resolve_expression(query))
-        return f"UPDATE {self._table} SET {', '.join(setting)} WHERE {held}", (*params, *bound)
+        update = f"UPDATE {self._table} SET {', '.join(setting)} WHERE {held}"
+        if self._announcing is not None:
+            update = self._announcing.replace("{update}", update, 1)
+        return update, (*params, *bound)
 
     def run(self, sql: str, params: tuple[Any, ...]) -> int:
         """Run what :meth:`sql` made: how many jobs it wrote."""

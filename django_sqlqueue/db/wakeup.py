@@ -49,6 +49,10 @@ logger = logging.getLogger(__name__)
 #: (a transaction that wrote to very many queues) it names none, which wakes every worker.
 MOST_PAYLOAD = 1024
 SUFFIX = ".sock"
+#: The folder, in a database's, of the sockets of those who wait for jobs to finish
+#: (``db/waiting.py``): apart, so that an enqueue's datagram never goes to them, nor a
+#: finish's to a worker.
+WAITING = "waiting"
 #: The attribute of a connection object that holds its transaction's pending wake-up.
 _ATTRIBUTE = "_sqlqueue_wakeup"
 #: Each database's folder, by what it is made from; each folder's sockets, by its time.
@@ -97,20 +101,22 @@ def wakeup_folder(alias: str) -> Path | None:
     return folder
 
 
-def make_folder(alias: str) -> Path | None:
-    """``alias``'s wake-up folder (:func:`wakeup_folder`), made if need be; None where
-    there is none. Raises ``OSError`` when it cannot be made, or :class:`UnsafeFolder`
-    when it (or the folder it is in) is open to others."""
+def make_folder(alias: str, *, waiting: bool = False) -> Path | None:
+    """``alias``'s wake-up folder (:func:`wakeup_folder`), made if need be (with
+    ``waiting``, the folder in it of the sockets of those who wait for jobs to finish,
+    :data:`WAITING`); None where there is none. Raises ``OSError`` when it cannot be
+    made, or :class:`UnsafeFolder` when it (or the folder it is in) is open to others."""
     folder = wakeup_folder(alias)
     if folder is None:
         return None
-    for made in (folder.parent, folder):
+    made = [folder.parent, folder, folder / WAITING] if waiting else [folder.parent, folder]
+    for path in made:
         with contextlib.suppress(FileExistsError):
-            made.mkdir(mode=0o700)
-    # The folder nobody else may enter, in one nobody else may write to (and so swap it).
-    for path, closed in ((folder.parent, 0o022), (folder, 0o077)):
-        check_private(path, os.lstat(path), closed)
-    return folder
+            path.mkdir(mode=0o700)
+    # The folders nobody else may enter, in one nobody else may write to (and so swap it).
+    for path in made:
+        check_private(path, os.lstat(path), 0o022 if path == folder.parent else 0o077)
+    return made[-1]
 
 
 def _base(setting: str | None) -> Path:
@@ -152,22 +158,30 @@ class _Pending:
 def send(alias: str, queues: Iterable[str]) -> int:
     """Send the datagram that names ``queues`` to every worker socket of ``alias`` on this
     host; how many took it. Never raises: an enqueue has committed, whatever happens here."""
+    payload = "\n".join(sorted(queues)).encode()
+    return send_datagrams(alias, [b"" if len(payload) > MOST_PAYLOAD else payload])
+
+
+def send_datagrams(alias: str, payloads: list[bytes], *, waiting: bool = False) -> int:
+    """Send each of ``payloads`` to every worker socket of ``alias`` on this host (with
+    ``waiting``, to every socket of those who wait for jobs to finish); how many sockets
+    took them. Never raises: what they tell of has committed, whatever happens here."""
     try:
         folder = wakeup_folder(alias)
         if folder is None:
             return 0
-        payload = "\n".join(sorted(queues)).encode()
-        if len(payload) > MOST_PAYLOAD:
-            payload = b""
+        if waiting:
+            folder = folder / WAITING
         sender = _sender()
         sent = 0
         for path in _sockets(folder):
             # No listener (a worker killed), a full buffer (it is awake already), gone.
             with contextlib.suppress(OSError):
-                sender.sendto(payload, path)
+                for payload in payloads:
+                    sender.sendto(payload, path)
                 sent += 1
         return sent
-    except FileNotFoundError:  # no worker has made the folder on this host: none to wake
+    except FileNotFoundError:  # nobody has made the folder on this host: none to wake
         return 0
     except Exception as error:  # whatever it is, the jobs are committed and will be polled
         say_once(logger, "No wake-up sent for database %r: %s", alias, error)

@@ -24,14 +24,15 @@ def wakes(payload: bytes, queues: Iterable[str] | None) -> bool:
     return not queues or not payload or not set(payload.decode(errors="replace").split("\n")).isdisjoint(queues)
 
 
-def bind(alias: str) -> socket.socket | None:
+def bind(alias: str, *, waiting: bool = False) -> socket.socket | None:
     """A new non-blocking socket bound in ``alias``'s wake-up folder (made if need be),
-    for a worker to wait on; None where there is no folder (:func:`~django_sqlqueue.db.wakeup.wakeup_folder`).
+    for a worker to wait on (with ``waiting``, in its folder of those who wait for jobs
+    to finish, ``db/waiting.py``); None where there is no folder (:func:`~django_sqlqueue.db.wakeup.wakeup_folder`).
     The sockets that no process listens on any more (workers killed) are removed first.
 
     Raises ``OSError`` when the folder cannot be made or used (it is someone else's, or
     open to others; the socket's path is too long): the worker then polls."""
-    folder = make_folder(alias)
+    folder = make_folder(alias, waiting=waiting)
     if folder is None:
         return None
     _remove_stale(folder)

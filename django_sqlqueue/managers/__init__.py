@@ -9,6 +9,7 @@ defined with the building of a job, in ``db/building``, and importable from here
 
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 import operator
@@ -28,9 +29,11 @@ from django_sqlqueue.db import (
     dependents,
     editing,
     expiry,
+    finished,
     finishing,
     rates,
     tagging,
+    waiting,
 )
 from django_sqlqueue.db.building import JobOptions, PlainOptions
 from django_sqlqueue.db.clock import DatabaseNow
@@ -52,6 +55,7 @@ from django_sqlqueue.rules.lifecycle import (
     REQUEST_CANCEL,
     RUN_NOW,
     SUCCEED_AND_DELETE,
+    JobStatus,
     Transition,
     admin_retry_transition,
 )
@@ -249,6 +253,7 @@ class JobManager(EnqueueingManager[JobT]):
             # ever (db/finishing.py recovers from a refused outcome on its own connection).
             # While no workflow is under way, that is taken for granted, unread.
             ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
+            finished.announce_ended(jobs.db, ended)
             signals.send_ended(ended, jobs.db)
             # Unless a job was enqueued after one of these while this finish waited for its
             # row lock (its enqueue held it): that one is released right after.
@@ -259,6 +264,7 @@ class JobManager(EnqueueingManager[JobT]):
         # the UPDATE, so that a job linked while it waited for a row lock is seen.
         with transaction.atomic(using=jobs.db):
             ended = finishing.finish(jobs, worker_id=worker_id, succeeded=succeeded, failed=failed)
+            finished.announce_ended(jobs.db, ended)
             # Sent first as it commits: what the settling and the count release follows from these.
             signals.send_ended(ended, jobs.db)
             if batched:
@@ -267,6 +273,28 @@ class JobManager(EnqueueingManager[JobT]):
                 gone = [outcome.job.pk for outcome in ended if outcome.transition is SUCCEED_AND_DELETE]
                 dependencies.settle(self.model, jobs.db, parents, gone_succeeded=gone)
         return ended
+
+    def wait(self, job: JobT | int, timeout: float | None = None) -> JobT:
+        """The job (an instance or its id) read again once it is ``SUCCESSFUL``,
+        ``FAILED`` or ``CANCELLED``: woken by the news of its finish (``NOTIFY`` on
+        PostgreSQL, a datagram from a worker on this host elsewhere), polling from
+        5 ms up to every 0.5 s meanwhile (``db/waiting.py``). At once if it has finished.
+
+        Raises :class:`~django_sqlqueue.exceptions.WaitTimeout` after ``timeout`` seconds
+        (None: never), and ``TransactionManagementError`` inside ``transaction.atomic()``.
+        A job whose row is gone while ``SQLQUEUE_RETENTION["SUCCESSFUL"]`` is 0 succeeded
+        (its success deleted it): a copy of ``job`` (a bare instance for an id), not
+        saved, ``SUCCESSFUL`` with no result and no ``finished_at``, is returned; any other job gone raises
+        ``DoesNotExist``. Never hold a transaction open around it."""
+        pk = job if isinstance(job, int) else job.pk
+        found = waiting.wait_finished(self.on_queue_db(), pk, timeout)
+        if found is not None:
+            return found
+        if not finishing.deletes_successes():
+            raise self.model.DoesNotExist(f"Job {pk} is gone: deleted before it finished, or pruned since.")
+        gone = copy.copy(job) if isinstance(job, self.model) else self.model(pk=pk)
+        gone.status, gone.result, gone.finished_at = JobStatus.SUCCESSFUL, None, None
+        return gone
 
     def cancel(self, jobs: models.QuerySet[JobT] | Iterable[int]) -> CancelCount:
         """Cancel ``jobs`` (a queryset or ids): a ``READY`` one becomes ``CANCELLED`` at

@@ -262,10 +262,23 @@ class Engine:
         """Send ``payload`` to the listening workers when the current transaction
         commits (at once in autocommit); nothing where the database has no ``NOTIFY``."""
 
-    def listening_connection(self) -> BaseDatabaseWrapper:
+    def listening_connection(self, *, finishes: bool = False) -> BaseDatabaseWrapper:
         """A connection of its own to this database, listening for what :meth:`notify`
-        sends; only where :attr:`notifies`. The caller closes it."""
+        sends (with ``finishes``, what :meth:`notify_finished` sends); only where
+        :attr:`notifies`. The caller closes it."""
         raise NotImplementedError(f"{self.display} delivers no notifications: its workers poll")
+
+    def announcing_update(self, update: str, pk: str, status: str, finished: Sequence[str]) -> str | None:
+        """The statement ``update`` (an ``UPDATE`` of jobs; ``pk`` and ``status`` their
+        quoted columns) made to also tell the waiters which of the jobs it wrote reached
+        a status of ``finished`` (as :meth:`notify_finished` does), in the same statement
+        and transaction, its row count unchanged; None where the database has no ``NOTIFY``."""
+        return None
+
+    def notify_finished(self, payloads: list[str]) -> None:
+        """Send ``payloads`` (finished jobs' ids, ``db/finished.py``) to the waiters that
+        listen, when the current transaction commits (at once in autocommit), in one
+        statement; nothing where the database has no ``NOTIFY``."""
 
     def wakeup_identity(self) -> str | None:
         """What tells this database from every other that workers on this host wait on,

@@ -193,8 +193,15 @@ class PostgreSQL(Engine):
     def notify(self, payload: str) -> None:
         postgresql_notify.notify(self.connection, payload)
 
-    def listening_connection(self) -> BaseDatabaseWrapper:
-        return postgresql_notify.listening_connection(self.connection.alias)
+    def listening_connection(self, *, finishes: bool = False) -> BaseDatabaseWrapper:
+        channel = postgresql_notify.FINISHED_CHANNEL if finishes else postgresql_notify.CHANNEL
+        return postgresql_notify.listening_connection(self.connection.alias, channel)
+
+    def announcing_update(self, update: str, pk: str, status: str, finished: Sequence[str]) -> str | None:
+        return postgresql_notify.announcing_update(update, pk, status, finished)
+
+    def notify_finished(self, payloads: list[str]) -> None:
+        postgresql_notify.notify(self.connection, *payloads, channel=postgresql_notify.FINISHED_CHANNEL)
 
     def server_connections(self) -> ServerConnections | None:
         """None through a transaction pooler (``DISABLE_SERVER_SIDE_CURSORS``, as Django

@@ -24,6 +24,9 @@ from django_sqlqueue.management.base import QueueCommand
 from django_sqlqueue.models import Job
 from django_sqlqueue.rules.lifecycle import ACTIVE
 
+#: The most the median of the finish-to-wait latency may be, in milliseconds.
+WAIT_CEILING_MS = 10.0
+
 
 def nothing_else_to_run(queue: str) -> bool:
     """Whether the drain may claim from every queue, as the Quickstart's ``runworkers``
@@ -55,6 +58,9 @@ class Command(QueueCommand):
             "--key-limit", type=positive_int, default=10, help="Jobs of one key running at once (default 10)."
         )
         parser.add_argument("--latency-samples", type=positive_int, default=40, help="Enqueues timed (default 40).")
+        parser.add_argument(
+            "--wait-samples", type=positive_int, default=200, help="Job.wait() calls timed (default 200)."
+        )
         parser.add_argument("--json", action="store_true", dest="as_json", help="Print the figures as JSON.")
         parser.add_argument(
             "--designs",
@@ -100,6 +106,7 @@ class Command(QueueCommand):
         keys: int,
         key_limit: int,
         latency_samples: int,
+        wait_samples: int,
         as_json: bool,
         designs: list[str],
         rounds: int,
@@ -179,6 +186,10 @@ class Command(QueueCommand):
                     "key_limit": key_limit,
                 }
             figures["latency_ms"] = measure.latency(f"{prefix}-latency", latency_samples, processes, spacing=0.15)
+            figures["wait_ms"] = {
+                **measure.wait_latency(f"{prefix}-wait", wait_samples),
+                "ceiling_p50": WAIT_CEILING_MS,
+            }
         finally:
             Job.objects.filter(queue__startswith=prefix).delete()
         if as_json:
@@ -320,6 +331,12 @@ class Command(QueueCommand):
             f"latency, enqueue commit to start: p50 {latency['p50']:.1f} ms, "
             f"p95 {latency['p95']:.1f} ms, p99 {latency['p99']:.1f} ms (from its INSERT; the enqueue, "
             f"commit included, took p50 {latency['enqueue_p50']:.1f} ms)"
+        )
+        waited = figures["wait_ms"]
+        self.stdout.write(
+            f"latency, finish commit to Job.wait() returning: p50 {waited['p50']:.1f} ms (ceiling "
+            f"{waited['ceiling_p50']:g} ms), p95 {waited['p95']:.1f} ms (finished by this process); by runworkers, "
+            f"from its UPDATE, commit included: p50 {waited['worker_p50']:.1f} ms, p95 {waited['worker_p95']:.1f} ms"
         )
 
 

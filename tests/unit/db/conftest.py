@@ -3,7 +3,9 @@ socket bound in it (``db/wakeup.py``, ``db/wakeup_socket.py``)."""
 
 from __future__ import annotations
 
+import shutil
 import socket
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,3 +32,13 @@ def sock(folder: Path) -> Iterator[socket.socket]:
     assert made is not None
     yield made
     wakeup_socket.unbind(made)
+
+
+@pytest.fixture
+def short_folder(settings: Any) -> Iterator[Path]:
+    """A wake-up base folder of this test's own, with a path short enough for the
+    waiters' sockets in it (a Unix socket's path takes 108 bytes at most)."""
+    base = Path(tempfile.mkdtemp(prefix="sq"))
+    settings.SQLQUEUE_WAKEUP_DIR = str(base)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)

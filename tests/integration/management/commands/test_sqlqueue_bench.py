@@ -34,6 +34,7 @@ def test_the_benchmark_runs_and_cleans_up(monkeypatch: pytest.MonkeyPatch) -> No
         keys=3,
         key_limit=2,
         latency_samples=3,
+        wait_samples=3,
         as_json=True,
         stdout=out,
     )
@@ -55,6 +56,9 @@ def test_the_benchmark_runs_and_cleans_up(monkeypatch: pytest.MonkeyPatch) -> No
     assert (figures["drain_with_keys"]["keys"], figures["drain_with_keys"]["key_limit"]) == (3, 2)
     assert 0 <= figures["latency_ms"]["p50"] <= figures["latency_ms"]["p95"] <= figures["latency_ms"]["p99"]
     assert figures["latency_ms"]["enqueue_p50"] > 0
+    assert figures["wait_ms"]["p50"] <= figures["wait_ms"]["p95"]
+    assert 0 <= figures["wait_ms"]["worker_p50"] <= figures["wait_ms"]["worker_p95"]
+    assert figures["wait_ms"]["ceiling_p50"] == 10
     assert list(Job.objects.values_list("pk", flat=True)) == [kept.pk]  # only the bench's own jobs are gone
 
 
@@ -63,7 +67,7 @@ def test_the_benchmark_runs_and_cleans_up(monkeypatch: pytest.MonkeyPatch) -> No
 def test_the_table_shows_each_figure_against_its_ceiling(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DB_NAME", str(connection.settings_dict["NAME"]))
     out = StringIO()
-    call_command("sqlqueue_bench", jobs=40, processes=1, latency_samples=3, stdout=out)
+    call_command("sqlqueue_bench", jobs=40, processes=1, latency_samples=3, wait_samples=3, stdout=out)
     lines = out.getvalue().splitlines()
     assert lines[0].startswith(f"django-sqlqueue benchmark: {connection.vendor}")
     assert lines[1] == (
@@ -87,6 +91,12 @@ def test_the_table_shows_each_figure_against_its_ceiling(monkeypatch: pytest.Mon
     assert lines[8].startswith("  (drain: runworkers --burst, from its start to its exit, and by the database's clock;")
     assert lines[9].startswith("latency, enqueue commit to start: p50 ")
     assert re.search(r"\(from its INSERT; the enqueue, commit included, took p50 \d+\.\d ms\)$", lines[9])
+    assert re.fullmatch(
+        r"latency, finish commit to Job\.wait\(\) returning: p50 -?\d+\.\d ms \(ceiling 10 ms\), p95 -?\d+\.\d ms "
+        r"\(finished by this process\); by runworkers, from its UPDATE, commit included: p50 \d+\.\d ms, "
+        r"p95 \d+\.\d ms",
+        lines[10],
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -103,6 +113,9 @@ def test_our_tables_raw_claim_reads_its_candidates_before_it_locks_them(monkeypa
     monkeypatch.setattr(measure, "drain", lambda *args, **kwargs: measure.Drain(1000.0, 500.0))
     monkeypatch.setattr(
         measure, "latency", lambda *args, **kwargs: dict.fromkeys(["p50", "p95", "p99", "enqueue_p50"], 1.0)
+    )
+    monkeypatch.setattr(
+        measure, "wait_latency", lambda *args, **kwargs: dict.fromkeys(["p50", "p95", "worker_p50", "worker_p95"], 1.0)
     )
     call_command("sqlqueue_bench", jobs=20, processes=1, stdout=StringIO())
     ours = connection.ops.quote_name(Job._meta.db_table)
@@ -155,7 +168,7 @@ def test_the_benchmark_runs_from_a_manage_py_without_a_main_guard(
 ) -> None:
     """Its raw drain's processes are spawned: they would run such a manage.py, and the
     benchmark in it, again (and fail, starting processes while they start)."""
-    bench = ("sqlqueue_bench", "--jobs", "30", "--processes", "1", "--latency-samples", "2")
+    bench = ("sqlqueue_bench", "--jobs", "30", "--processes", "1", "--latency-samples", "2", "--wait-samples", "2")
     finished = run_script(python, tmp_path / "manage.py", UNGUARDED_MANAGE_PY, *bench, env=child_env, timeout=300)
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert finished.stdout.count("django-sqlqueue benchmark:") == 1, finished.stdout
