@@ -13,8 +13,8 @@ from tests.support.admin_helpers import CHANGELIST
 
 pytestmark = pytest.mark.django_db
 
-#: Django 6.0 turned the breadcrumbs into an ordered list; 5.2 separates links with &rsaquo;.
-if django.VERSION >= (6, 0):
+#: Django 6.1 turned the breadcrumbs into an ordered list; 5.2 and 6.0 separate links with &rsaquo;.
+if django.VERSION >= (6, 1):
     EXPECTED = (
         '<ol class="breadcrumbs">\n<li><a href="/admin/">Home</a></li>\n'
         '<li><a href="/admin/django_sqlqueue/">SQL queue</a></li>\n'

@@ -9,6 +9,7 @@ import asyncio
 import threading
 from typing import Any
 
+import django
 import pytest
 from django.db import connections, transaction
 from django.db.transaction import TransactionManagementError
@@ -128,7 +129,8 @@ def test_a_task_result_is_refreshed_once_it_finished(short_folder: object) -> No
 
 
 def test_a_result_of_another_backend_is_refused(settings: Any) -> None:
-    settings.TASKS = {**settings.TASKS, "immediate": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"}}
+    framework = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"  # the backport on 5.2
+    settings.TASKS = {**settings.TASKS, "immediate": {"BACKEND": f"{framework}.backends.immediate.ImmediateBackend"}}
     other = djtasks.add.using(backend="immediate").enqueue(1, 2)
     with pytest.raises(TypeError, match="'immediate' is not a SQLQueueBackend"):
         wait_for(other, timeout=0)
