@@ -21,7 +21,8 @@ from tests.testapp.tasks import add, fail, sleep_once_started
 
 @pytest.mark.slow
 def test_waits_for_what_a_worker_does(start_workers: Callable[..., Workers]) -> None:
-    workers = start_workers("--processes", "1", "--threads", "2")
+    # The job of "nobody-serves-this" below waits for ever: the worker runs the tasks' queues only.
+    workers = start_workers("--queues", "default,reports", "--processes", "1", "--threads", "2")
 
     summed = Job.objects.enqueue(add, (2, 3))
     assert summed.wait(timeout=60) is summed, workers.text()
